@@ -1,0 +1,300 @@
+// Schemas of the batch family, its C++ API, and its composite ops (the list / view helpers).
+
+#include <torch/library.h>
+#include <torch_ragged/batch.h>
+
+#include "batch/batch_ops.h"
+#include "batch/layout.h"
+#include "common/checks.h"
+
+namespace torch_ragged {
+
+TORCH_LIBRARY_FRAGMENT(torch_ragged, m) {
+  const std::vector<at::Tag> tags{at::Tag::pt2_compliant_tag};
+  m.def("get_shape_per_tensor(Tensor[] tensor_list) -> Tensor", tags);
+  m.def("fill_max_shape(Tensor shape_per_tensor, SymInt[]? partial_max_shape=None) -> Tensor",
+        tags);
+  m.def("list_to_packed(Tensor[] tensor_list) -> (Tensor, Tensor)", tags);
+  m.def(
+      "list_to_padded(Tensor[] tensor_list, Scalar padding_value, SymInt[]? max_shape=None, "
+      "str padding_side=\"right\") -> (Tensor, Tensor)",
+      tags);
+  m.def(
+      "packed_to_list(Tensor(a) packed_tensor, Tensor shape_per_tensor, Tensor first_idx) "
+      "-> Tensor(a)[]",
+      tags);
+  m.def(
+      "packed_to_padded(Tensor packed_tensor, Tensor shape_per_tensor, Tensor first_idx, "
+      "Scalar padding_value, SymInt[]? max_shape=None, str padding_side=\"right\") -> Tensor",
+      tags);
+  m.def(
+      "padded_to_list(Tensor(a) padded_tensor, Tensor shape_per_tensor, "
+      "str padding_side=\"right\") -> Tensor(a)[]",
+      tags);
+  m.def(
+      "padded_to_packed(Tensor padded_tensor, Tensor shape_per_tensor, "
+      "str padding_side=\"right\", SymInt? num_rows=None) -> Tensor",
+      tags);
+  m.def("tile_to_packed(Tensor values, Tensor numel_per_tensor, SymInt? num_rows=None) -> Tensor",
+        tags);
+}
+
+namespace {
+
+template <typename Signature>
+c10::TypedOperatorHandle<Signature> op_handle(const char* name) {
+  return c10::Dispatcher::singleton().findSchemaOrThrow(name, "").typed<Signature>();
+}
+
+// Whether the index tensor has no readable data (fake / meta / functional tensors under
+// torch.compile), so sizes must stay symbolic.
+bool is_symbolic(const at::Tensor& t) {
+  return t.is_meta() || t.key_set().has(c10::DispatchKey::Python) ||
+         t.key_set().has(c10::DispatchKey::Functionalize);
+}
+
+c10::SymInt entry(const at::Tensor& t, int64_t i, int64_t j) {
+  return t.select(0, i).select(0, j).item().toSymInt();
+}
+
+// ---- get_shape_per_tensor, fill_max_shape (CompositeExplicitAutograd; fake kernels in Python)
+// ----
+
+at::Tensor get_shape_per_tensor_impl(at::TensorList tensor_list) {
+  const RaggedLayout layout = layout_from_tensor_list("get_shape_per_tensor", tensor_list);
+  return at::tensor(layout.shapes, at::kLong).view({layout.batch, layout.rank});
+}
+
+at::Tensor fill_max_shape_impl(const at::Tensor& shape_per_tensor,
+                               at::OptionalSymIntArrayRef partial_max_shape) {
+  RaggedLayout layout = layout_from_shape_per_tensor("fill_max_shape", shape_per_tensor, 0);
+  std::optional<std::vector<int64_t>> requested;
+  if (partial_max_shape.has_value()) {
+    requested = concrete_sizes("fill_max_shape", "partial_max_shape", *partial_max_shape);
+  }
+  resolve_padded_shape("fill_max_shape", layout, requested, /*left=*/false);
+  return at::tensor(layout.max_shape, at::kLong).to(shape_per_tensor.device());
+}
+
+// ---- packed_to_list, padded_to_list (CompositeImplicitAutograd: views, differentiable) ----
+
+std::vector<at::Tensor> packed_to_list_symbolic(const at::Tensor& packed,
+                                                const at::Tensor& shape_per_tensor,
+                                                const at::Tensor& first_idx) {
+  std::vector<at::Tensor> out;
+  const int64_t batch = shape_per_tensor.size(0), rank = shape_per_tensor.size(1);
+  for (int64_t b = 0; b < batch; ++b) {
+    const c10::SymInt start = first_idx.select(0, b).item().toSymInt();
+    const c10::SymInt stop = first_idx.select(0, b + 1).item().toSymInt();
+    std::vector<c10::SymInt> shape;
+    for (int64_t j = 0; j < rank; ++j) shape.push_back(entry(shape_per_tensor, b, j));
+    shape.push_back(packed.sym_size(1));
+    out.push_back(packed.narrow_symint(0, start, stop - start).reshape_symint(shape));
+  }
+  return out;
+}
+
+std::vector<at::Tensor> packed_to_list_impl(const at::Tensor& packed,
+                                            const at::Tensor& shape_per_tensor,
+                                            const at::Tensor& first_idx) {
+  TORCH_CHECK_VALUE(packed.dim() == 2, "torch_ragged.packed_to_list: packed_tensor must be 2-D ",
+                    "(rows, element), got shape ", packed.sizes());
+  if (is_symbolic(shape_per_tensor) || is_symbolic(first_idx)) {
+    return packed_to_list_symbolic(packed, shape_per_tensor, first_idx);
+  }
+  const RaggedLayout layout =
+      layout_from_shape_per_tensor("packed_to_list", shape_per_tensor, packed.size(1));
+  check_first_idx("packed_to_list", layout, first_idx, packed.size(0));
+  std::vector<at::Tensor> out;
+  out.reserve(layout.batch);
+  for (int64_t b = 0; b < layout.batch; ++b) {
+    std::vector<int64_t> shape(layout.shape_of(b), layout.shape_of(b) + layout.rank);
+    shape.push_back(layout.elem);
+    const int64_t rows = layout.first_row[b + 1] - layout.first_row[b];
+    out.push_back(packed.narrow(0, layout.first_row[b], rows).reshape(shape));
+  }
+  return out;
+}
+
+std::vector<at::Tensor> padded_to_list_symbolic(const at::Tensor& padded,
+                                                const at::Tensor& shape_per_tensor, bool left) {
+  std::vector<at::Tensor> out;
+  const int64_t batch = shape_per_tensor.size(0), rank = shape_per_tensor.size(1);
+  for (int64_t b = 0; b < batch; ++b) {
+    at::Tensor item = padded.select(0, b);
+    for (int64_t j = 0; j < rank; ++j) {
+      const c10::SymInt size = entry(shape_per_tensor, b, j);
+      const c10::SymInt start = left ? item.sym_size(j) - size : c10::SymInt(0);
+      item = item.narrow_symint(j, start, size);
+    }
+    out.push_back(item);
+  }
+  return out;
+}
+
+std::vector<at::Tensor> padded_to_list_impl(const at::Tensor& padded,
+                                            const at::Tensor& shape_per_tensor,
+                                            c10::string_view padding_side) {
+  const bool left = is_left_padding("padded_to_list", padding_side);
+  if (is_symbolic(shape_per_tensor)) {
+    return padded_to_list_symbolic(padded, shape_per_tensor, left);
+  }
+  RaggedLayout layout = layout_from_shape_per_tensor("padded_to_list", shape_per_tensor,
+                                                     padded.dim() > 0 ? padded.size(-1) : 0);
+  adopt_padded_shape("padded_to_list", layout, padded, left);
+  std::vector<at::Tensor> out;
+  out.reserve(layout.batch);
+  for (int64_t b = 0; b < layout.batch; ++b) {
+    at::Tensor item = padded.select(0, b);
+    for (int64_t j = 0; j < layout.rank; ++j) {
+      item = item.narrow(j, layout.offset_of(b)[j], layout.shape_of(b)[j]);
+    }
+    out.push_back(item);
+  }
+  return out;
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(torch_ragged, CompositeExplicitAutograd, m) {
+  m.impl("get_shape_per_tensor", &get_shape_per_tensor_impl);
+  m.impl("fill_max_shape", &fill_max_shape_impl);
+}
+
+TORCH_LIBRARY_IMPL(torch_ragged, CompositeImplicitAutograd, m) {
+  m.impl("packed_to_list", &packed_to_list_impl);
+  m.impl("padded_to_list", &padded_to_list_impl);
+}
+
+// ---- Typed dispatcher calls ----
+
+namespace ops {
+
+std::tuple<at::Tensor, at::Tensor> list_to_packed(at::TensorList tensor_list) {
+  static auto op =
+      op_handle<std::tuple<at::Tensor, at::Tensor>(at::TensorList)>("torch_ragged::list_to_packed");
+  return op.call(tensor_list);
+}
+
+std::tuple<at::Tensor, at::Tensor> list_to_padded(at::TensorList tensor_list,
+                                                  const at::Scalar& padding_value,
+                                                  at::OptionalSymIntArrayRef max_shape,
+                                                  c10::string_view padding_side) {
+  static auto op = op_handle<std::tuple<at::Tensor, at::Tensor>(
+      at::TensorList, const at::Scalar&, at::OptionalSymIntArrayRef, c10::string_view)>(
+      "torch_ragged::list_to_padded");
+  return op.call(tensor_list, padding_value, max_shape, padding_side);
+}
+
+std::vector<at::Tensor> packed_to_list(const at::Tensor& packed_tensor,
+                                       const at::Tensor& shape_per_tensor,
+                                       const at::Tensor& first_idx) {
+  static auto op =
+      op_handle<std::vector<at::Tensor>(const at::Tensor&, const at::Tensor&, const at::Tensor&)>(
+          "torch_ragged::packed_to_list");
+  return op.call(packed_tensor, shape_per_tensor, first_idx);
+}
+
+at::Tensor packed_to_padded(const at::Tensor& packed_tensor, const at::Tensor& shape_per_tensor,
+                            const at::Tensor& first_idx, const at::Scalar& padding_value,
+                            at::OptionalSymIntArrayRef max_shape, c10::string_view padding_side) {
+  static auto op =
+      op_handle<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&,
+                           const at::Scalar&, at::OptionalSymIntArrayRef, c10::string_view)>(
+          "torch_ragged::packed_to_padded");
+  return op.call(packed_tensor, shape_per_tensor, first_idx, padding_value, max_shape,
+                 padding_side);
+}
+
+std::vector<at::Tensor> padded_to_list(const at::Tensor& padded_tensor,
+                                       const at::Tensor& shape_per_tensor,
+                                       c10::string_view padding_side) {
+  static auto op =
+      op_handle<std::vector<at::Tensor>(const at::Tensor&, const at::Tensor&, c10::string_view)>(
+          "torch_ragged::padded_to_list");
+  return op.call(padded_tensor, shape_per_tensor, padding_side);
+}
+
+at::Tensor padded_to_packed(const at::Tensor& padded_tensor, const at::Tensor& shape_per_tensor,
+                            c10::string_view padding_side, std::optional<c10::SymInt> num_rows) {
+  static auto op =
+      op_handle<at::Tensor(const at::Tensor&, const at::Tensor&, c10::string_view,
+                           std::optional<c10::SymInt>)>("torch_ragged::padded_to_packed");
+  return op.call(padded_tensor, shape_per_tensor, padding_side, std::move(num_rows));
+}
+
+at::Tensor tile_to_packed(const at::Tensor& values, const at::Tensor& numel_per_tensor,
+                          std::optional<c10::SymInt> num_rows) {
+  static auto op =
+      op_handle<at::Tensor(const at::Tensor&, const at::Tensor&, std::optional<c10::SymInt>)>(
+          "torch_ragged::tile_to_packed");
+  return op.call(values, numel_per_tensor, std::move(num_rows));
+}
+
+}  // namespace ops
+
+// ---- Public C++ API (int sizes, converted to the schema's SymInts) ----
+
+static at::OptionalSymIntArrayRef as_sym(at::OptionalIntArrayRef sizes) {
+  if (!sizes.has_value()) return std::nullopt;
+  return c10::fromIntArrayRefSlow(*sizes);
+}
+
+static std::optional<c10::SymInt> as_sym(std::optional<int64_t> n) {
+  if (!n.has_value()) return std::nullopt;
+  return c10::SymInt(*n);
+}
+
+at::Tensor get_shape_per_tensor(at::TensorList tensor_list) {
+  static auto op = op_handle<at::Tensor(at::TensorList)>("torch_ragged::get_shape_per_tensor");
+  return op.call(tensor_list);
+}
+
+at::Tensor fill_max_shape(const at::Tensor& shape_per_tensor,
+                          at::OptionalIntArrayRef partial_max_shape) {
+  static auto op = op_handle<at::Tensor(const at::Tensor&, at::OptionalSymIntArrayRef)>(
+      "torch_ragged::fill_max_shape");
+  return op.call(shape_per_tensor, as_sym(partial_max_shape));
+}
+
+std::tuple<at::Tensor, at::Tensor> list_to_packed(at::TensorList tensor_list) {
+  return ops::list_to_packed(tensor_list);
+}
+
+std::tuple<at::Tensor, at::Tensor> list_to_padded(at::TensorList tensor_list,
+                                                  const at::Scalar& padding_value,
+                                                  at::OptionalIntArrayRef max_shape,
+                                                  std::string_view padding_side) {
+  return ops::list_to_padded(tensor_list, padding_value, as_sym(max_shape), padding_side);
+}
+
+std::vector<at::Tensor> packed_to_list(const at::Tensor& packed_tensor,
+                                       const at::Tensor& shape_per_tensor,
+                                       const at::Tensor& first_idx) {
+  return ops::packed_to_list(packed_tensor, shape_per_tensor, first_idx);
+}
+
+at::Tensor packed_to_padded(const at::Tensor& packed_tensor, const at::Tensor& shape_per_tensor,
+                            const at::Tensor& first_idx, const at::Scalar& padding_value,
+                            at::OptionalIntArrayRef max_shape, std::string_view padding_side) {
+  return ops::packed_to_padded(packed_tensor, shape_per_tensor, first_idx, padding_value,
+                               as_sym(max_shape), padding_side);
+}
+
+std::vector<at::Tensor> padded_to_list(const at::Tensor& padded_tensor,
+                                       const at::Tensor& shape_per_tensor,
+                                       std::string_view padding_side) {
+  return ops::padded_to_list(padded_tensor, shape_per_tensor, padding_side);
+}
+
+at::Tensor padded_to_packed(const at::Tensor& padded_tensor, const at::Tensor& shape_per_tensor,
+                            std::string_view padding_side, std::optional<int64_t> num_rows) {
+  return ops::padded_to_packed(padded_tensor, shape_per_tensor, padding_side, as_sym(num_rows));
+}
+
+at::Tensor tile_to_packed(const at::Tensor& values, const at::Tensor& numel_per_tensor,
+                          std::optional<int64_t> num_rows) {
+  return ops::tile_to_packed(values, numel_per_tensor, as_sym(num_rows));
+}
+
+}  // namespace torch_ragged

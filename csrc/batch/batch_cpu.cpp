@@ -1,0 +1,238 @@
+// CPU kernels of the batch family.
+//
+// Every kernel is dtype-agnostic: it moves bytes (memcpy of whole lines, see ragged_index.h) and
+// fills padding with the padding value's byte pattern, so one instantiation serves every dtype.
+// Work is split by output *elements*, not by sub-tensor, so a few huge sub-tensors still spread
+// evenly over the threads.
+
+#include <ATen/Parallel.h>
+#include <torch/library.h>
+
+#include <cstring>
+
+#include "batch/layout.h"
+#include "common/checks.h"
+#include "common/ragged_index.h"
+#include "segment/segment_cpu.h"
+
+namespace torch_ragged {
+namespace {
+
+constexpr int64_t kGrainElems = 1 << 15;
+
+// The padding value converted to `dtype`, as raw bytes (torch's own conversion and overflow check).
+std::vector<char> padding_bytes(const at::Scalar& value, at::ScalarType dtype) {
+  const at::Tensor t = at::scalar_tensor(value, at::TensorOptions().dtype(dtype));
+  const char* p = static_cast<const char*>(t.const_data_ptr());
+  return std::vector<char>(p, p + t.element_size());
+}
+
+// Writes the padded tensor: every output element exactly once, copied from sub-tensor b (rows laid
+// out contiguously from item_source[b]) or filled with `pad`.
+void scatter_to_padded(char* dst, const RaggedLayout& layout,
+                       const std::vector<const char*>& item_source, const std::vector<char>& pad) {
+  const int64_t es = static_cast<int64_t>(pad.size()), k = layout.rank, C = layout.elem;
+  const int64_t padded_line = line_elems(layout.max_shape.data(), k, C);
+  const int64_t lines_per_item = padded_lines_per_item(layout.max_shape.data(), k);
+  const int64_t total = layout.batch * lines_per_item * padded_line;
+  at::parallel_for(0, total, kGrainElems, [&](int64_t begin, int64_t end) {
+    for (int64_t line = begin / padded_line; line * padded_line < end; ++line) {
+      const int64_t line_start = line * padded_line;
+      const int64_t lo = std::max(begin, line_start) - line_start;
+      const int64_t hi = std::min(end, line_start + padded_line) - line_start;
+      const int64_t b = line / lines_per_item;
+      const int64_t* shape = layout.shape_of(b);
+      const int64_t* offset = layout.offset_of(b);
+      const int64_t src_line = source_line_of_padded_line(
+          line % lines_per_item, layout.max_shape.data(), shape, offset, k);
+      int64_t copy_lo = 0, copy_hi = 0;  // columns of this line holding data
+      if (src_line >= 0) {
+        copy_lo = line_column_offset(offset, k, C);
+        copy_hi = copy_lo + line_elems(shape, k, C);
+      }
+      char* out = dst + line_start * es;
+      const int64_t head_end = std::min(hi, copy_lo);
+      if (lo < head_end) cpu::fill_pattern(out + lo * es, head_end - lo, pad.data(), es);
+      const int64_t data_lo = std::max(lo, copy_lo), data_hi = std::min(hi, copy_hi);
+      if (data_lo < data_hi) {
+        const char* src =
+            item_source[b] + (src_line * (copy_hi - copy_lo) + data_lo - copy_lo) * es;
+        std::memcpy(out + data_lo * es, src, (data_hi - data_lo) * es);
+      }
+      const int64_t tail_lo = std::max(lo, copy_hi);
+      if (tail_lo < hi) cpu::fill_pattern(out + tail_lo * es, hi - tail_lo, pad.data(), es);
+    }
+  });
+}
+
+// Writes the packed tensor (num_rows x C): line `l` of sub-tensor b comes from line_source(b, l).
+template <typename LineSource>
+void gather_to_packed(char* dst, const RaggedLayout& layout, int64_t es,
+                      const LineSource& line_source) {
+  const int64_t C = layout.elem;
+  const int64_t total = layout.num_rows() * C;
+  at::parallel_for(0, total, kGrainElems, [&](int64_t begin, int64_t end) {
+    int64_t b = segment_of_row(layout.first_row.data(), layout.batch, begin / C);
+    for (int64_t e = begin; e < end;) {
+      while (layout.first_row[b + 1] * C <= e) ++b;  // skip empty sub-tensors
+      const int64_t line_len = line_elems(layout.shape_of(b), layout.rank, C);
+      const int64_t local = e - layout.first_row[b] * C;
+      const int64_t line = local / line_len, column = local % line_len;
+      const int64_t n = std::min(line_len - column, end - e);
+      std::memcpy(dst + e * es, line_source(b, line) + column * es, n * es);
+      e += n;
+    }
+  });
+}
+
+std::vector<const char*> list_sources(const std::vector<at::Tensor>& contiguous) {
+  std::vector<const char*> sources;
+  sources.reserve(contiguous.size());
+  for (const auto& t : contiguous) sources.push_back(static_cast<const char*>(t.const_data_ptr()));
+  return sources;
+}
+
+std::vector<at::Tensor> contiguous_all(at::TensorList tensors) {
+  std::vector<at::Tensor> out;
+  out.reserve(tensors.size());
+  for (const auto& t : tensors) out.push_back(t.contiguous());
+  return out;
+}
+
+std::optional<std::vector<int64_t>> requested_max_shape(std::string_view op,
+                                                        at::OptionalSymIntArrayRef max_shape) {
+  if (!max_shape.has_value()) return std::nullopt;
+  return concrete_sizes(op, "max_shape", *max_shape);
+}
+
+at::Tensor shape_per_tensor_of(const RaggedLayout& layout) {
+  return at::tensor(layout.shapes, at::kLong).view({layout.batch, layout.rank});
+}
+
+std::tuple<at::Tensor, at::Tensor> list_to_packed_cpu(at::TensorList tensor_list) {
+  const RaggedLayout layout = layout_from_tensor_list("list_to_packed", tensor_list);
+  const std::vector<at::Tensor> inputs = contiguous_all(tensor_list);
+  at::Tensor packed = at::empty({layout.num_rows(), layout.elem}, inputs[0].options());
+  const std::vector<const char*> sources = list_sources(inputs);
+  const int64_t es = packed.element_size();
+  gather_to_packed(
+      static_cast<char*>(packed.mutable_data_ptr()), layout, es, [&](int64_t b, int64_t line) {
+        return sources[b] + line * line_elems(layout.shape_of(b), layout.rank, layout.elem) * es;
+      });
+  return {packed, shape_per_tensor_of(layout)};
+}
+
+std::tuple<at::Tensor, at::Tensor> list_to_padded_cpu(at::TensorList tensor_list,
+                                                      const at::Scalar& padding_value,
+                                                      at::OptionalSymIntArrayRef max_shape,
+                                                      c10::string_view padding_side) {
+  const bool left = is_left_padding("list_to_padded", padding_side);
+  RaggedLayout layout = layout_from_tensor_list("list_to_padded", tensor_list);
+  resolve_padded_shape("list_to_padded", layout, requested_max_shape("list_to_padded", max_shape),
+                       left);
+  const std::vector<at::Tensor> inputs = contiguous_all(tensor_list);
+  at::Tensor padded = at::empty(layout.padded_sizes(), inputs[0].options());
+  scatter_to_padded(static_cast<char*>(padded.mutable_data_ptr()), layout, list_sources(inputs),
+                    padding_bytes(padding_value, padded.scalar_type()));
+  return {padded, shape_per_tensor_of(layout)};
+}
+
+at::Tensor packed_to_padded_cpu(const at::Tensor& packed_tensor, const at::Tensor& shape_per_tensor,
+                                const at::Tensor& first_idx, const at::Scalar& padding_value,
+                                at::OptionalSymIntArrayRef max_shape,
+                                c10::string_view padding_side) {
+  constexpr std::string_view op = "packed_to_padded";
+  const bool left = is_left_padding(op, padding_side);
+  TORCH_CHECK_VALUE(packed_tensor.dim() == 2, "torch_ragged.packed_to_padded: packed_tensor must ",
+                    "be 2-D (rows, element), got shape ", packed_tensor.sizes());
+  RaggedLayout layout = layout_from_shape_per_tensor(op, shape_per_tensor, packed_tensor.size(1));
+  check_first_idx(op, layout, first_idx, packed_tensor.size(0));
+  resolve_padded_shape(op, layout, requested_max_shape(op, max_shape), left);
+  const at::Tensor packed = packed_tensor.contiguous();
+  at::Tensor padded = at::empty(layout.padded_sizes(), packed.options());
+  const char* base = static_cast<const char*>(packed.const_data_ptr());
+  std::vector<const char*> sources(layout.batch);
+  for (int64_t b = 0; b < layout.batch; ++b) {
+    sources[b] = base + layout.first_row[b] * layout.elem * packed.element_size();
+  }
+  scatter_to_padded(static_cast<char*>(padded.mutable_data_ptr()), layout, sources,
+                    padding_bytes(padding_value, padded.scalar_type()));
+  return padded;
+}
+
+void check_num_rows(std::string_view op, const std::optional<c10::SymInt>& num_rows,
+                    int64_t actual) {
+  if (!num_rows.has_value()) return;
+  const auto given = num_rows->maybe_as_int();
+  TORCH_CHECK_VALUE(!given.has_value() || *given == actual, "torch_ragged.", op,
+                    ": num_rows = ", *given, " but the sub-tensors hold ", actual, " rows");
+}
+
+at::Tensor padded_to_packed_cpu(const at::Tensor& padded_tensor, const at::Tensor& shape_per_tensor,
+                                c10::string_view padding_side,
+                                std::optional<c10::SymInt> num_rows) {
+  constexpr std::string_view op = "padded_to_packed";
+  const bool left = is_left_padding(op, padding_side);
+  RaggedLayout layout = layout_from_shape_per_tensor(
+      op, shape_per_tensor, padded_tensor.dim() > 0 ? padded_tensor.size(-1) : 0);
+  adopt_padded_shape(op, layout, padded_tensor, left);
+  check_num_rows(op, num_rows, layout.num_rows());
+  const at::Tensor padded = padded_tensor.contiguous();
+  at::Tensor packed = at::empty({layout.num_rows(), layout.elem}, padded.options());
+  const int64_t es = padded.element_size(), k = layout.rank, C = layout.elem;
+  const int64_t padded_line = line_elems(layout.max_shape.data(), k, C);
+  const int64_t item_elems = padded_lines_per_item(layout.max_shape.data(), k) * padded_line;
+  const char* base = static_cast<const char*>(padded.const_data_ptr());
+  gather_to_packed(
+      static_cast<char*>(packed.mutable_data_ptr()), layout, es, [&](int64_t b, int64_t line) {
+        const int64_t* offset = layout.offset_of(b);
+        const int64_t target = padded_line_of_source_line(line, layout.max_shape.data(),
+                                                          layout.shape_of(b), offset, k);
+        return base +
+               (b * item_elems + target * padded_line + line_column_offset(offset, k, C)) * es;
+      });
+  return packed;
+}
+
+at::Tensor tile_to_packed_cpu(const at::Tensor& values, const at::Tensor& numel_per_tensor,
+                              std::optional<c10::SymInt> num_rows) {
+  constexpr std::string_view op = "tile_to_packed";
+  const std::vector<int64_t> first_row =
+      cpu::offsets_from_counts(op, "numel_per_tensor", numel_per_tensor);
+  const int64_t batch = static_cast<int64_t>(first_row.size()) - 1;
+  TORCH_CHECK_VALUE(values.dim() >= 1 && values.size(0) == batch, "torch_ragged.tile_to_packed: ",
+                    "values must have numel_per_tensor.size(0) = ", batch,
+                    " entries in dim 0, got shape ", values.sizes());
+  check_num_rows(op, num_rows, first_row.back());
+  std::vector<int64_t> out_sizes{first_row.back()};
+  out_sizes.insert(out_sizes.end(), values.sizes().begin() + 1, values.sizes().end());
+  if (values.dim() == 1) out_sizes.push_back(1);  // Kaolin: (B,) -> (sum, 1)
+  const at::Tensor src = values.contiguous();
+  at::Tensor out = at::empty(out_sizes, src.options());
+  const int64_t row_bytes =
+      (values.dim() == 1 ? 1 : src.numel() / std::max<int64_t>(batch, 1)) * src.element_size();
+  const char* in = static_cast<const char*>(src.const_data_ptr());
+  char* dst = static_cast<char*>(out.mutable_data_ptr());
+  at::parallel_for(0, first_row.back(), kGrainElems, [&](int64_t begin, int64_t end) {
+    int64_t b = segment_of_row(first_row.data(), batch, begin);
+    for (int64_t row = begin; row < end;) {
+      while (first_row[b + 1] <= row) ++b;
+      const int64_t n = std::min(end, first_row[b + 1]) - row;
+      cpu::fill_pattern(dst + row * row_bytes, n, in + b * row_bytes, row_bytes);
+      row += n;
+    }
+  });
+  return out;
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(torch_ragged, CPU, m) {
+  m.impl("list_to_packed", &list_to_packed_cpu);
+  m.impl("list_to_padded", &list_to_padded_cpu);
+  m.impl("packed_to_padded", &packed_to_padded_cpu);
+  m.impl("padded_to_packed", &padded_to_packed_cpu);
+  m.impl("tile_to_packed", &tile_to_packed_cpu);
+}
+
+}  // namespace torch_ragged

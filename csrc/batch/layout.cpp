@@ -1,0 +1,160 @@
+#include "batch/layout.h"
+
+#include "common/checks.h"
+
+namespace torch_ragged {
+
+std::vector<int64_t> RaggedLayout::padded_sizes() const {
+  std::vector<int64_t> sizes{batch};
+  sizes.insert(sizes.end(), max_shape.begin(), max_shape.end());
+  sizes.push_back(elem);
+  return sizes;
+}
+
+static void fill_first_rows(RaggedLayout& layout) {
+  layout.first_row.assign(layout.batch + 1, 0);
+  for (int64_t b = 0; b < layout.batch; ++b) {
+    int64_t rows = 1;
+    for (int64_t j = 0; j < layout.rank; ++j) rows *= layout.shape_of(b)[j];
+    layout.first_row[b + 1] = layout.first_row[b] + rows;
+  }
+}
+
+RaggedLayout layout_from_shape_per_tensor(std::string_view op, const at::Tensor& shape_per_tensor,
+                                          int64_t elem) {
+  const at::Tensor host = index_tensor_on_host(op, "shape_per_tensor", shape_per_tensor, 2);
+  RaggedLayout layout;
+  layout.batch = host.size(0);
+  layout.rank = host.size(1);
+  layout.elem = elem;
+  const int64_t* data = host.const_data_ptr<int64_t>();
+  layout.shapes.assign(data, data + host.numel());
+  for (int64_t b = 0; b < layout.batch; ++b) {
+    for (int64_t j = 0; j < layout.rank; ++j) {
+      TORCH_CHECK_VALUE(layout.shape_of(b)[j] >= 0, "torch_ragged.", op,
+                        ": shape_per_tensor must be non-negative, got ", layout.shape_of(b)[j],
+                        " for sub-tensor ", b, " in dim ", j);
+    }
+  }
+  fill_first_rows(layout);
+  return layout;
+}
+
+void check_first_idx(std::string_view op, const RaggedLayout& layout, const at::Tensor& first_idx,
+                     int64_t packed_rows) {
+  const at::Tensor host = index_tensor_on_host(op, "first_idx", first_idx, 1);
+  TORCH_CHECK_VALUE(host.size(0) == layout.batch + 1, "torch_ragged.", op,
+                    ": first_idx must be 1-D int64 with shape_per_tensor.size(0) + 1 = ",
+                    layout.batch + 1, " entries, got shape ", first_idx.sizes());
+  const int64_t* idx = host.const_data_ptr<int64_t>();
+  TORCH_CHECK_VALUE(idx[0] == 0, "torch_ragged.", op, ": first_idx[0] must be 0, got ", idx[0]);
+  for (int64_t b = 0; b < layout.batch; ++b) {
+    const int64_t rows = layout.first_row[b + 1] - layout.first_row[b];
+    TORCH_CHECK_VALUE(idx[b + 1] >= idx[b], "torch_ragged.", op,
+                      ": first_idx must be non-decreasing, got first_idx[", b, "] = ", idx[b],
+                      " > first_idx[", b + 1, "] = ", idx[b + 1]);
+    TORCH_CHECK_VALUE(idx[b + 1] - idx[b] == rows, "torch_ragged.", op,
+                      ": first_idx gives sub-tensor ", b, " ", idx[b + 1] - idx[b],
+                      " rows but shape_per_tensor gives prod(",
+                      at::IntArrayRef(layout.shape_of(b), layout.rank), ") = ", rows);
+  }
+  TORCH_CHECK_VALUE(idx[layout.batch] == packed_rows, "torch_ragged.", op,
+                    ": first_idx[-1] = ", idx[layout.batch],
+                    " must equal the packed tensor's row count ", packed_rows);
+}
+
+static void set_offsets(RaggedLayout& layout, bool left) {
+  layout.offsets.assign(layout.batch * layout.rank, 0);
+  if (!left) return;
+  for (int64_t b = 0; b < layout.batch; ++b) {
+    for (int64_t j = 0; j < layout.rank; ++j) {
+      layout.offsets[b * layout.rank + j] = layout.max_shape[j] - layout.shape_of(b)[j];
+    }
+  }
+}
+
+void resolve_padded_shape(std::string_view op, RaggedLayout& layout,
+                          std::optional<std::vector<int64_t>> max_shape, bool left) {
+  const int64_t k = layout.rank;
+  if (max_shape.has_value()) {
+    TORCH_CHECK_VALUE(static_cast<int64_t>(max_shape->size()) == k, "torch_ragged.", op,
+                      ": max_shape must have shape_per_tensor.size(1) = ", k, " entries, got ",
+                      max_shape->size());
+  }
+  layout.max_shape.assign(k, 0);
+  for (int64_t j = 0; j < k; ++j) {
+    int64_t largest = 0;
+    for (int64_t b = 0; b < layout.batch; ++b) largest = std::max(largest, layout.shape_of(b)[j]);
+    const int64_t requested = max_shape.has_value() ? (*max_shape)[j] : -1;
+    TORCH_CHECK_VALUE(requested >= -1, "torch_ragged.", op, ": max_shape[", j,
+                      "] must be >= 0, or -1 / None for the largest size, got ", requested);
+    if (requested == -1) {
+      layout.max_shape[j] = largest;
+      continue;
+    }
+    for (int64_t b = 0; b < layout.batch; ++b) {
+      TORCH_CHECK_VALUE(layout.shape_of(b)[j] <= requested, "torch_ragged.", op, ": max_shape[", j,
+                        "] = ", requested, " is smaller than sub-tensor ", b, "'s size ",
+                        layout.shape_of(b)[j], " in dim ", j, "; padding never truncates");
+    }
+    layout.max_shape[j] = requested;
+  }
+  set_offsets(layout, left);
+}
+
+void adopt_padded_shape(std::string_view op, RaggedLayout& layout, const at::Tensor& padded,
+                        bool left) {
+  const int64_t k = layout.rank;
+  TORCH_CHECK_VALUE(padded.dim() == k + 2, "torch_ragged.", op,
+                    ": padded_tensor must have shape_per_tensor.size(1) + 2 = ", k + 2,
+                    " dims (batch, ragged dims, element), got shape ", padded.sizes());
+  TORCH_CHECK_VALUE(padded.size(0) == layout.batch, "torch_ragged.", op,
+                    ": padded_tensor.size(0) must equal the number of sub-tensors ", layout.batch,
+                    ", got shape ", padded.sizes());
+  layout.max_shape.assign(k, 0);
+  for (int64_t j = 0; j < k; ++j) {
+    layout.max_shape[j] = padded.size(j + 1);
+    for (int64_t b = 0; b < layout.batch; ++b) {
+      TORCH_CHECK_VALUE(layout.shape_of(b)[j] <= layout.max_shape[j], "torch_ragged.", op,
+                        ": padded_tensor is smaller than sub-tensor ", b, ": its dim ", j + 1,
+                        " has size ", layout.max_shape[j], " but shape_per_tensor gives ",
+                        layout.shape_of(b)[j]);
+    }
+  }
+  set_offsets(layout, left);
+}
+
+RaggedLayout layout_from_tensor_list(std::string_view op, at::TensorList tensors) {
+  TORCH_CHECK_VALUE(!tensors.empty(), "torch_ragged.", op,
+                    ": tensor_list must hold at least one tensor (the dtype and element size of "
+                    "an empty batch are unknown)");
+  const at::Tensor& first = tensors[0];
+  TORCH_CHECK_VALUE(
+      first.dim() >= 1, "torch_ragged.", op,
+      ": tensors must have at least 1 dim (the last is the element), tensor 0 is 0-D");
+  RaggedLayout layout;
+  layout.batch = static_cast<int64_t>(tensors.size());
+  layout.rank = first.dim() - 1;
+  layout.elem = first.size(-1);
+  layout.shapes.reserve(layout.batch * layout.rank);
+  for (int64_t b = 0; b < layout.batch; ++b) {
+    const at::Tensor& t = tensors[b];
+    TORCH_CHECK_TYPE(t.scalar_type() == first.scalar_type(), "torch_ragged.", op,
+                     ": tensors must share one dtype, tensor 0 is ", first.scalar_type(),
+                     " but tensor ", b, " is ", t.scalar_type());
+    TORCH_CHECK_VALUE(t.device() == first.device(), "torch_ragged.", op,
+                      ": tensors must share one device, tensor 0 is on ", first.device(),
+                      " but tensor ", b, " is on ", t.device());
+    TORCH_CHECK_VALUE(t.dim() == first.dim(), "torch_ragged.", op,
+                      ": tensors must share one number of dims, tensor 0 has ", first.dim(),
+                      " but tensor ", b, " has ", t.dim());
+    TORCH_CHECK_VALUE(t.size(-1) == layout.elem, "torch_ragged.", op,
+                      ": tensors must share the last dim (element size), tensor 0 has ",
+                      layout.elem, " but tensor ", b, " has ", t.size(-1));
+    for (int64_t j = 0; j < layout.rank; ++j) layout.shapes.push_back(t.size(j));
+  }
+  fill_first_rows(layout);
+  return layout;
+}
+
+}  // namespace torch_ragged

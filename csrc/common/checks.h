@@ -1,0 +1,45 @@
+#pragma once
+
+// Argument checks shared by every op family. Messages start with "torch_ragged.<op>: " and name the
+// argument and what was expected (DESIGN.md, Errors). TORCH_CHECK_VALUE / _TYPE / _INDEX surface in
+// Python as ValueError / TypeError / IndexError.
+
+#include <ATen/ATen.h>
+#include <c10/util/irange.h>
+
+#include <string_view>
+#include <vector>
+
+namespace torch_ragged {
+
+// An integer tensor copied to the host as contiguous int64 (a device sync when it lives on a GPU).
+inline at::Tensor index_tensor_on_host(std::string_view op, std::string_view arg,
+                                       const at::Tensor& t, int64_t expected_dim) {
+  TORCH_CHECK_TYPE(t.defined(), "torch_ragged.", op, ": ", arg, " must be a tensor, got None");
+  TORCH_CHECK_TYPE(at::isIntegralType(t.scalar_type(), /*includeBool=*/false), "torch_ragged.", op,
+                   ": ", arg, " must be an integer (int64) tensor, got dtype ", t.scalar_type());
+  TORCH_CHECK_VALUE(t.dim() == expected_dim, "torch_ragged.", op, ": ", arg, " must be ",
+                    expected_dim, "-D, got shape ", t.sizes());
+  return t.to(at::kCPU, at::kLong).contiguous();
+}
+
+// "right" aligns each sub-tensor to the start of every padded dim, "left" to its end.
+inline bool is_left_padding(std::string_view op, std::string_view padding_side) {
+  TORCH_CHECK_VALUE(padding_side == "right" || padding_side == "left", "torch_ragged.", op,
+                    ": padding_side must be \"right\" or \"left\", got \"", padding_side, "\"");
+  return padding_side == "left";
+}
+
+inline std::vector<int64_t> concrete_sizes(std::string_view op, std::string_view arg,
+                                           c10::SymIntArrayRef sizes) {
+  std::vector<int64_t> out;
+  out.reserve(sizes.size());
+  for (const auto& s : sizes) {
+    auto v = s.maybe_as_int();
+    TORCH_CHECK(v.has_value(), "torch_ragged.", op, ": ", arg, " must be concrete integers here");
+    out.push_back(*v);
+  }
+  return out;
+}
+
+}  // namespace torch_ragged

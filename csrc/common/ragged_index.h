@@ -1,0 +1,87 @@
+#pragma once
+
+// Index arithmetic between the packed and padded layouts, shared by the CPU and CUDA kernels
+// (C10_HOST_DEVICE), so the CPU tests exercise the arithmetic the GPU runs.
+//
+// Vocabulary. A batch holds B sub-tensors of shape (s_1, ..., s_k, C); the padded tensor is
+// (B, M_1, ..., M_k, C). A *line* is one run along the innermost ragged dim: s_k * C contiguous
+// elements of a sub-tensor, which land contiguously (at column offset off_k * C) inside a padded
+// line of M_k * C elements. For k = 0 (sub-tensors of shape (C,)) a line is one row of C elements.
+// `offsets` hold, per sub-tensor and dim, where the sub-tensor starts in the padded dim: 0 for
+// right padding, M_j - s_j for left padding.
+
+#include <c10/macros/Macros.h>
+
+#include <cstdint>
+
+namespace torch_ragged {
+
+// Lines per padded batch item: prod(M_1..M_{k-1}).
+C10_HOST_DEVICE inline int64_t padded_lines_per_item(const int64_t* max_shape, int64_t k) {
+  int64_t lines = 1;
+  for (int64_t j = 0; j + 1 < k; ++j) lines *= max_shape[j];
+  return lines;
+}
+
+// Elements in one line of sub-tensor `shape` (s_k * C), or in one padded line (M_k * C).
+C10_HOST_DEVICE inline int64_t line_elems(const int64_t* shape, int64_t k, int64_t elem) {
+  return k > 0 ? shape[k - 1] * elem : elem;
+}
+
+// For padded line `line` (0 <= line < padded_lines_per_item) of an item whose sub-tensor has shape
+// `shape` and starts at `offset` in each padded dim, returns the sub-tensor's line index that lands
+// there, or -1 when the padded line lies entirely in padding.
+C10_HOST_DEVICE inline int64_t source_line_of_padded_line(int64_t line, const int64_t* max_shape,
+                                                          const int64_t* shape,
+                                                          const int64_t* offset, int64_t k) {
+  int64_t source_line = 0;
+  int64_t stride = 1;
+  for (int64_t j = k - 2; j >= 0; --j) {
+    const int64_t coord = line % max_shape[j] - offset[j];
+    line /= max_shape[j];
+    if (coord < 0 || coord >= shape[j]) return -1;
+    source_line += coord * stride;
+    stride *= shape[j];
+  }
+  return source_line;
+}
+
+// The padded line (within its item) that holds line `source_line` of a sub-tensor: the inverse of
+// source_line_of_padded_line.
+C10_HOST_DEVICE inline int64_t padded_line_of_source_line(int64_t source_line,
+                                                          const int64_t* max_shape,
+                                                          const int64_t* shape,
+                                                          const int64_t* offset, int64_t k) {
+  int64_t padded_line = 0;
+  int64_t stride = 1;
+  for (int64_t j = k - 2; j >= 0; --j) {
+    const int64_t coord = source_line % shape[j] + offset[j];
+    source_line /= shape[j];
+    padded_line += coord * stride;
+    stride *= max_shape[j];
+  }
+  return padded_line;
+}
+
+// Column (in elements) where a sub-tensor's line starts inside its padded line.
+C10_HOST_DEVICE inline int64_t line_column_offset(const int64_t* offset, int64_t k, int64_t elem) {
+  return k > 0 ? offset[k - 1] * elem : 0;
+}
+
+// Index of the segment holding `row`: the largest b with first_idx[b] <= row, among segments
+// [0, num_segments). Empty segments are skipped, as rows never fall into them.
+C10_HOST_DEVICE inline int64_t segment_of_row(const int64_t* first_idx, int64_t num_segments,
+                                              int64_t row) {
+  int64_t lo = 0, hi = num_segments;  // invariant: first_idx[lo] <= row < first_idx[hi]
+  while (hi - lo > 1) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    if (first_idx[mid] <= row) {
+      lo = mid;
+    } else {
+      hi = mid;
+    }
+  }
+  return lo;
+}
+
+}  // namespace torch_ragged

@@ -1,0 +1,38 @@
+// The torch_ragged op library: library-wide ops. Families add theirs with TORCH_LIBRARY_FRAGMENT.
+
+#include <torch/headeronly/version.h>
+#include <torch/library.h>
+#include <torch_ragged/torch_ragged.h>
+
+#ifdef TORCH_RAGGED_WITH_CUDA
+#include <cuda.h>
+#endif
+
+#ifndef TORCH_RAGGED_VERSION
+#define TORCH_RAGGED_VERSION "0.1.0"
+#endif
+
+namespace torch_ragged {
+
+std::string version() { return TORCH_RAGGED_VERSION; }
+
+int64_t cuda_version() {
+#ifdef TORCH_RAGGED_WITH_CUDA
+  return CUDA_VERSION;
+#else
+  return -1;
+#endif
+}
+
+// "major.minor" of the torch the library was compiled against, checked at import.
+static std::string built_with_torch() {
+  return std::to_string(TORCH_VERSION_MAJOR) + "." + std::to_string(TORCH_VERSION_MINOR);
+}
+
+TORCH_LIBRARY(torch_ragged, m) {
+  m.def("version() -> str", [] { return version(); });
+  m.def("cuda_version() -> int", [] { return cuda_version(); });
+  m.def("built_with_torch() -> str", [] { return built_with_torch(); });
+}
+
+}  // namespace torch_ragged

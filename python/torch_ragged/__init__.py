@@ -1,0 +1,78 @@
+"""torch_ragged: ragged batches, sparse COO tensors and numpy-style padding as ATen ops.
+
+Importing the package loads the compiled op library, so ``torch.ops.torch_ragged.*`` is available
+(to Python, TorchScript and torch.compile alike), and exposes the friendly wrappers below.
+"""
+
+import glob
+import os
+
+import torch
+
+__version__ = "0.1.0"
+
+
+def _load_library() -> None:
+    here = os.path.dirname(os.path.abspath(__file__))
+    candidates = sorted(glob.glob(os.path.join(here, "_C*.so")) + glob.glob(os.path.join(here, "_C*.pyd")))
+    if not candidates:
+        raise ImportError(
+            "torch_ragged: the compiled op library (torch_ragged/_C*.so) is missing. Build it with "
+            "`pip install --no-build-isolation .` (or `bash scripts/test.sh`) from the repository root."
+        )
+    try:
+        torch.ops.load_library(candidates[0])
+    except OSError as error:
+        raise ImportError(
+            f"torch_ragged: could not load {candidates[0]} ({error}). It was most likely built against "
+            f"another torch than the running {torch.__version__}; rebuild with "
+            "`pip install --no-build-isolation --force-reinstall --no-deps .`."
+        ) from error
+    built = torch.ops.torch_ragged.built_with_torch()
+    running = ".".join(torch.__version__.split("+")[0].split(".")[:2])
+    if built != running:
+        raise ImportError(
+            f"torch_ragged: the op library was built against torch {built} but torch {running} is "
+            "running; rebuild with `pip install --no-build-isolation --force-reinstall --no-deps .`."
+        )
+
+
+_load_library()
+
+from . import _fake  # noqa: E402,F401  (registers the fake kernels)
+from . import batch  # noqa: E402
+from .batch import (  # noqa: E402
+    fill_max_shape,
+    get_first_idx,
+    get_shape_per_tensor,
+    list_to_packed,
+    list_to_padded,
+    packed_to_list,
+    packed_to_padded,
+    padded_to_list,
+    padded_to_packed,
+    tile_to_packed,
+)
+from .segment import segment_sum  # noqa: E402
+
+
+def cuda_version() -> int:
+    """CUDA version the library was built with (e.g. 13000), or -1 for a CPU-only build."""
+    return torch.ops.torch_ragged.cuda_version()
+
+
+__all__ = [
+    "batch",
+    "cuda_version",
+    "fill_max_shape",
+    "get_first_idx",
+    "get_shape_per_tensor",
+    "list_to_packed",
+    "list_to_padded",
+    "packed_to_list",
+    "packed_to_padded",
+    "padded_to_list",
+    "padded_to_packed",
+    "segment_sum",
+    "tile_to_packed",
+]

@@ -1,0 +1,88 @@
+"""Fake (meta) kernels: output shapes for torch.compile / torch.export without running the op.
+
+Sizes that depend on index-tensor *values* (packed_to_padded without max_shape, padded_to_packed
+and tile_to_packed without num_rows) are unbacked: ``ctx.new_dynamic_size()``. Callers that pass
+the size keep the graph static.
+"""
+
+import math
+
+import torch
+from torch.library import register_fake
+
+
+def _dynamic_size():
+    return torch.library.get_ctx().new_dynamic_size()
+
+
+def _known(entry) -> bool:
+    return entry is not None and not (isinstance(entry, int) and entry == -1)
+
+
+@register_fake("torch_ragged::get_first_idx")
+def _get_first_idx(numel_per_tensor):
+    return numel_per_tensor.new_empty((numel_per_tensor.shape[0] + 1,), dtype=torch.long)
+
+
+@register_fake("torch_ragged::segment_sum")
+def _segment_sum(data, first_idx):
+    return data.new_empty((first_idx.shape[0] - 1, *data.shape[1:]))
+
+
+@register_fake("torch_ragged::get_shape_per_tensor")
+def _get_shape_per_tensor(tensor_list):
+    return torch.empty((len(tensor_list), tensor_list[0].dim() - 1), dtype=torch.long, device="cpu")
+
+
+@register_fake("torch_ragged::fill_max_shape")
+def _fill_max_shape(shape_per_tensor, partial_max_shape=None):
+    return shape_per_tensor.new_empty((shape_per_tensor.shape[1],), dtype=torch.long)
+
+
+def _list_shape_per_tensor(tensor_list):
+    return torch.empty((len(tensor_list), tensor_list[0].dim() - 1), dtype=torch.long, device="cpu")
+
+
+@register_fake("torch_ragged::list_to_packed")
+def _list_to_packed(tensor_list):
+    rows = sum(math.prod(t.shape[:-1]) for t in tensor_list)
+    first = tensor_list[0]
+    return first.new_empty((rows, first.shape[-1])), _list_shape_per_tensor(tensor_list)
+
+
+@register_fake("torch_ragged::list_to_padded")
+def _list_to_padded(tensor_list, padding_value, max_shape=None, padding_side="right"):
+    first = tensor_list[0]
+    dims = []
+    for j in range(first.dim() - 1):
+        if max_shape is not None and _known(max_shape[j]):
+            dims.append(max_shape[j])
+        else:
+            size = tensor_list[0].shape[j]
+            for t in tensor_list[1:]:
+                size = torch.sym_max(size, t.shape[j])
+            dims.append(size)
+    padded = first.new_empty((len(tensor_list), *dims, first.shape[-1]))
+    return padded, _list_shape_per_tensor(tensor_list)
+
+
+@register_fake("torch_ragged::packed_to_padded")
+def _packed_to_padded(packed_tensor, shape_per_tensor, first_idx, padding_value, max_shape=None,
+                      padding_side="right"):
+    rank = shape_per_tensor.shape[1]
+    dims = [max_shape[j] if max_shape is not None and _known(max_shape[j]) else _dynamic_size()
+            for j in range(rank)]
+    return packed_tensor.new_empty((shape_per_tensor.shape[0], *dims, packed_tensor.shape[-1]))
+
+
+@register_fake("torch_ragged::padded_to_packed")
+def _padded_to_packed(padded_tensor, shape_per_tensor, padding_side="right", num_rows=None):
+    rows = num_rows if num_rows is not None else _dynamic_size()
+    return padded_tensor.new_empty((rows, padded_tensor.shape[-1]))
+
+
+@register_fake("torch_ragged::tile_to_packed")
+def _tile_to_packed(values, numel_per_tensor, num_rows=None):
+    rows = num_rows if num_rows is not None else _dynamic_size()
+    trailing = values.shape[1:] if values.dim() > 1 else (1,)
+    return values.new_empty((rows, *trailing))

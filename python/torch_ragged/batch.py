@@ -1,0 +1,150 @@
+"""Ragged batching with Kaolin's ``kaolin.ops.batch`` signatures, plus ``padding_side``.
+
+Code written for ``kaolin.ops.batch`` runs unchanged: every function takes the same arguments and
+returns the same values. Additions: ``padding_side="left"`` aligns each sub-tensor to the end of
+every padded dim, ``max_shape`` entries may be ``None`` or ``-1`` (the largest sub-tensor's size),
+and a ``max_shape`` smaller than a sub-tensor raises ``ValueError`` instead of truncating.
+See docs/batch.md.
+"""
+
+from collections.abc import Sequence
+
+import torch
+
+__all__ = [
+    "fill_max_shape",
+    "get_first_idx",
+    "get_shape_per_tensor",
+    "list_to_packed",
+    "list_to_padded",
+    "packed_to_list",
+    "packed_to_padded",
+    "padded_to_list",
+    "padded_to_packed",
+    "tile_to_packed",
+]
+
+_ops = torch.ops.torch_ragged
+
+
+def _max_shape_arg(max_shape):
+    """Kaolin's max_shape forms (None, list / tuple with None entries, LongTensor) -> list[int] or None."""
+    if max_shape is None:
+        return None
+    if isinstance(max_shape, torch.Tensor):
+        if max_shape.dim() != 1:
+            raise ValueError(f"torch_ragged: max_shape must be 1-D, got shape {tuple(max_shape.shape)}")
+        max_shape = max_shape.tolist()
+    if not isinstance(max_shape, Sequence):
+        raise TypeError(f"torch_ragged: max_shape must be a sequence, tensor or None, got {type(max_shape)}")
+    return [-1 if entry is None else entry for entry in max_shape]
+
+
+def get_first_idx(numel_per_tensor: torch.Tensor) -> torch.Tensor:
+    """First row of each sub-tensor in the packed tensor, and the total: (B,) -> (B + 1,).
+
+    >>> get_first_idx(torch.LongTensor([2, 3, 5]))
+    tensor([ 0,  2,  5, 10])
+    """
+    return _ops.get_first_idx(numel_per_tensor)
+
+
+def get_shape_per_tensor(tensor_list: Sequence[torch.Tensor]) -> torch.Tensor:
+    """Shape of each tensor except its last dim, as a (B, ndim - 1) LongTensor.
+
+    >>> get_shape_per_tensor([torch.zeros((1, 3, 4, 2)), torch.ones((2, 5, 3, 2))])
+    tensor([[1, 3, 4],
+            [2, 5, 3]])
+    """
+    return _ops.get_shape_per_tensor(list(tensor_list))
+
+
+def fill_max_shape(shape_per_tensor: torch.Tensor, partial_max_shape=None) -> torch.Tensor:
+    """Replaces the -1 / None entries of partial_max_shape with the largest size in that dim.
+
+    >>> fill_max_shape(torch.LongTensor([[2, 3, 5], [3, 4, 2]]), (6, -1, -1))
+    tensor([6, 4, 5])
+    """
+    return _ops.fill_max_shape(shape_per_tensor, _max_shape_arg(partial_max_shape))
+
+
+def list_to_packed(tensor_list: Sequence[torch.Tensor]):
+    """Reshapes each tensor to (-1, last_dim) and concatenates: returns (packed, shape_per_tensor).
+
+    >>> packed, shape_per_tensor = list_to_packed([torch.LongTensor([[0, 1, 2], [1, 2, 3]]),
+    ...                                            torch.LongTensor([[2, 4, 5]])])
+    >>> packed
+    tensor([[0, 1, 2],
+            [1, 2, 3],
+            [2, 4, 5]])
+    """
+    return _ops.list_to_packed(list(tensor_list))
+
+
+def list_to_padded(tensor_list: Sequence[torch.Tensor], padding_value, max_shape=None,
+                   padding_side: str = "right"):
+    """Pads each tensor to max_shape and stacks them: returns (padded, shape_per_tensor).
+
+    >>> padded, _ = list_to_padded([torch.LongTensor([[0, 1, 2], [1, 2, 3]]),
+    ...                             torch.LongTensor([[2, 4, 5]])], -1, [3])
+    >>> padded[1]
+    tensor([[ 2,  4,  5],
+            [-1, -1, -1],
+            [-1, -1, -1]])
+    """
+    return _ops.list_to_padded(list(tensor_list), padding_value, _max_shape_arg(max_shape), padding_side)
+
+
+def packed_to_list(packed_tensor: torch.Tensor, shape_per_tensor: torch.Tensor, first_idx: torch.Tensor):
+    """Views of the packed tensor, one per sub-tensor, each shaped (*shape, last_dim).
+
+    >>> [t.shape for t in packed_to_list(torch.arange(16).reshape(8, 2), torch.LongTensor([[3], [4], [1]]),
+    ...                                  torch.LongTensor([0, 3, 7, 8]))]
+    [torch.Size([3, 2]), torch.Size([4, 2]), torch.Size([1, 2])]
+    """
+    return _ops.packed_to_list(packed_tensor, shape_per_tensor, first_idx)
+
+
+def packed_to_padded(packed_tensor: torch.Tensor, shape_per_tensor: torch.Tensor, first_idx: torch.Tensor,
+                     padding_value, max_shape=None, padding_side: str = "right") -> torch.Tensor:
+    """Converts a packed tensor into a padded one (B, *max_shape, last_dim).
+
+    >>> packed_to_padded(torch.arange(6.).reshape(3, 2), torch.LongTensor([[2], [1]]),
+    ...                  torch.LongTensor([0, 2, 3]), 0., padding_side="left")[1]
+    tensor([[0., 0.],
+            [4., 5.]])
+    """
+    return _ops.packed_to_padded(packed_tensor, shape_per_tensor, first_idx, padding_value,
+                                 _max_shape_arg(max_shape), padding_side)
+
+
+def padded_to_list(padded_tensor: torch.Tensor, shape_per_tensor: torch.Tensor, padding_side: str = "right"):
+    """Views of the padded tensor, one per sub-tensor, padding cut off.
+
+    >>> padded_to_list(torch.LongTensor([[[0, 1], [-1, -1]]]), torch.LongTensor([[1]]))
+    [tensor([[0, 1]])]
+    """
+    return _ops.padded_to_list(padded_tensor, shape_per_tensor, padding_side)
+
+
+def padded_to_packed(padded_tensor: torch.Tensor, shape_per_tensor: torch.Tensor, padding_side: str = "right",
+                     num_rows=None) -> torch.Tensor:
+    """Converts a padded tensor into a packed one; ``num_rows`` (the packed row count) is optional.
+
+    >>> padded_to_packed(torch.LongTensor([[[0, 1], [-1, -1]], [[2, 3], [4, 5]]]), torch.LongTensor([[1], [2]]))
+    tensor([[0, 1],
+            [2, 3],
+            [4, 5]])
+    """
+    return _ops.padded_to_packed(padded_tensor, shape_per_tensor, padding_side, num_rows)
+
+
+def tile_to_packed(values: torch.Tensor, numel_per_tensor: torch.Tensor, num_rows=None) -> torch.Tensor:
+    """Repeats values[b] numel_per_tensor[b] times: (B,) -> (sum, 1) as Kaolin, (B, D...) -> (sum, D...).
+
+    >>> tile_to_packed(torch.tensor([0., 6.]), torch.LongTensor([1, 2]))
+    tensor([[0.],
+            [6.],
+            [6.]])
+    """
+    return _ops.tile_to_packed(values, numel_per_tensor, num_rows)
