@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Installs what the build needs and builds torch_ragged: the Python package (op library in
+# python/torch_ragged/) and, with --cmake, the C++ library, its tests and its exported CMake package
+# (build/cmake, installed to build/install). Idempotent: a second run with nothing changed only
+# checks (ninja + ccache make rebuilds incremental).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+PYTHON=${PYTHON:-python3}
+export TORCH_CUDA_ARCH_LIST="${TORCH_CUDA_ARCH_LIST:-9.0}"
+export MAX_JOBS="${MAX_JOBS:-$(nproc)}"
+
+# System packages (Debian): compilers' cache, build tools, GoogleTest, Google Benchmark.
+missing=()
+for pkg in ccache cmake ninja-build g++ libgtest-dev libbenchmark-dev; do
+  dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "== installing Debian packages: ${missing[*]}"
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+export PATH=/usr/lib/ccache:$PATH
+
+# Python dependencies (torch pinned; pip's cache keeps the large wheel between runs).
+"$PYTHON" -m pip install -q --disable-pip-version-check -r requirements-dev.txt
+
+# The Python package, installed editable from *this* checkout.
+installed_from=$("$PYTHON" -c "import importlib.util as u; s = u.find_spec('torch_ragged'); print(s.origin if s else '')" 2>/dev/null || true)
+if [ "$installed_from" = "$ROOT/python/torch_ragged/__init__.py" ] && ls python/torch_ragged/_C*.so >/dev/null 2>&1; then
+  echo "== building the Python extension (incremental)"
+  "$PYTHON" setup.py -q build_ext --inplace 2>&1 | grep -vE "Deprecat|\*\*\*\*|!!|^\s*$|setup.py|See https|pypa|standards-based|Please avoid|User information" || true
+  ls python/torch_ragged/_C*.so >/dev/null
+else
+  echo "== installing torch_ragged (editable) from $ROOT"
+  "$PYTHON" -m pip install -q --disable-pip-version-check --no-build-isolation --no-deps -e .
+fi
+
+if [ "${1:-}" = "--cmake" ]; then
+  echo "== building the C++ library, its tests and the C++ example (CMake)"
+  prefix=$("$PYTHON" -c "import torch; print(torch.utils.cmake_prefix_path)")
+  cmake -S . -B build/cmake -G Ninja -DCMAKE_PREFIX_PATH="$prefix" \
+    -DCMAKE_INSTALL_PREFIX="$ROOT/build/install" -Wno-dev >/dev/null
+  cmake --build build/cmake
+  cmake --install build/cmake >/dev/null
+  cmake -S examples/cpp_app -B build/cpp_app -G Ninja -DCMAKE_PREFIX_PATH="$ROOT/build/install;$prefix" \
+    -Wno-dev >/dev/null
+  cmake --build build/cpp_app
+fi
