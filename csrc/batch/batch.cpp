@@ -245,7 +245,15 @@ static std::optional<c10::SymInt> as_sym(std::optional<int64_t> n) {
   return c10::SymInt(*n);
 }
 
+// An empty list has no tensor to pick a dispatch key from: say so before the dispatcher does.
+static void check_not_empty(const char* op, at::TensorList tensor_list) {
+  TORCH_CHECK_VALUE(!tensor_list.empty(), "torch_ragged.", op,
+                    ": tensor_list must hold at least one tensor (the dtype and element size of an "
+                    "empty batch are unknown)");
+}
+
 at::Tensor get_shape_per_tensor(at::TensorList tensor_list) {
+  check_not_empty("get_shape_per_tensor", tensor_list);
   static auto op = op_handle<at::Tensor(at::TensorList)>("torch_ragged::get_shape_per_tensor");
   return op.call(tensor_list);
 }
@@ -258,6 +266,7 @@ at::Tensor fill_max_shape(const at::Tensor& shape_per_tensor,
 }
 
 std::tuple<at::Tensor, at::Tensor> list_to_packed(at::TensorList tensor_list) {
+  check_not_empty("list_to_packed", tensor_list);
   return ops::list_to_packed(tensor_list);
 }
 
@@ -265,6 +274,7 @@ std::tuple<at::Tensor, at::Tensor> list_to_padded(at::TensorList tensor_list,
                                                   const at::Scalar& padding_value,
                                                   at::OptionalIntArrayRef max_shape,
                                                   std::string_view padding_side) {
+  check_not_empty("list_to_padded", tensor_list);
   return ops::list_to_padded(tensor_list, padding_value, as_sym(max_shape), padding_side);
 }
 

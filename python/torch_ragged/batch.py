@@ -40,6 +40,15 @@ def _max_shape_arg(max_shape):
     return [-1 if entry is None else entry for entry in max_shape]
 
 
+def _tensor_list(op: str, tensor_list) -> list:
+    """The list an op gets; an empty one cannot reach a kernel (no tensor picks the device)."""
+    tensors = list(tensor_list)
+    if not tensors:
+        raise ValueError(f"torch_ragged.{op}: tensor_list must hold at least one tensor (the dtype and "
+                         "element size of an empty batch are unknown)")
+    return tensors
+
+
 def get_first_idx(numel_per_tensor: torch.Tensor) -> torch.Tensor:
     """First row of each sub-tensor in the packed tensor, and the total: (B,) -> (B + 1,).
 
@@ -56,7 +65,7 @@ def get_shape_per_tensor(tensor_list: Sequence[torch.Tensor]) -> torch.Tensor:
     tensor([[1, 3, 4],
             [2, 5, 3]])
     """
-    return _ops.get_shape_per_tensor(list(tensor_list))
+    return _ops.get_shape_per_tensor(_tensor_list("get_shape_per_tensor", tensor_list))
 
 
 def fill_max_shape(shape_per_tensor: torch.Tensor, partial_max_shape=None) -> torch.Tensor:
@@ -78,7 +87,7 @@ def list_to_packed(tensor_list: Sequence[torch.Tensor]):
             [1, 2, 3],
             [2, 4, 5]])
     """
-    return _ops.list_to_packed(list(tensor_list))
+    return _ops.list_to_packed(_tensor_list("list_to_packed", tensor_list))
 
 
 def list_to_padded(tensor_list: Sequence[torch.Tensor], padding_value, max_shape=None,
@@ -92,7 +101,7 @@ def list_to_padded(tensor_list: Sequence[torch.Tensor], padding_value, max_shape
             [-1, -1, -1],
             [-1, -1, -1]])
     """
-    return _ops.list_to_padded(list(tensor_list), padding_value, _max_shape_arg(max_shape), padding_side)
+    return _ops.list_to_padded(_tensor_list("list_to_padded", tensor_list), padding_value, _max_shape_arg(max_shape), padding_side)
 
 
 def packed_to_list(packed_tensor: torch.Tensor, shape_per_tensor: torch.Tensor, first_idx: torch.Tensor):

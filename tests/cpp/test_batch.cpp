@@ -73,3 +73,12 @@ TEST(Library, ReportsVersionAndBuild) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(Batch, EmptyListRaisesValueError) {
+  EXPECT_THROW(torch_ragged::list_to_packed(std::vector<at::Tensor>{}), c10::ValueError);
+  EXPECT_THROW(torch_ragged::list_to_padded(std::vector<at::Tensor>{}, 0), c10::ValueError);
+}
+
+}  // namespace

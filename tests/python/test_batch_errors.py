@@ -1,0 +1,126 @@
+"""Bad input: a clear Python exception naming the op and the argument, never a crash or truncation."""
+
+import pytest
+import torch
+
+import torch_ragged
+
+SPT = torch.tensor([[2], [3]])
+FIRST_IDX = torch.tensor([0, 2, 5])
+PACKED = torch.zeros(5, 2)
+
+
+class raises:  # noqa: N801  (a context manager used like pytest.raises)
+    """pytest.raises that also checks every fragment appears in the message."""
+
+    def __init__(self, exc, *fragments):
+        self.exc, self.fragments = exc, fragments
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        assert exc_type is not None, f"expected {self.exc.__name__}, nothing was raised"
+        assert issubclass(exc_type, self.exc), f"expected {self.exc.__name__}, got {exc_type.__name__}: {exc}"
+        for fragment in self.fragments:
+            assert fragment in str(exc), (fragment, str(exc))
+        return True
+
+
+def test_list_with_mismatched_dtypes_last_dims_or_ranks():
+    with raises(TypeError, "torch_ragged.list_to_padded", "dtype", "tensor 1"):
+        torch_ragged.list_to_padded([torch.zeros(2, 3), torch.zeros(2, 3, dtype=torch.float64)], 0)
+    with raises(ValueError, "torch_ragged.list_to_packed", "last dim", "tensor 1"):
+        torch_ragged.list_to_packed([torch.zeros(2, 3), torch.zeros(2, 4)])
+    with raises(ValueError, "torch_ragged.get_shape_per_tensor", "number of dims", "tensor 1"):
+        torch_ragged.get_shape_per_tensor([torch.zeros(2, 3), torch.zeros(1, 2, 3)])
+    with raises(ValueError, "torch_ragged.list_to_packed", "at least 1 dim"):
+        torch_ragged.list_to_packed([torch.tensor(1.0)])
+    with raises(ValueError, "torch_ragged.list_to_padded", "at least one tensor"):
+        torch_ragged.list_to_padded([], 0)
+
+
+def test_first_idx_wrong_length_not_monotonic_or_not_matching_rows():
+    with raises(ValueError, "torch_ragged.packed_to_padded", "first_idx", "3 entries", "[2]"):
+        torch_ragged.packed_to_padded(PACKED, SPT, torch.tensor([0, 2]), 0)
+    with raises(ValueError, "torch_ragged.packed_to_padded", "first_idx must be non-decreasing"):
+        torch_ragged.packed_to_padded(torch.zeros(3, 2), torch.tensor([[3], [0], [0]]), torch.tensor([0, 3, 2, 3]), 0)
+    with raises(ValueError, "torch_ragged.packed_to_padded", "first_idx[-1] = 5", "row count 6"):
+        torch_ragged.packed_to_padded(torch.zeros(6, 2), SPT, FIRST_IDX, 0)
+    with raises(ValueError, "torch_ragged.packed_to_list", "first_idx[0] must be 0"):
+        torch_ragged.packed_to_list(PACKED, SPT, torch.tensor([1, 2, 5]))
+    with raises(ValueError, "torch_ragged.packed_to_padded", "first_idx must be 1-D"):
+        torch_ragged.packed_to_padded(PACKED, SPT, FIRST_IDX.view(1, 3), 0)
+    with raises(TypeError, "torch_ragged.packed_to_padded", "first_idx must be an integer"):
+        torch_ragged.packed_to_padded(PACKED, SPT, FIRST_IDX.float(), 0)
+
+
+def test_shape_per_tensor_wrong_rank_negative_or_disagreeing():
+    with raises(ValueError, "torch_ragged.packed_to_padded", "shape_per_tensor must be 2-D"):
+        torch_ragged.packed_to_padded(PACKED, torch.tensor([2, 3]), FIRST_IDX, 0)
+    with raises(ValueError, "torch_ragged.padded_to_packed", "shape_per_tensor must be non-negative",
+                "sub-tensor 1"):
+        torch_ragged.padded_to_packed(torch.zeros(2, 3, 2), torch.tensor([[2], [-1]]))
+    with raises(ValueError, "torch_ragged.packed_to_padded", "sub-tensor 1", "prod([4]) = 4"):
+        torch_ragged.packed_to_padded(PACKED, torch.tensor([[2], [4]]), FIRST_IDX, 0)
+    with raises(ValueError, "torch_ragged.padded_to_packed", "3 dims"):
+        torch_ragged.padded_to_packed(torch.zeros(2, 3, 3, 2), SPT)
+    with raises(ValueError, "torch_ragged.padded_to_packed", "padded_tensor.size(0)"):
+        torch_ragged.padded_to_packed(torch.zeros(3, 3, 2), SPT)
+    with raises(TypeError, "torch_ragged.fill_max_shape", "shape_per_tensor must be an integer"):
+        torch_ragged.fill_max_shape(SPT.double())
+
+
+def test_padded_tensor_smaller_than_shape_per_tensor():
+    with raises(ValueError, "torch_ragged.padded_to_packed", "smaller than sub-tensor 1"):
+        torch_ragged.padded_to_packed(torch.zeros(2, 2, 2), SPT)
+    with raises(ValueError, "torch_ragged.padded_to_list", "smaller than sub-tensor 1"):
+        torch_ragged.padded_to_list(torch.zeros(2, 2, 2), SPT)
+
+
+def test_max_shape_smaller_than_a_sub_tensor_never_truncates():
+    with raises(ValueError, "torch_ragged.packed_to_padded", "max_shape[0] = 2", "sub-tensor 1", "dim 0"):
+        torch_ragged.packed_to_padded(PACKED, SPT, FIRST_IDX, 0, [2])
+    with raises(ValueError, "torch_ragged.list_to_padded", "max_shape[1] = 1", "sub-tensor 0"):
+        torch_ragged.list_to_padded([torch.zeros(1, 2, 3)], 0, [None, 1])
+    with raises(ValueError, "torch_ragged.fill_max_shape", "max_shape[0] = 1"):
+        torch_ragged.fill_max_shape(SPT, [1])
+    with raises(ValueError, "torch_ragged.packed_to_padded", "max_shape must have"):
+        torch_ragged.packed_to_padded(PACKED, SPT, FIRST_IDX, 0, [3, 3])
+
+
+def test_unknown_padding_side():
+    for call in (
+        lambda: torch_ragged.packed_to_padded(PACKED, SPT, FIRST_IDX, 0, padding_side="top"),
+        lambda: torch_ragged.padded_to_packed(torch.zeros(2, 3, 2), SPT, "top"),
+        lambda: torch_ragged.list_to_padded([PACKED], 0, padding_side="top"),
+        lambda: torch_ragged.padded_to_list(torch.zeros(2, 3, 2), SPT, "top"),
+    ):
+        with raises(ValueError, "padding_side must be \"right\" or \"left\", got \"top\""):
+            call()
+
+
+def test_tile_to_packed_and_segment_sum_arguments():
+    with raises(ValueError, "torch_ragged.tile_to_packed", "values must have numel_per_tensor.size(0) = 3"):
+        torch_ragged.tile_to_packed(torch.zeros(2), torch.tensor([1, 1, 1]))
+    with raises(ValueError, "torch_ragged.tile_to_packed", "numel_per_tensor must be non-negative"):
+        torch_ragged.tile_to_packed(torch.zeros(2), torch.tensor([1, -1]))
+    with raises(ValueError, "torch_ragged.tile_to_packed", "num_rows = 5"):
+        torch_ragged.tile_to_packed(torch.zeros(2), torch.tensor([1, 1]), 5)
+    with raises(ValueError, "torch_ragged.get_first_idx", "numel_per_tensor must be non-negative"):
+        torch_ragged.get_first_idx(torch.tensor([1, -2]))
+    with raises(ValueError, "torch_ragged.segment_sum", "first_idx must run from 0 to data.size(0) = 5"):
+        torch_ragged.segment_sum(torch.zeros(5, 2), torch.tensor([0, 2, 4]))
+    with raises(ValueError, "torch_ragged.segment_sum", "non-decreasing"):
+        torch_ragged.segment_sum(torch.zeros(5, 2), torch.tensor([0, 3, 2, 5]))
+
+
+def test_padding_value_that_does_not_fit_the_dtype():
+    with pytest.raises(RuntimeError, match="overflow"):
+        torch_ragged.list_to_padded([torch.zeros(1, 1, dtype=torch.uint8), torch.zeros(2, 1, dtype=torch.uint8)], 300)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (none on this machine)")
+def test_cuda_tensors_without_a_cuda_kernel_raise_clearly():
+    with pytest.raises(NotImplementedError, match="torch_ragged.packed_to_padded: got CUDA tensors"):
+        torch_ragged.packed_to_padded(PACKED.cuda(), SPT, FIRST_IDX, 0)
