@@ -27,11 +27,13 @@ def with_cuda() -> bool:
 def extension():
     sources = sorted(glob.glob(os.path.join("csrc", "**", "*.cpp"), recursive=True))
     define_macros = [("TORCH_RAGGED_VERSION", f'"{VERSION}"'), ("TORCH_RAGGED_BUILDING", None)]
-    cxx_flags = ["-O3", "-std=c++20", "-fvisibility=hidden"]
+    # -fopenmp: at::parallel_for is a header template; without it our kernels would run on one thread.
+    cxx_flags = ["-O3", "-std=c++20", "-fvisibility=hidden", "-fopenmp"]
     kwargs = dict(
         name="torch_ragged._C",
         include_dirs=[os.path.join(ROOT, "csrc")],
         define_macros=define_macros,
+        extra_link_args=["-fopenmp"],
         py_limited_api=False,
     )
     if with_cuda():

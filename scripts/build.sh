@@ -28,8 +28,12 @@ export PATH=/usr/lib/ccache:$PATH
 installed_from=$("$PYTHON" -c "import importlib.util as u; s = u.find_spec('torch_ragged'); print(s.origin if s else '')" 2>/dev/null || true)
 if [ "$installed_from" = "$ROOT/python/torch_ragged/__init__.py" ] && ls python/torch_ragged/_C*.so >/dev/null 2>&1; then
   echo "== building the Python extension (incremental)"
-  "$PYTHON" setup.py -q build_ext --inplace 2>&1 | grep -vE "Deprecat|\*\*\*\*|!!|^\s*$|setup.py|See https|pypa|standards-based|Please avoid|User information" || true
-  ls python/torch_ragged/_C*.so >/dev/null
+  mkdir -p build
+  if ! "$PYTHON" setup.py build_ext --inplace >build/build_ext.log 2>&1; then
+    tail -n 40 build/build_ext.log
+    echo "build_ext failed; full log: build/build_ext.log" >&2
+    exit 1
+  fi
 else
   echo "== installing torch_ragged (editable) from $ROOT"
   "$PYTHON" -m pip install -q --disable-pip-version-check --no-build-isolation --no-deps -e .

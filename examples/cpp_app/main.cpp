@@ -46,7 +46,8 @@ int main(int argc, char** argv) {
   ok &= check(padded.sizes() == torch::IntArrayRef({3, 3, 3}), "C++ API: padded shape (3, 3, 3)");
   ok &= check(padded[1].eq(-1).all().item<bool>(), "C++ API: the empty cloud is all padding");
   padded.pow(2).sum().backward();
-  ok &= check(torch::allclose(points.grad(), 2 * packed), "C++ API: d/dx sum(x^2) = 2x, none from padding");
+  ok &= check(torch::allclose(points.grad(), 2 * packed),
+              "C++ API: d/dx sum(x^2) = 2x, none from padding");
 
   std::cout << (ok ? "all checks passed" : "some checks FAILED") << "\n";
   return ok ? 0 : 1;

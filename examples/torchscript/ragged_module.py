@@ -7,7 +7,6 @@ checks the scripted module against eager mode.
 import sys
 
 import torch
-
 import torch_ragged  # noqa: F401  (registers torch.ops.torch_ragged)
 
 

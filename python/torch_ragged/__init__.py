@@ -39,8 +39,7 @@ def _load_library() -> None:
 
 _load_library()
 
-from . import _fake  # noqa: E402,F401  (registers the fake kernels)
-from . import batch  # noqa: E402
+from . import _fake, batch  # noqa: E402,F401  (_fake registers the fake kernels)
 from .batch import (  # noqa: E402
     fill_max_shape,
     get_first_idx,

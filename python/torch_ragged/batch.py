@@ -101,7 +101,8 @@ def list_to_padded(tensor_list: Sequence[torch.Tensor], padding_value, max_shape
             [-1, -1, -1],
             [-1, -1, -1]])
     """
-    return _ops.list_to_padded(_tensor_list("list_to_padded", tensor_list), padding_value, _max_shape_arg(max_shape), padding_side)
+    tensors = _tensor_list("list_to_padded", tensor_list)
+    return _ops.list_to_padded(tensors, padding_value, _max_shape_arg(max_shape), padding_side)
 
 
 def packed_to_list(packed_tensor: torch.Tensor, shape_per_tensor: torch.Tensor, first_idx: torch.Tensor):

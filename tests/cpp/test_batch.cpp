@@ -15,7 +15,8 @@ TEST(Batch, GetFirstIdxMatchesKaolinExample) {
 TEST(Batch, ListToPaddedMatchesKaolinExample) {
   const auto a = longs({0, 1, 2, 1, 2, 3}).view({2, 3});
   const auto b = longs({2, 4, 5}).view({1, 3});
-  auto [padded, shape_per_tensor] = torch_ragged::list_to_padded({a, b}, -1, std::vector<int64_t>{3});
+  auto [padded, shape_per_tensor] =
+      torch_ragged::list_to_padded({a, b}, -1, std::vector<int64_t>{3});
   const auto expected =
       longs({0, 1, 2, 1, 2, 3, -1, -1, -1, 2, 4, 5, -1, -1, -1, -1, -1, -1}).view({2, 3, 3});
   EXPECT_TRUE(torch::equal(padded, expected));
@@ -28,18 +29,20 @@ TEST(Batch, LeftPaddingAlignsToTheEnd) {
                                                      longs({0, 2, 3}), 9.0, std::nullopt, "left");
   const auto expected = torch::tensor({0.f, 1.f, 2.f, 3.f, 9.f, 9.f, 4.f, 5.f}).view({2, 2, 2});
   EXPECT_TRUE(torch::equal(padded, expected));
-  const auto round_trip = torch_ragged::padded_to_packed(padded, longs({2, 1}).view({2, 1}), "left");
+  const auto round_trip =
+      torch_ragged::padded_to_packed(padded, longs({2, 1}).view({2, 1}), "left");
   EXPECT_TRUE(torch::equal(round_trip, packed));
 }
 
 TEST(Batch, BackwardThroughTheCppApiSkipsPadding) {
   const auto packed = torch::randn({5, 3}, torch::requires_grad());
   const auto shape_per_tensor = longs({4, 1}).view({2, 1});
-  const auto padded = torch_ragged::packed_to_padded(packed, shape_per_tensor,
-                                                     torch_ragged::get_first_idx(longs({4, 1})), 0.0);
+  const auto padded = torch_ragged::packed_to_padded(
+      packed, shape_per_tensor, torch_ragged::get_first_idx(longs({4, 1})), 0.0);
   (padded * torch::arange(1, padded.numel() + 1).view(padded.sizes())).sum().backward();
   // padded is (2, 4, 3); sub-tensor 1's row sits at padded[1, 0], i.e. weights 13..15.
-  const auto expected = torch::cat({torch::arange(1, 13).view({4, 3}), torch::arange(13, 16).view({1, 3})});
+  const auto expected =
+      torch::cat({torch::arange(1, 13).view({4, 3}), torch::arange(13, 16).view({1, 3})});
   EXPECT_TRUE(torch::allclose(packed.grad(), expected.to(torch::kFloat)));
 }
 
@@ -47,7 +50,8 @@ TEST(Batch, SegmentSumAndTileAreAdjoint) {
   const auto first_idx = longs({0, 2, 2, 5});
   const auto data = torch::arange(10, torch::kDouble).view({5, 2});
   const auto sums = torch_ragged::segment_sum(data, first_idx);
-  EXPECT_TRUE(torch::equal(sums, torch::tensor({2., 4., 0., 0., 18., 21.}, torch::kDouble).view({3, 2})));
+  EXPECT_TRUE(
+      torch::equal(sums, torch::tensor({2., 4., 0., 0., 18., 21.}, torch::kDouble).view({3, 2})));
   const auto tiled = torch_ragged::tile_to_packed(sums, longs({2, 0, 3}));
   EXPECT_EQ(tiled.sizes(), (std::vector<int64_t>{5, 2}));
 }
@@ -58,7 +62,8 @@ TEST(Batch, BadFirstIdxRaisesValueErrorNamingTheOp) {
     torch_ragged::packed_to_padded(packed, longs({2, 1}).view({2, 1}), longs({0, 2}), 0.0);
     FAIL() << "expected an error";
   } catch (const c10::ValueError& e) {
-    EXPECT_NE(std::string(e.what()).find("torch_ragged.packed_to_padded: first_idx"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("torch_ragged.packed_to_padded: first_idx"),
+              std::string::npos);
   }
 }
 

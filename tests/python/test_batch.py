@@ -3,7 +3,6 @@
 import pytest
 import reference as ref
 import torch
-
 import torch_ragged
 from torch_ragged import batch
 
@@ -186,11 +185,11 @@ def test_index_tensors_may_be_int32():
 
 
 def test_padding_value_is_cast_to_the_dtype():
-    padded, _ = torch_ragged.list_to_padded([torch.zeros(1, 1, dtype=torch.int32), torch.zeros(2, 1, dtype=torch.int32)],
-                                            7.0)
+    ints = [torch.zeros(1, 1, dtype=torch.int32), torch.zeros(2, 1, dtype=torch.int32)]
+    padded, _ = torch_ragged.list_to_padded(ints, 7.0)
     assert padded.dtype == torch.int32 and padded[0, 1, 0].item() == 7
-    padded, _ = torch_ragged.list_to_padded([torch.zeros(1, 1, dtype=torch.bool), torch.zeros(2, 1, dtype=torch.bool)],
-                                            True)
+    bools = [torch.zeros(1, 1, dtype=torch.bool), torch.zeros(2, 1, dtype=torch.bool)]
+    padded, _ = torch_ragged.list_to_padded(bools, True)
     assert padded[0, 1, 0].item() is True
 
 

@@ -2,9 +2,8 @@
 
 import pytest
 import torch
-from torch.autograd import gradcheck, gradgradcheck
-
 import torch_ragged
+from torch.autograd import gradcheck, gradgradcheck
 
 SIDES = ["right", "left"]
 

@@ -2,7 +2,6 @@
 
 import pytest
 import torch
-
 import torch_ragged
 
 SPT = torch.tensor([[2], [3]])

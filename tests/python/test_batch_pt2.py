@@ -2,9 +2,8 @@
 
 import pytest
 import torch
-from torch.library import opcheck
-
 import torch_ragged
+from torch.library import opcheck
 
 ops = torch.ops.torch_ragged
 

@@ -7,7 +7,6 @@ import sys
 import warnings
 
 import torch
-
 import torch_ragged
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples", "torchscript"))

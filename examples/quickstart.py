@@ -1,0 +1,37 @@
+"""torch_ragged quick start: point clouds of different sizes, packed, padded (right and left), unpadded,
+and a gradient flowing back. Run with `bash scripts/demo.sh`."""
+
+import torch
+import torch_ragged
+
+torch.manual_seed(0)
+clouds = [torch.randn(n, 3) for n in (4, 1, 3)]  # three point clouds: 4, 1 and 3 points of (x, y, z)
+print("clouds:", [tuple(c.shape) for c in clouds])
+
+packed, shape_per_tensor = torch_ragged.list_to_packed(clouds)
+first_idx = torch_ragged.get_first_idx(shape_per_tensor.prod(dim=1))
+print(f"packed: {tuple(packed.shape)}, shape_per_tensor: {shape_per_tensor.flatten().tolist()}, "
+      f"first_idx: {first_idx.tolist()}")
+
+right = torch_ragged.packed_to_padded(packed, shape_per_tensor, first_idx, padding_value=0.0)
+left = torch_ragged.packed_to_padded(packed, shape_per_tensor, first_idx, 0.0, padding_side="left")
+print(f"padded: {tuple(right.shape)}; which rows hold points (1) or padding (0):")
+print("  right padding:", (right.abs().sum(-1) > 0).int().tolist())
+print("  left padding: ", (left.abs().sum(-1) > 0).int().tolist())
+
+assert torch.equal(torch_ragged.padded_to_packed(left, shape_per_tensor, "left"), packed)
+for cloud, back in zip(clouds, torch_ragged.padded_to_list(right, shape_per_tensor), strict=True):
+    assert torch.equal(cloud, back)
+print("unpadded back to packed and to the list: identical to the input")
+
+# A gradient flows back through the padded layout; the padding gets none.
+points = packed.clone().requires_grad_()
+padded = torch_ragged.packed_to_padded(points, shape_per_tensor, first_idx, 0.0, max_shape=[6])
+centroids = padded.sum(dim=1) / shape_per_tensor  # per-cloud mean, padding contributes zero
+centroids.pow(2).sum().backward()
+expected = torch_ragged.tile_to_packed(2 * centroids.detach() / shape_per_tensor, shape_per_tensor.flatten())
+print(f"max_shape=[6] gives {tuple(padded.shape)}; centroids:\n{centroids.detach()}")
+print("d(sum |centroid|^2)/d(points) matches 2*centroid/n per cloud:", torch.allclose(points.grad, expected))
+
+per_cloud_sum = torch_ragged.segment_sum(packed, first_idx)
+print("segment_sum over first_idx equals padded.sum(1):", torch.allclose(per_cloud_sum, right.sum(dim=1)))
