@@ -40,18 +40,7 @@ def _load_library() -> None:
 _load_library()
 
 from . import _fake, batch  # noqa: E402,F401  (_fake registers the fake kernels)
-from .batch import (  # noqa: E402
-    fill_max_shape,
-    get_first_idx,
-    get_shape_per_tensor,
-    list_to_packed,
-    list_to_padded,
-    packed_to_list,
-    packed_to_padded,
-    padded_to_list,
-    padded_to_packed,
-    tile_to_packed,
-)
+from .batch import *  # noqa: E402,F403  (re-exports batch.__all__)
 from .segment import segment_sum  # noqa: E402
 
 
@@ -60,18 +49,4 @@ def cuda_version() -> int:
     return torch.ops.torch_ragged.cuda_version()
 
 
-__all__ = [
-    "batch",
-    "cuda_version",
-    "fill_max_shape",
-    "get_first_idx",
-    "get_shape_per_tensor",
-    "list_to_packed",
-    "list_to_padded",
-    "packed_to_list",
-    "packed_to_padded",
-    "padded_to_list",
-    "padded_to_packed",
-    "segment_sum",
-    "tile_to_packed",
-]
+__all__ = ["batch", "cuda_version", "segment_sum", *batch.__all__]
