@@ -39,7 +39,8 @@ def extension():
     if with_cuda():
         sources += sorted(glob.glob(os.path.join("cuda", "*.cu")))
         define_macros.append(("TORCH_RAGGED_WITH_CUDA", None))
-        nvcc_flags = ["-O3", "-DCUB_WRAPPED_NAMESPACE=torch_ragged_cub", "--expt-relaxed-constexpr"]
+        nvcc_flags = ["-O3", "-DCUB_WRAPPED_NAMESPACE=torch_ragged_cub", "--expt-relaxed-constexpr",
+                      "-Xcompiler", "-fvisibility=hidden"]
         return cpp_extension.CUDAExtension(
             sources=sources, extra_compile_args={"cxx": cxx_flags, "nvcc": nvcc_flags}, **kwargs
         )

@@ -23,8 +23,11 @@ void no_cuda_kernel(const c10::OperatorHandle& op, torch::jit::Stack* /*stack*/)
 }  // namespace
 
 TORCH_LIBRARY_IMPL(torch_ragged, CUDA, m) {
-  for (const char* op : {"get_first_idx", "segment_sum", "list_to_packed", "list_to_padded",
-                         "packed_to_padded", "padded_to_packed", "tile_to_packed"}) {
+#ifndef TORCH_RAGGED_WITH_CUDA
+  m.impl("get_first_idx", torch::CppFunction::makeFromBoxedFunction<&no_cuda_kernel>());
+#endif
+  for (const char* op : {"segment_sum", "list_to_packed", "list_to_padded", "packed_to_padded",
+                         "padded_to_packed", "tile_to_packed"}) {
     m.impl(op, torch::CppFunction::makeFromBoxedFunction<&no_cuda_kernel>());
   }
 }

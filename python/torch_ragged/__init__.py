@@ -35,6 +35,12 @@ def _load_library() -> None:
             f"torch_ragged: the op library was built against torch {built} but torch {running} is "
             "running; rebuild with `pip install --no-build-isolation --force-reinstall --no-deps .`."
         )
+    built_cuda = torch.ops.torch_ragged.cuda_version()  # e.g. 13000, or -1 for a CPU-only build
+    if built_cuda != -1 and torch.version.cuda and built_cuda // 1000 != int(torch.version.cuda.split(".")[0]):
+        raise ImportError(
+            f"torch_ragged: the op library was built with CUDA {built_cuda // 1000}.x but torch uses CUDA "
+            f"{torch.version.cuda}; rebuild with `pip install --no-build-isolation --force-reinstall --no-deps .`."
+        )
 
 
 _load_library()
