@@ -61,8 +61,7 @@ c10::SymInt entry(const at::Tensor& t, int64_t i, int64_t j) {
 // ----
 
 at::Tensor get_shape_per_tensor_impl(at::TensorList tensor_list) {
-  const RaggedLayout layout = layout_from_tensor_list("get_shape_per_tensor", tensor_list);
-  return at::tensor(layout.shapes, at::kLong).view({layout.batch, layout.rank});
+  return layout_from_tensor_list("get_shape_per_tensor", tensor_list).shape_per_tensor();
 }
 
 at::Tensor fill_max_shape_impl(const at::Tensor& shape_per_tensor,

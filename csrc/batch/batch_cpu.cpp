@@ -105,10 +105,6 @@ std::optional<std::vector<int64_t>> requested_max_shape(std::string_view op,
   return concrete_sizes(op, "max_shape", *max_shape);
 }
 
-at::Tensor shape_per_tensor_of(const RaggedLayout& layout) {
-  return at::tensor(layout.shapes, at::kLong).view({layout.batch, layout.rank});
-}
-
 std::tuple<at::Tensor, at::Tensor> list_to_packed_cpu(at::TensorList tensor_list) {
   const RaggedLayout layout = layout_from_tensor_list("list_to_packed", tensor_list);
   const std::vector<at::Tensor> inputs = contiguous_all(tensor_list);
@@ -119,7 +115,7 @@ std::tuple<at::Tensor, at::Tensor> list_to_packed_cpu(at::TensorList tensor_list
       static_cast<char*>(packed.mutable_data_ptr()), layout, es, [&](int64_t b, int64_t line) {
         return sources[b] + line * line_elems(layout.shape_of(b), layout.rank, layout.elem) * es;
       });
-  return {packed, shape_per_tensor_of(layout)};
+  return {packed, layout.shape_per_tensor()};
 }
 
 std::tuple<at::Tensor, at::Tensor> list_to_padded_cpu(at::TensorList tensor_list,
@@ -134,7 +130,7 @@ std::tuple<at::Tensor, at::Tensor> list_to_padded_cpu(at::TensorList tensor_list
   at::Tensor padded = at::empty(layout.padded_sizes(), inputs[0].options());
   scatter_to_padded(static_cast<char*>(padded.mutable_data_ptr()), layout, list_sources(inputs),
                     padding_bytes(padding_value, padded.scalar_type()));
-  return {padded, shape_per_tensor_of(layout)};
+  return {padded, layout.shape_per_tensor()};
 }
 
 at::Tensor packed_to_padded_cpu(const at::Tensor& packed_tensor, const at::Tensor& shape_per_tensor,

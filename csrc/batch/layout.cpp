@@ -11,6 +11,10 @@ std::vector<int64_t> RaggedLayout::padded_sizes() const {
   return sizes;
 }
 
+at::Tensor RaggedLayout::shape_per_tensor() const {
+  return at::tensor(shapes, at::kLong).view({batch, rank});
+}
+
 static void fill_first_rows(RaggedLayout& layout) {
   layout.first_row.assign(layout.batch + 1, 0);
   for (int64_t b = 0; b < layout.batch; ++b) {

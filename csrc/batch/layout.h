@@ -26,6 +26,8 @@ struct RaggedLayout {
   int64_t num_rows() const { return first_row.back(); }
   // The padded tensor's shape (B, M_1..M_k, C).
   std::vector<int64_t> padded_sizes() const;
+  // shapes as Kaolin's shape_per_tensor: a (B, k) int64 CPU tensor.
+  at::Tensor shape_per_tensor() const;
 };
 
 // Validates shape_per_tensor ((B, k) integer, entries >= 0) and fills batch, rank, shapes and
