@@ -13,18 +13,11 @@ namespace {
 // first_idx = [0, cumsum(numel_per_tensor)...] as int64 on the input's device. Validating that no
 // count is negative needs one device-to-host read (documented in docs/batch.md).
 at::Tensor get_first_idx_cuda(const at::Tensor& numel_per_tensor) {
-  TORCH_CHECK_TYPE(
-      at::isIntegralType(numel_per_tensor.scalar_type(), /*includeBool=*/false),
-      "torch_ragged.get_first_idx: numel_per_tensor must be an integer (int64) tensor, "
-      "got dtype ",
-      numel_per_tensor.scalar_type());
-  TORCH_CHECK_VALUE(numel_per_tensor.dim() == 1,
-                    "torch_ragged.get_first_idx: numel_per_tensor must be ", "1-D, got shape ",
-                    numel_per_tensor.sizes());
+  check_index_tensor("get_first_idx", "numel_per_tensor", numel_per_tensor, 1);
   const c10::cuda::CUDAGuard guard(numel_per_tensor.device());
   const at::Tensor counts = numel_per_tensor.to(at::kLong).contiguous();
   TORCH_CHECK_VALUE(!counts.lt(0).any().item<bool>(),
-                    "torch_ragged.get_first_idx: numel_per_tensor ", "must be non-negative");
+                    "torch_ragged.get_first_idx: numel_per_tensor must be non-negative");
   at::Tensor first_idx = at::zeros({counts.numel() + 1}, counts.options());
   cuda::inclusive_sum(counts.const_data_ptr<int64_t>(), first_idx.mutable_data_ptr<int64_t>() + 1,
                       counts.numel());

@@ -12,14 +12,20 @@
 
 namespace torch_ragged {
 
-// An integer tensor copied to the host as contiguous int64 (a device sync when it lives on a GPU).
-inline at::Tensor index_tensor_on_host(std::string_view op, std::string_view arg,
-                                       const at::Tensor& t, int64_t expected_dim) {
+// Checks that an index argument is a defined integer tensor with `expected_dim` dims.
+inline void check_index_tensor(std::string_view op, std::string_view arg, const at::Tensor& t,
+                               int64_t expected_dim) {
   TORCH_CHECK_TYPE(t.defined(), "torch_ragged.", op, ": ", arg, " must be a tensor, got None");
   TORCH_CHECK_TYPE(at::isIntegralType(t.scalar_type(), /*includeBool=*/false), "torch_ragged.", op,
                    ": ", arg, " must be an integer (int64) tensor, got dtype ", t.scalar_type());
   TORCH_CHECK_VALUE(t.dim() == expected_dim, "torch_ragged.", op, ": ", arg, " must be ",
                     expected_dim, "-D, got shape ", t.sizes());
+}
+
+// An index tensor, checked, copied to the host as contiguous int64 (a device sync on a GPU).
+inline at::Tensor index_tensor_on_host(std::string_view op, std::string_view arg,
+                                       const at::Tensor& t, int64_t expected_dim) {
+  check_index_tensor(op, arg, t, expected_dim);
   return t.to(at::kCPU, at::kLong).contiguous();
 }
 
