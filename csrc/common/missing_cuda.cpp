@@ -24,7 +24,9 @@ void no_cuda_kernel(const c10::OperatorHandle& op, torch::jit::Stack* /*stack*/)
 
 TORCH_LIBRARY_IMPL(torch_ragged, CUDA, m) {
 #ifndef TORCH_RAGGED_WITH_CUDA
-  m.impl("get_first_idx", torch::CppFunction::makeFromBoxedFunction<&no_cuda_kernel>());
+  for (const char* op : {"get_first_idx", "pad_index", "pad_index_backward"}) {
+    m.impl(op, torch::CppFunction::makeFromBoxedFunction<&no_cuda_kernel>());
+  }
 #endif
   for (const char* op : {"segment_sum", "list_to_packed", "list_to_padded", "packed_to_padded",
                          "padded_to_packed", "tile_to_packed"}) {

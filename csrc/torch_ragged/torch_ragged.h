@@ -7,6 +7,7 @@
 
 #include <torch_ragged/batch.h>
 #include <torch_ragged/export.h>
+#include <torch_ragged/pad.h>
 #include <torch_ragged/segment.h>
 
 #include <cstdint>

@@ -1,0 +1,375 @@
+// Schemas of the pad family, the composite `pad` op (numpy.pad), and its C++ API.
+//
+// `pad` is CompositeImplicitAutograd: it checks numpy's arguments and then
+//   - index modes (constant, empty, edge, wrap, even reflect / symmetric): one pad_index kernel;
+//   - odd reflections: per axis, the even reflection (pad_index) plus the affine correction
+//     2 q (x[n-1] - x[0]) (+ 2 x[n-1] - 2 x[s] past the edge), see pad_semantics;
+//   - linear_ramp and the statistics: pad_index(mode="empty") copies the input, then one pass per
+//     axis in numpy's order (0, 1, ..., N-1) fills that axis's padding from ATen ops over the
+//     region numpy reads (earlier axes at full, padded extent; later axes at their original one).
+// Autograd therefore comes from pad_index's (deterministic) backward and ATen's derivatives.
+
+#include <ATen/OpMathType.h>
+#include <torch/library.h>
+#include <torch_ragged/pad.h>
+
+#include <limits>
+
+#include "common/checks.h"
+#include "pad/pad_ops.h"
+#include "pad/pad_plan.h"
+
+namespace torch_ragged {
+
+TORCH_LIBRARY_FRAGMENT(torch_ragged, m) {
+  const std::vector<at::Tag> tags{at::Tag::pt2_compliant_tag};
+  m.def(
+      "pad(Tensor self, SymInt[] pad_width, str mode=\"constant\", Tensor? constant_values=None, "
+      "Tensor? end_values=None, int[]? stat_length=None, str? reflect_type=None) -> Tensor",
+      tags);
+  m.def(
+      "pad_index(Tensor self, SymInt[] pad_width, str mode, Tensor? constant_values=None) "
+      "-> Tensor",
+      tags);
+  m.def("pad_index_backward(Tensor grad_output, SymInt[] pad_width, str mode) -> Tensor", tags);
+}
+
+namespace {
+
+std::vector<int64_t> guarded_sizes(const at::Tensor& t) {
+  std::vector<int64_t> sizes;
+  for (const c10::SymInt& s : t.sym_sizes()) sizes.push_back(s.guard_int(__FILE__, __LINE__));
+  return sizes;
+}
+
+std::vector<c10::SymInt> as_sym(const std::vector<int64_t>& values) {
+  return std::vector<c10::SymInt>(values.begin(), values.end());
+}
+
+// numpy.pad's rule: each keyword belongs to some modes only.
+void check_keywords(PadMode mode, bool constant_values, bool end_values, bool stat_length,
+                    bool reflect_type) {
+  std::string unsupported;
+  auto flag = [&](bool given, bool allowed, const char* name) {
+    if (given && !allowed) unsupported += (unsupported.empty() ? "" : ", ") + std::string(name);
+  };
+  flag(constant_values, mode == PadMode::kConstant, "constant_values");
+  flag(end_values, mode == PadMode::kLinearRamp, "end_values");
+  flag(stat_length, is_statistic_mode(mode), "stat_length");
+  flag(reflect_type, mode == PadMode::kReflect || mode == PadMode::kSymmetric, "reflect_type");
+  TORCH_CHECK_VALUE(unsupported.empty(), "torch_ragged.pad: unsupported keyword arguments for mode '",
+                    pad_mode_name(mode), "': ", unsupported);
+}
+
+std::vector<int64_t> checked_stat_length(at::IntArrayRef stat_length, int64_t ndim, PadMode mode,
+                                         bool input_is_empty) {
+  TORCH_CHECK_VALUE(static_cast<int64_t>(stat_length.size()) == 2 * ndim,
+                    "torch_ragged.pad: stat_length must hold one (before, after) pair per axis, i.e. ",
+                    2 * ndim, " entries, got ", stat_length.size());
+  for (const int64_t length : stat_length) {
+    TORCH_CHECK_VALUE(length >= 0, "torch_ragged.pad: stat_length can't contain negative values, got ",
+                      stat_length);
+    // numpy checks this only when it computes statistics, i.e. for a non-empty input.
+    TORCH_CHECK_VALUE(length > 0 || input_is_empty ||
+                          (mode != PadMode::kMaximum && mode != PadMode::kMinimum),
+                      "torch_ragged.pad: stat_length of 0 yields no value for padding (mode '",
+                      pad_mode_name(mode), "')");
+  }
+  return stat_length.vec();
+}
+
+// The region numpy reads and writes when it pads `axis`: axes after it narrowed to the input.
+at::Tensor axis_region(const at::Tensor& padded, const std::vector<int64_t>& pad_width,
+                       at::IntArrayRef in_sizes, int64_t axis) {
+  at::Tensor region = padded;
+  for (int64_t k = axis + 1; k < padded.dim(); ++k) {
+    region = region.narrow(k, pad_width[2 * k], in_sizes[k]);
+  }
+  return region;
+}
+
+bool is_exact_float(at::ScalarType dtype) {
+  return at::isFloatingType(dtype) || at::isComplexType(dtype);
+}
+
+// numpy casts statistics of integer arrays after rounding half to even; bools keep "nonzero".
+at::Tensor cast_like_numpy(const at::Tensor& value, at::ScalarType dtype) {
+  if (at::isIntegralType(dtype, /*includeBool=*/false)) return value.round().to(dtype);
+  return value.to(dtype);
+}
+
+// ---- odd reflections ----
+
+// Pads one axis with reflect_type="odd": value = sign * even + c_last * x[n-1] + c_first * x[0],
+// from the closed form q = floor(t / P), r = t - q P:
+//   r <  n:  x[r] + 2q (x[n-1] - x[0])
+//   r >= n:  2 x[n-1] - x[s] + 2q (x[n-1] - x[0])      (s: the even mirror index of r)
+// Integer dtypes compute in int64 and wrap on the cast back, as numpy's integer arithmetic does.
+at::Tensor odd_reflect_axis(const at::Tensor& x, int64_t axis, int64_t before, int64_t after,
+                            PadMode mode) {
+  std::vector<int64_t> axis_width(2 * x.dim(), 0);
+  axis_width[2 * axis] = before;
+  axis_width[2 * axis + 1] = after;
+  const at::Tensor even = ops::pad_index(x, as_sym(axis_width), pad_mode_name(mode), std::nullopt);
+  const int64_t n = x.sym_size(axis).guard_int(__FILE__, __LINE__);
+  if (n == 1) return even;  // numpy extends a single element as its edge, in both reflect types
+  const IndexPadMode index_mode = *index_mode_of(mode);
+  const int64_t period = pad_period(index_mode, n);
+  const at::ScalarType dtype = x.scalar_type();
+  const at::ScalarType compute = is_exact_float(dtype) ? dtype : at::kLong;
+  const at::Tensor first = x.narrow(axis, 0, 1).to(compute);
+  const at::Tensor last = x.narrow(axis, n - 1, 1).to(compute);
+  auto side = [&](int64_t start, int64_t length) {
+    if (length == 0) return even.narrow(axis, start, 0);
+    std::vector<int64_t> sign(length), c_last(length), c_first(length);
+    for (int64_t p = 0; p < length; ++p) {
+      const int64_t t = start + p - before;
+      const int64_t q = (t - floor_mod(t, period)) / period;
+      const bool mirrored = floor_mod(t, period) >= n;
+      sign[p] = mirrored ? -1 : 1;
+      c_last[p] = 2 * q + (mirrored ? 2 : 0);
+      c_first[p] = -2 * q;
+    }
+    std::vector<int64_t> shape(x.dim(), 1);
+    shape[axis] = length;
+    auto along_axis = [&](const std::vector<int64_t>& v) {
+      return at::tensor(v, at::kLong).to(x.device(), compute).view(shape);
+    };
+    const at::Tensor part = even.narrow(axis, start, length).to(compute) * along_axis(sign) +
+                            last * along_axis(c_last) + first * along_axis(c_first);
+    return part.to(dtype);
+  };
+  return at::cat({side(0, before), x, side(before + n, after)}, axis);
+}
+
+at::Tensor pad_odd(const at::Tensor& self, const std::vector<int64_t>& pad_width, PadMode mode) {
+  TORCH_CHECK_TYPE(self.scalar_type() != at::kBool,
+                   "torch_ragged.pad: reflect_type='odd' subtracts values, which bool inputs can't "
+                   "do (numpy raises too); convert the input to an integer dtype");
+  at::Tensor result = self;
+  for (int64_t k = 0; k < self.dim(); ++k) {
+    if (pad_width[2 * k] == 0 && pad_width[2 * k + 1] == 0) continue;
+    result = odd_reflect_axis(result, k, pad_width[2 * k], pad_width[2 * k + 1], mode);
+  }
+  return result.is_same(self) ? self.clone() : result;  // numpy returns a new array
+}
+
+// ---- linear_ramp ----
+
+// numpy's linspace(end, edge, width, endpoint=False) along `axis` (descending: reversed), in
+// numpy's dtype (the input's float type, else float64), floored for integer dtypes.
+at::Tensor linear_ramp(const at::Tensor& end, const at::Tensor& edge, int64_t width, int64_t axis,
+                       bool descending) {
+  const at::ScalarType dtype = edge.scalar_type();
+  const at::ScalarType dt = is_exact_float(dtype) ? dtype : at::kDouble;
+  const at::Tensor start = end.to(edge.device(), dt);
+  const at::Tensor delta = edge.to(dt) - start;
+  const at::Tensor step = delta / static_cast<double>(width);
+  std::vector<int64_t> shape(edge.dim(), 1);
+  shape[axis] = width;
+  at::Tensor t = at::arange(width, edge.options().dtype(dt)).view(shape);
+  if (descending) t = t.flip(axis);
+  // numpy switches to (t / width) * delta for the whole axis when any step underflows to 0.
+  const at::Tensor any_zero_step = (step == 0).any();
+  at::Tensor ramp = at::where(any_zero_step, t / static_cast<double>(width) * delta + start,
+                              t * step + start);
+  if (at::isIntegralType(dtype, /*includeBool=*/false)) ramp = ramp.floor();
+  return ramp.to(dtype);
+}
+
+// constant_values / end_values as an (ndim, 2) table, still differentiable.
+at::Tensor value_table(const char* arg, const std::optional<at::Tensor>& values, int64_t ndim) {
+  if (!values.has_value()) return at::zeros({ndim, 2}, at::kDouble);
+  const at::Tensor& v = *values;
+  const bool broadcastable = v.dim() <= 2 && (v.dim() < 1 || v.size(-1) == 1 || v.size(-1) == 2) &&
+                             (v.dim() < 2 || v.size(0) == 1 || v.size(0) == ndim);
+  TORCH_CHECK_VALUE(broadcastable, "torch_ragged.pad: ", arg,
+                    " must broadcast to one (before, after) pair per axis, shape (", ndim,
+                    ", 2), got shape ", v.sizes());
+  return v.broadcast_to({ndim, 2});
+}
+
+at::Tensor pad_linear_ramp(const at::Tensor& self, const std::vector<int64_t>& pad_width,
+                           const std::optional<at::Tensor>& end_values) {
+  const std::vector<int64_t> sizes = guarded_sizes(self);
+  const at::Tensor ends = value_table("end_values", end_values, self.dim());
+  at::Tensor out = ops::pad_index(self, as_sym(pad_width), "empty", std::nullopt);
+  for (int64_t k = 0; k < self.dim(); ++k) {
+    const int64_t before = pad_width[2 * k], after = pad_width[2 * k + 1], n = sizes[k];
+    const at::Tensor region = axis_region(out, pad_width, sizes, k);
+    if (before > 0) {
+      region.narrow(k, 0, before)
+          .copy_(linear_ramp(ends[k][0], region.narrow(k, before, 1), before, k, false));
+    }
+    if (after > 0) {
+      region.narrow(k, before + n, after)
+          .copy_(linear_ramp(ends[k][1], region.narrow(k, before + n - 1, 1), after, k, true));
+    }
+  }
+  return out;
+}
+
+// ---- maximum, minimum, mean, median ----
+
+at::Tensor numpy_mean(const at::Tensor& chunk, int64_t axis) {
+  if (is_exact_float(chunk.scalar_type())) return chunk.mean(axis, /*keepdim=*/true);
+  return cast_like_numpy(chunk.to(at::kDouble).mean(axis, /*keepdim=*/true), chunk.scalar_type());
+}
+
+// numpy's median: the middle element, or the mean of the two middle ones (not torch.median's
+// lower one); NaN if the chunk holds a NaN. The gradient flows to the middle element(s).
+at::Tensor numpy_median(const at::Tensor& chunk, int64_t axis) {
+  const at::ScalarType dtype = chunk.scalar_type();
+  const int64_t length = chunk.size(axis);
+  if (length == 0) {  // numpy: NaN (mean of an empty slice)
+    std::vector<int64_t> shape = chunk.sizes().vec();
+    shape[axis] = 1;
+    return cast_like_numpy(at::full(shape, std::numeric_limits<double>::quiet_NaN(),
+                                    chunk.options().dtype(at::kDouble)),
+                           dtype);
+  }
+  const at::Tensor sorted = std::get<0>(
+      (dtype == at::kBool ? chunk.to(at::kByte) : chunk).sort(axis));
+  const at::Tensor lower = sorted.narrow(axis, (length - 1) / 2, 1);
+  const at::Tensor upper = sorted.narrow(axis, length / 2, 1);
+  if (!at::isFloatingType(dtype)) {
+    return cast_like_numpy((lower.to(at::kDouble) + upper.to(at::kDouble)) / 2, dtype);
+  }
+  at::Tensor median = lower;
+  if (length % 2 == 0) {
+    const at::ScalarType compute = at::toOpMathType(dtype);
+    median = ((lower.to(compute) + upper.to(compute)) / 2).to(dtype);
+  }
+  const at::Tensor has_nan = sorted.narrow(axis, length - 1, 1).isnan();  // sort puts NaN last
+  return at::where(has_nan, at::full({}, std::numeric_limits<double>::quiet_NaN(), sorted.options()),
+                   median);
+}
+
+at::Tensor statistic(const at::Tensor& chunk, int64_t axis, PadMode mode) {
+  switch (mode) {
+    case PadMode::kMaximum:  // max(dim): the gradient goes to the first maximal element
+      return std::get<0>(chunk.max(axis, /*keepdim=*/true));
+    case PadMode::kMinimum:
+      return std::get<0>(chunk.min(axis, /*keepdim=*/true));
+    case PadMode::kMean:
+      return numpy_mean(chunk, axis);
+    default:
+      return numpy_median(chunk, axis);
+  }
+}
+
+at::Tensor pad_statistic(const at::Tensor& self, const std::vector<int64_t>& pad_width,
+                         PadMode mode, const std::optional<std::vector<int64_t>>& stat_length) {
+  TORCH_CHECK_TYPE(!at::isComplexType(self.scalar_type()) || mode == PadMode::kMean,
+                   "torch_ragged.pad: mode '", pad_mode_name(mode),
+                   "' orders values, which complex inputs can't; got dtype ", self.scalar_type());
+  const std::vector<int64_t> sizes = guarded_sizes(self);
+  at::Tensor out = ops::pad_index(self, as_sym(pad_width), "empty", std::nullopt);
+  for (int64_t k = 0; k < self.dim(); ++k) {
+    const int64_t before = pad_width[2 * k], after = pad_width[2 * k + 1], n = sizes[k];
+    if (before == 0 && after == 0) continue;
+    const int64_t length_before = stat_length ? std::min((*stat_length)[2 * k], n) : n;
+    const int64_t length_after = stat_length ? std::min((*stat_length)[2 * k + 1], n) : n;
+    const at::Tensor region = axis_region(out, pad_width, sizes, k);
+    // Both statistics are taken before either side is written (they read only the interior).
+    at::Tensor stat_before, stat_after;
+    if (before > 0) stat_before = statistic(region.narrow(k, before, length_before), k, mode);
+    if (after > 0) {
+      stat_after = length_before == n && length_after == n && before > 0
+                       ? stat_before
+                       : statistic(region.narrow(k, before + n - length_after, length_after), k,
+                                   mode);
+    }
+    if (before > 0) {
+      at::Tensor target = region.narrow(k, 0, before);
+      target.copy_(stat_before.expand_as(target));
+    }
+    if (after > 0) {
+      at::Tensor target = region.narrow(k, before + n, after);
+      target.copy_(stat_after.expand_as(target));
+    }
+  }
+  return out;
+}
+
+at::Tensor pad_composite(const at::Tensor& self, c10::SymIntArrayRef pad_width,
+                         c10::string_view mode_name,
+                         const std::optional<at::Tensor>& constant_values,
+                         const std::optional<at::Tensor>& end_values,
+                         at::OptionalIntArrayRef stat_length,
+                         std::optional<c10::string_view> reflect_type) {
+  const PadMode mode = parse_pad_mode("pad", mode_name);
+  check_keywords(mode, constant_values.has_value(), end_values.has_value(),
+                 stat_length.has_value(), reflect_type.has_value());
+  const std::vector<int64_t> sizes = guarded_sizes(self);
+  const std::vector<int64_t> widths = checked_pad_width("pad", sizes, pad_width, mode);
+  const bool input_is_empty = c10::multiply_integers(sizes) == 0;
+  std::optional<std::vector<int64_t>> stat_lengths;
+  if (stat_length.has_value()) {
+    stat_lengths = checked_stat_length(*stat_length, self.dim(), mode, input_is_empty);
+  }
+  // Any reflect_type other than "odd" acts as "even" (numpy).
+  const bool odd = reflect_type.has_value() && *reflect_type == "odd";
+  if (self.dim() == 0) return self.clone();
+  const std::optional<IndexPadMode> index_mode = index_mode_of(mode);
+  if (index_mode.has_value() && !odd) {
+    return ops::pad_index(self, pad_width, pad_mode_name(mode), constant_values);
+  }
+  // Padded axes are non-empty (checked), so an empty input has an empty output.
+  if (input_is_empty) return ops::pad_index(self, pad_width, "empty", std::nullopt);
+  if (index_mode.has_value()) return pad_odd(self, widths, mode);
+  if (mode == PadMode::kLinearRamp) return pad_linear_ramp(self, widths, end_values);
+  return pad_statistic(self, widths, mode, stat_lengths);
+}
+
+template <typename Signature>
+c10::TypedOperatorHandle<Signature> op_handle(const char* name) {
+  return c10::Dispatcher::singleton().findSchemaOrThrow(name, "").typed<Signature>();
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(torch_ragged, CompositeImplicitAutograd, m) { m.impl("pad", &pad_composite); }
+
+namespace ops {
+
+at::Tensor pad(const at::Tensor& self, c10::SymIntArrayRef pad_width, c10::string_view mode,
+               const std::optional<at::Tensor>& constant_values,
+               const std::optional<at::Tensor>& end_values, at::OptionalIntArrayRef stat_length,
+               std::optional<c10::string_view> reflect_type) {
+  static auto op = op_handle<at::Tensor(
+      const at::Tensor&, c10::SymIntArrayRef, c10::string_view, const std::optional<at::Tensor>&,
+      const std::optional<at::Tensor>&, at::OptionalIntArrayRef,
+      std::optional<c10::string_view>)>("torch_ragged::pad");
+  return op.call(self, pad_width, mode, constant_values, end_values, stat_length, reflect_type);
+}
+
+at::Tensor pad_index(const at::Tensor& self, c10::SymIntArrayRef pad_width, c10::string_view mode,
+                     const std::optional<at::Tensor>& constant_values) {
+  static auto op = op_handle<at::Tensor(const at::Tensor&, c10::SymIntArrayRef, c10::string_view,
+                                        const std::optional<at::Tensor>&)>(
+      "torch_ragged::pad_index");
+  return op.call(self, pad_width, mode, constant_values);
+}
+
+at::Tensor pad_index_backward(const at::Tensor& grad_output, c10::SymIntArrayRef pad_width,
+                              c10::string_view mode) {
+  static auto op =
+      op_handle<at::Tensor(const at::Tensor&, c10::SymIntArrayRef, c10::string_view)>(
+          "torch_ragged::pad_index_backward");
+  return op.call(grad_output, pad_width, mode);
+}
+
+}  // namespace ops
+
+at::Tensor pad(const at::Tensor& input, at::IntArrayRef pad_width, std::string_view mode,
+               const std::optional<at::Tensor>& constant_values,
+               const std::optional<at::Tensor>& end_values, at::OptionalIntArrayRef stat_length,
+               std::optional<std::string_view> reflect_type) {
+  std::optional<c10::string_view> reflect;
+  if (reflect_type.has_value()) reflect = c10::string_view(reflect_type->data(), reflect_type->size());
+  return ops::pad(input, c10::fromIntArrayRefSlow(pad_width), c10::string_view(mode.data(), mode.size()),
+                  constant_values, end_values, stat_length, reflect);
+}
+
+}  // namespace torch_ragged

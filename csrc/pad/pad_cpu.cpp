@@ -1,0 +1,256 @@
+// CPU kernels of the index modes of pad (constant, empty, edge, wrap, even reflect / symmetric).
+//
+// pad_index is a gather: each output row (all axes but the last, after merging unpadded axes)
+// memcpys its interior from one input row and fills its padding from the same row (or with a
+// constant), so it moves bytes and one instantiation per element size serves every dtype.
+// pad_index_backward is the adjoint: each input row sums the gradient rows of its preimage (the
+// output rows whose source it is), each folded along the last axis in a fixed order. No atomics,
+// and the result does not depend on the thread count.
+
+#include <ATen/OpMathType.h>
+#include <ATen/Dispatch.h>
+#include <ATen/Parallel.h>
+#include <c10/util/accumulate.h>
+#include <torch/library.h>
+
+#include <cstring>
+
+#include "pad/pad_plan.h"
+#include "segment/segment_cpu.h"
+
+namespace torch_ragged {
+namespace {
+
+constexpr int64_t kGrainElems = 1 << 15;
+
+struct alignas(16) Bytes16 {
+  uint64_t lo, hi;
+};
+
+// Calls f(Element{}) with a trivially copyable type of `element_size` bytes.
+template <typename F>
+void with_element_type(int64_t element_size, F&& f) {
+  switch (element_size) {
+    case 1:
+      return f(uint8_t{});
+    case 2:
+      return f(uint16_t{});
+    case 4:
+      return f(uint32_t{});
+    case 8:
+      return f(uint64_t{});
+    case 16:
+      return f(Bytes16{});
+    default:
+      TORCH_CHECK(false, "torch_ragged.pad: unsupported element size ", element_size);
+  }
+}
+
+// Per merged axis, the source index of every output position (kNoSource: a constant).
+std::vector<std::vector<int64_t>> source_tables(const PadGeometry& g) {
+  std::vector<std::vector<int64_t>> tables(g.ndim);
+  for (int d = 0; d < g.ndim; ++d) {
+    tables[d].resize(g.out_size[d]);
+    for (int64_t i = 0; i < g.out_size[d]; ++i) {
+      tables[d][i] = g.in_size[d] == 0 ? kNoSource
+                                       : pad_source_index(g.mode, i, g.in_size[d], g.before[d]);
+    }
+  }
+  return tables;
+}
+
+// Row-major strides (in elements) of `sizes`.
+std::vector<int64_t> strides_of(const int64_t* sizes, int ndim) {
+  std::vector<int64_t> strides(ndim, 1);
+  for (int d = ndim - 2; d >= 0; --d) strides[d] = strides[d + 1] * sizes[d + 1];
+  return strides;
+}
+
+// Mixed-radix counter over the leading `ndim` axes of `sizes`, starting at flat index `start`.
+struct RowCounter {
+  std::vector<int64_t> coord;
+  const int64_t* sizes;
+
+  RowCounter(const int64_t* sizes_, int ndim, int64_t start) : coord(ndim), sizes(sizes_) {
+    for (int d = ndim - 1; d >= 0; --d) {
+      coord[d] = start % sizes[d];
+      start /= sizes[d];
+    }
+  }
+  void next() {
+    for (int d = static_cast<int>(coord.size()) - 1; d >= 0; --d) {
+      if (++coord[d] < sizes[d]) return;
+      coord[d] = 0;
+    }
+  }
+};
+
+template <typename Element>
+void gather_rows(const PadGeometry& g, const Element* in, Element* out, const Element* values) {
+  const int last = g.ndim - 1;
+  const auto tables = source_tables(g);
+  const std::vector<int64_t> in_strides = strides_of(g.in_size, g.ndim);
+  const int64_t row_len = g.out_size[last], n = g.in_size[last], before = g.before[last];
+  const int64_t rows = c10::multiply_integers(g.out_size, g.out_size + last);
+  const std::vector<int64_t>& last_sources = tables[last];
+  const bool constant = g.mode == IndexPadMode::kConstant, empty = g.mode == IndexPadMode::kEmpty;
+  auto fill = [](Element* dst, int64_t count, const Element* value) {
+    cpu::fill_pattern(reinterpret_cast<char*>(dst), count, reinterpret_cast<const char*>(value),
+                      sizeof(Element));
+  };
+  // Fills output positions [lo, hi) of the last axis that lie in its padding.
+  auto fill_padding = [&](Element* row, const Element* in_row, int64_t lo, int64_t hi, int side) {
+    if (empty || lo >= hi) return;
+    if (constant) return fill(row + lo, hi - lo, values + 2 * g.value_axis[last] + side);
+    for (int64_t i = lo; i < hi; ++i) row[i] = in_row[last_sources[i]];
+  };
+  at::parallel_for(0, rows, std::max<int64_t>(1, kGrainElems / std::max<int64_t>(row_len, 1)),
+                   [&](int64_t begin, int64_t end) {
+    RowCounter counter(g.out_size, last, begin);
+    for (int64_t r = begin; r < end; ++r, counter.next()) {
+      // The last outer axis whose coordinate lies in its padding decides a constant row's value
+      // (numpy pads axis 0 first, so later axes overwrite earlier ones).
+      const Element* row_value = nullptr;
+      int64_t in_offset = 0;
+      for (int d = 0; d < last; ++d) {
+        const int64_t i = counter.coord[d];
+        const int64_t source = tables[d][i];
+        if (source == kNoSource) {
+          row_value = values + 2 * g.value_axis[d] + (i < g.before[d] ? 0 : 1);
+        } else {
+          in_offset += source * in_strides[d];
+        }
+      }
+      Element* row = out + r * row_len;
+      const Element* in_row = in + in_offset;  // read only when row_value is null
+      if (row_value == nullptr) {
+        std::memcpy(row + before, in_row, n * sizeof(Element));
+      } else if (!empty) {
+        fill(row + before, n, row_value);
+      }
+      fill_padding(row, in_row, 0, before, 0);
+      fill_padding(row, in_row, before + n, row_len, 1);
+    }
+  });
+}
+
+// Per merged axis, the preimage of every input index as a flat list (CSR: offsets, positions).
+struct PreimageTable {
+  std::vector<int64_t> offsets, positions;
+};
+
+std::vector<PreimageTable> preimage_tables(const PadGeometry& g) {
+  std::vector<PreimageTable> tables(g.ndim);
+  for (int d = 0; d < g.ndim; ++d) {
+    PreimageTable& t = tables[d];
+    t.offsets.push_back(0);
+    for (int64_t j = 0; j < g.in_size[d]; ++j) {
+      Progression runs[2];
+      const int count =
+          pad_preimages(g.mode, j, g.in_size[d], g.before[d], g.out_size[d], runs);
+      for (int p = 0; p < count; ++p) {
+        for (int64_t c = 0; c < runs[p].count; ++c) {
+          t.positions.push_back(runs[p].first + c * runs[p].step);
+        }
+      }
+      t.offsets.push_back(static_cast<int64_t>(t.positions.size()));
+    }
+  }
+  return tables;
+}
+
+template <typename scalar_t>
+void fold_rows(const PadGeometry& g, const scalar_t* grad, scalar_t* grad_in) {
+  using acc_t = at::opmath_type<scalar_t>;
+  const int last = g.ndim - 1;
+  const auto preimages = preimage_tables(g);
+  const auto sources = source_tables(g);
+  const std::vector<int64_t> out_strides = strides_of(g.out_size, g.ndim);
+  const int64_t row_len = g.out_size[last], n = g.in_size[last], before = g.before[last];
+  const int64_t rows = c10::multiply_integers(g.in_size, g.in_size + last);
+  const std::vector<int64_t>& last_sources = sources[last];
+  const bool pads_read_input =
+      g.mode != IndexPadMode::kConstant && g.mode != IndexPadMode::kEmpty;
+  at::parallel_for(0, rows, std::max<int64_t>(1, kGrainElems / std::max<int64_t>(row_len, 1)),
+                   [&](int64_t begin, int64_t end) {
+    std::vector<acc_t> acc(n);
+    RowCounter counter(g.in_size, last, begin);
+    std::vector<int64_t> pick(last);  // which preimage position of each outer axis
+    for (int64_t r = begin; r < end; ++r, counter.next()) {
+      std::fill(acc.begin(), acc.end(), acc_t(0));
+      std::fill(pick.begin(), pick.end(), 0);
+      while (true) {  // every combination of the outer axes' preimage positions
+        int64_t offset = 0;
+        for (int d = 0; d < last; ++d) {
+          const PreimageTable& t = preimages[d];
+          offset += t.positions[t.offsets[counter.coord[d]] + pick[d]] * out_strides[d];
+        }
+        const scalar_t* row = grad + offset;
+        for (int64_t j = 0; j < n; ++j) acc[j] += static_cast<acc_t>(row[before + j]);
+        if (pads_read_input) {
+          for (int64_t i = 0; i < before; ++i) acc[last_sources[i]] += row[i];
+          for (int64_t i = before + n; i < row_len; ++i) acc[last_sources[i]] += row[i];
+        }
+        int d = last - 1;
+        for (; d >= 0; --d) {
+          const PreimageTable& t = preimages[d];
+          const int64_t size = t.offsets[counter.coord[d] + 1] - t.offsets[counter.coord[d]];
+          if (++pick[d] < size) break;
+          pick[d] = 0;
+        }
+        if (d < 0) break;
+      }
+      scalar_t* out_row = grad_in + r * n;
+      for (int64_t j = 0; j < n; ++j) out_row[j] = static_cast<scalar_t>(acc[j]);
+    }
+  });
+}
+
+at::Tensor pad_index_cpu(const at::Tensor& self, c10::SymIntArrayRef pad_width,
+                         c10::string_view mode, const std::optional<at::Tensor>& constant_values) {
+  const IndexPadArgs args = index_pad_args("pad_index", self.sizes(), pad_width, mode,
+                                           constant_values.has_value());
+  at::Tensor out = at::empty(args.out_sizes, self.options());
+  if (out.numel() == 0) return out;
+  const at::Tensor in = self.contiguous();
+  const PadGeometry g = pad_geometry("pad_index", self.sizes(), args.pad_width, args.mode);
+  const at::Tensor values =
+      args.mode == IndexPadMode::kConstant
+          ? constant_value_table("pad", constant_values.value_or(at::Tensor()), self.dim(),
+                                 self.scalar_type(), self.device())
+          : at::Tensor();
+  with_element_type(self.element_size(), [&](auto element) {
+    using Element = decltype(element);
+    gather_rows<Element>(g, static_cast<const Element*>(in.const_data_ptr()),
+                         static_cast<Element*>(out.mutable_data_ptr()),
+                         values.defined() ? static_cast<const Element*>(values.const_data_ptr())
+                                          : nullptr);
+  });
+  return out;
+}
+
+at::Tensor pad_index_backward_cpu(const at::Tensor& grad_output, c10::SymIntArrayRef pad_width,
+                                  c10::string_view mode) {
+  const IndexPadArgs args = index_pad_backward_args("pad_index_backward", grad_output.sizes(),
+                                                    pad_width, mode);
+  at::Tensor grad_in = at::empty(args.in_sizes, grad_output.options());
+  if (grad_in.numel() == 0) return grad_in;
+  const at::Tensor grad = grad_output.contiguous();
+  const PadGeometry g =
+      pad_geometry("pad_index_backward", args.in_sizes, args.pad_width, args.mode);
+  AT_DISPATCH_FLOATING_AND_COMPLEX_TYPES_AND2(
+      at::kHalf, at::kBFloat16, grad.scalar_type(), "pad_index_backward", [&] {
+        fold_rows<scalar_t>(g, grad.const_data_ptr<scalar_t>(),
+                            grad_in.mutable_data_ptr<scalar_t>());
+      });
+  return grad_in;
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(torch_ragged, CPU, m) {
+  m.impl("pad_index", &pad_index_cpu);
+  m.impl("pad_index_backward", &pad_index_backward_cpu);
+}
+
+}  // namespace torch_ragged

@@ -1,0 +1,194 @@
+#include "pad/pad_plan.h"
+
+#include <array>
+#include <utility>
+
+namespace torch_ragged {
+namespace {
+
+constexpr std::array<std::pair<std::string_view, PadMode>, 13> kModeNames{{
+    {"constant", PadMode::kConstant},
+    {"empty", PadMode::kEmpty},
+    {"edge", PadMode::kEdge},
+    {"reflect", PadMode::kReflect},
+    {"symmetric", PadMode::kSymmetric},
+    {"wrap", PadMode::kWrap},
+    {"linear_ramp", PadMode::kLinearRamp},
+    {"maximum", PadMode::kMaximum},
+    {"minimum", PadMode::kMinimum},
+    {"mean", PadMode::kMean},
+    {"median", PadMode::kMedian},
+    {"replicate", PadMode::kEdge},  // F.pad's name
+    {"circular", PadMode::kWrap},   // F.pad's name
+}};
+
+}  // namespace
+
+PadMode parse_pad_mode(std::string_view op, std::string_view mode) {
+  for (const auto& [name, value] : kModeNames) {
+    if (name == mode) return value;
+  }
+  TORCH_CHECK_VALUE(false, "torch_ragged.", op, ": mode '", mode,
+                    "' is not supported; expected one of constant, edge, linear_ramp, maximum, "
+                    "mean, median, minimum, reflect, symmetric, wrap, empty (or replicate, "
+                    "circular)");
+}
+
+const char* pad_mode_name(PadMode mode) {
+  for (const auto& [name, value] : kModeNames) {
+    if (value == mode) return name.data();  // the numpy name comes before the alias
+  }
+  return "?";
+}
+
+bool is_statistic_mode(PadMode mode) {
+  return mode == PadMode::kMaximum || mode == PadMode::kMinimum || mode == PadMode::kMean ||
+         mode == PadMode::kMedian;
+}
+
+std::optional<IndexPadMode> index_mode_of(PadMode mode) {
+  switch (mode) {
+    case PadMode::kConstant:
+      return IndexPadMode::kConstant;
+    case PadMode::kEmpty:
+      return IndexPadMode::kEmpty;
+    case PadMode::kEdge:
+      return IndexPadMode::kEdge;
+    case PadMode::kReflect:
+      return IndexPadMode::kReflect;
+    case PadMode::kSymmetric:
+      return IndexPadMode::kSymmetric;
+    case PadMode::kWrap:
+      return IndexPadMode::kWrap;
+    default:
+      return std::nullopt;
+  }
+}
+
+std::vector<int64_t> checked_pad_width(std::string_view op, at::IntArrayRef sizes,
+                                       c10::SymIntArrayRef pad_width, PadMode mode) {
+  const int64_t ndim = static_cast<int64_t>(sizes.size());
+  TORCH_CHECK_VALUE(static_cast<int64_t>(pad_width.size()) == 2 * ndim, "torch_ragged.", op,
+                    ": pad_width must hold one (before, after) pair per axis of the ", ndim,
+                    "-d input, i.e. ", 2 * ndim, " entries, got ", pad_width.size());
+  std::vector<int64_t> widths;
+  widths.reserve(pad_width.size());
+  for (const c10::SymInt& w : pad_width) widths.push_back(w.guard_int(__FILE__, __LINE__));
+  for (const int64_t w : widths) {
+    TORCH_CHECK_VALUE(w >= 0, "torch_ragged.", op, ": pad_width can't contain negative values, got ",
+                      at::IntArrayRef(widths));
+  }
+  if (mode != PadMode::kConstant && mode != PadMode::kEmpty) {
+    for (int64_t k = 0; k < ndim; ++k) {
+      TORCH_CHECK_VALUE(sizes[k] > 0 || (widths[2 * k] == 0 && widths[2 * k + 1] == 0),
+                        "torch_ragged.", op, ": can't extend empty axis ", k,
+                        " using modes other than 'constant' or 'empty' (mode '",
+                        pad_mode_name(mode), "' reads the axis)");
+    }
+  }
+  return widths;
+}
+
+std::vector<int64_t> padded_sizes(at::IntArrayRef sizes, const std::vector<int64_t>& pad_width) {
+  std::vector<int64_t> out(sizes.begin(), sizes.end());
+  for (size_t k = 0; k < out.size(); ++k) out[k] += pad_width[2 * k] + pad_width[2 * k + 1];
+  return out;
+}
+
+std::vector<int64_t> unpadded_sizes(std::string_view op, at::IntArrayRef padded,
+                                    const std::vector<int64_t>& pad_width) {
+  TORCH_CHECK_VALUE(pad_width.size() == 2 * padded.size(), "torch_ragged.", op,
+                    ": pad_width must hold 2 entries per axis of grad_output (", padded.size(),
+                    " axes), got ", pad_width.size());
+  std::vector<int64_t> out(padded.begin(), padded.end());
+  for (size_t k = 0; k < out.size(); ++k) {
+    out[k] -= pad_width[2 * k] + pad_width[2 * k + 1];
+    TORCH_CHECK_VALUE(out[k] >= 0, "torch_ragged.", op, ": axis ", k, " of grad_output (size ",
+                      padded[k], ") is smaller than its padding ", pad_width[2 * k], " + ",
+                      pad_width[2 * k + 1]);
+  }
+  return out;
+}
+
+namespace {
+
+IndexPadMode checked_index_mode(std::string_view op, std::string_view mode) {
+  const std::optional<IndexPadMode> index_mode = index_mode_of(parse_pad_mode(op, mode));
+  TORCH_CHECK_VALUE(index_mode.has_value(), "torch_ragged.", op,
+                    ": mode must be constant, empty, edge, reflect, symmetric or wrap, got '",
+                    mode, "' (torch_ragged.pad serves the other modes)");
+  return *index_mode;
+}
+
+}  // namespace
+
+IndexPadArgs index_pad_args(std::string_view op, at::IntArrayRef in_sizes,
+                            c10::SymIntArrayRef pad_width, std::string_view mode,
+                            bool has_constant_values) {
+  const PadMode pad_mode = parse_pad_mode(op, mode);
+  const IndexPadMode index_mode = checked_index_mode(op, mode);
+  TORCH_CHECK_VALUE(!has_constant_values || index_mode == IndexPadMode::kConstant,
+                    "torch_ragged.", op, ": constant_values is only for mode 'constant', got mode '",
+                    mode, "'");
+  IndexPadArgs args{index_mode, checked_pad_width(op, in_sizes, pad_width, pad_mode)};
+  args.in_sizes = in_sizes.vec();
+  args.out_sizes = padded_sizes(in_sizes, args.pad_width);
+  return args;
+}
+
+IndexPadArgs index_pad_backward_args(std::string_view op, at::IntArrayRef out_sizes,
+                                     c10::SymIntArrayRef pad_width, std::string_view mode) {
+  const IndexPadMode index_mode = checked_index_mode(op, mode);
+  IndexPadArgs args{index_mode};
+  for (const c10::SymInt& w : pad_width) args.pad_width.push_back(w.guard_int(__FILE__, __LINE__));
+  args.in_sizes = unpadded_sizes(op, out_sizes, args.pad_width);
+  args.out_sizes = out_sizes.vec();
+  return args;
+}
+
+PadGeometry pad_geometry(std::string_view op, at::IntArrayRef in_sizes,
+                         const std::vector<int64_t>& pad_width, IndexPadMode mode) {
+  PadGeometry g;
+  g.mode = mode;
+  bool previous_unpadded = false;
+  for (size_t k = 0; k < in_sizes.size(); ++k) {
+    const int64_t before = pad_width[2 * k], after = pad_width[2 * k + 1];
+    const bool unpadded = before == 0 && after == 0;
+    if (unpadded && previous_unpadded) {  // merge into the previous (also unpadded) axis
+      g.in_size[g.ndim - 1] *= in_sizes[k];
+      g.out_size[g.ndim - 1] *= in_sizes[k];
+      continue;
+    }
+    TORCH_CHECK_VALUE(g.ndim < kMaxPadDims, "torch_ragged.", op, ": input has too many padded axes (",
+                      in_sizes.size(), " axes; at most ", kMaxPadDims,
+                      " after merging adjacent unpadded axes)");
+    g.in_size[g.ndim] = in_sizes[k];
+    g.out_size[g.ndim] = in_sizes[k] + before + after;
+    g.before[g.ndim] = before;
+    g.value_axis[g.ndim] = static_cast<int>(k);
+    ++g.ndim;
+    previous_unpadded = unpadded;
+  }
+  if (g.ndim == 0) {  // a 0-d tensor: one element, nothing padded
+    g.in_size[0] = g.out_size[0] = 1;
+    g.before[0] = 0;
+    g.value_axis[0] = 0;
+    g.ndim = 1;
+  }
+  return g;
+}
+
+at::Tensor constant_value_table(std::string_view op, const at::Tensor& values, int64_t ndim,
+                                at::ScalarType dtype, at::Device device) {
+  const auto options = at::TensorOptions().dtype(dtype).device(device);
+  if (!values.defined()) return at::zeros({ndim, 2}, options);
+  const bool broadcastable = values.dim() <= 2 &&
+                             (values.dim() < 1 || values.size(-1) == 1 || values.size(-1) == 2) &&
+                             (values.dim() < 2 || values.size(0) == 1 || values.size(0) == ndim);
+  TORCH_CHECK_VALUE(broadcastable, "torch_ragged.", op,
+                    ": constant_values must broadcast to one (before, after) pair per axis, shape (",
+                    ndim, ", 2), got shape ", values.sizes());
+  return values.detach().broadcast_to({ndim, 2}).to(options).contiguous();
+}
+
+}  // namespace torch_ragged
