@@ -100,6 +100,40 @@ at::Tensor cast_like_numpy(const at::Tensor& value, at::ScalarType dtype) {
 
 // ---- odd reflections ----
 
+// Bool inputs: numpy computes each reflected chunk as 2 * edge - chunk in integers and stores it
+// as bool (nonzero), one period at a time, so later periods reflect about already-cast values and
+// no closed form applies. This replays numpy's iteration (_set_reflect_both) on `padded`, whose
+// interior along `axis` holds the input.
+at::Tensor odd_reflect_axis_bool(at::Tensor padded, int64_t axis, int64_t before, int64_t after,
+                                 int64_t n, PadMode mode) {
+  const bool symmetric = mode == PadMode::kSymmetric;
+  const int64_t total = before + n + after, edge_offset = symmetric ? 1 : 0;
+  auto reflect_about = [](const at::Tensor& chunk, const at::Tensor& edge) {
+    return (2 * edge.to(at::kLong) - chunk.to(at::kLong)) != 0;
+  };
+  int64_t left = before, right = after;
+  while (left > 0 || right > 0) {
+    const int64_t filled = total - left - right;  // whole periods only, so chunks never overlap
+    const int64_t period_span = symmetric ? filled / n * n : (filled - 1) / (n - 1) * (n - 1);
+    if (left > 0) {
+      const int64_t chunk = std::min(period_span, left);
+      const at::Tensor source = padded.narrow(axis, left - edge_offset + 1, chunk).flip(axis);
+      padded.narrow(axis, left - chunk, chunk)
+          .copy_(reflect_about(source, padded.narrow(axis, left, 1)));
+      left -= chunk;
+    }
+    if (right > 0) {
+      const int64_t chunk = std::min(period_span, right);
+      const int64_t first_read = total - right + edge_offset - 2;
+      const at::Tensor source = padded.narrow(axis, first_read - chunk + 1, chunk).flip(axis);
+      padded.narrow(axis, total - right, chunk)
+          .copy_(reflect_about(source, padded.narrow(axis, total - right - 1, 1)));
+      right -= chunk;
+    }
+  }
+  return padded;
+}
+
 // Pads one axis with reflect_type="odd": value = sign * even + c_last * x[n-1] + c_first * x[0],
 // from the closed form q = floor(t / P), r = t - q P:
 //   r <  n:  x[r] + 2q (x[n-1] - x[0])
@@ -113,6 +147,7 @@ at::Tensor odd_reflect_axis(const at::Tensor& x, int64_t axis, int64_t before, i
   const at::Tensor even = ops::pad_index(x, as_sym(axis_width), pad_mode_name(mode), std::nullopt);
   const int64_t n = x.sym_size(axis).guard_int(__FILE__, __LINE__);
   if (n == 1) return even;  // numpy extends a single element as its edge, in both reflect types
+  if (x.scalar_type() == at::kBool) return odd_reflect_axis_bool(even, axis, before, after, n, mode);
   const IndexPadMode index_mode = *index_mode_of(mode);
   const int64_t period = pad_period(index_mode, n);
   const at::ScalarType dtype = x.scalar_type();
@@ -143,9 +178,6 @@ at::Tensor odd_reflect_axis(const at::Tensor& x, int64_t axis, int64_t before, i
 }
 
 at::Tensor pad_odd(const at::Tensor& self, const std::vector<int64_t>& pad_width, PadMode mode) {
-  TORCH_CHECK_TYPE(self.scalar_type() != at::kBool,
-                   "torch_ragged.pad: reflect_type='odd' subtracts values, which bool inputs can't "
-                   "do (numpy raises too); convert the input to an integer dtype");
   at::Tensor result = self;
   for (int64_t k = 0; k < self.dim(); ++k) {
     if (pad_width[2 * k] == 0 && pad_width[2 * k + 1] == 0) continue;
@@ -167,7 +199,8 @@ at::Tensor linear_ramp(const at::Tensor& end, const at::Tensor& edge, int64_t wi
   const at::Tensor step = delta / static_cast<double>(width);
   std::vector<int64_t> shape(edge.dim(), 1);
   shape[axis] = width;
-  at::Tensor t = at::arange(width, edge.options().dtype(dt)).view(shape);
+  at::Tensor t =
+      at::arange(width, edge.options().dtype(c10::toRealValueType(dt))).to(dt).view(shape);
   if (descending) t = t.flip(axis);
   // numpy switches to (t / width) * delta for the whole axis when any step underflows to 0.
   const at::Tensor any_zero_step = (step == 0).any();

@@ -110,22 +110,24 @@ void gather_rows(const PadGeometry& g, const Element* in, Element* out, const El
     for (int64_t r = begin; r < end; ++r, counter.next()) {
       // The last outer axis whose coordinate lies in its padding decides a constant row's value
       // (numpy pads axis 0 first, so later axes overwrite earlier ones).
-      const Element* row_value = nullptr;
+      bool row_in_padding = false;
+      const Element* row_value = nullptr;  // constant mode only
       int64_t in_offset = 0;
       for (int d = 0; d < last; ++d) {
         const int64_t i = counter.coord[d];
         const int64_t source = tables[d][i];
         if (source == kNoSource) {
-          row_value = values + 2 * g.value_axis[d] + (i < g.before[d] ? 0 : 1);
+          row_in_padding = true;
+          if (constant) row_value = values + 2 * g.value_axis[d] + (i < g.before[d] ? 0 : 1);
         } else {
           in_offset += source * in_strides[d];
         }
       }
       Element* row = out + r * row_len;
-      const Element* in_row = in + in_offset;  // read only when row_value is null
-      if (row_value == nullptr) {
+      const Element* in_row = in + in_offset;  // read only when the row is not in the padding
+      if (!row_in_padding) {
         std::memcpy(row + before, in_row, n * sizeof(Element));
-      } else if (!empty) {
+      } else if (constant) {
         fill(row + before, n, row_value);
       }
       fill_padding(row, in_row, 0, before, 0);

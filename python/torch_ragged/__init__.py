@@ -47,6 +47,7 @@ _load_library()
 
 from . import _fake, batch  # noqa: E402,F401  (_fake registers the fake kernels)
 from .batch import *  # noqa: E402,F403  (re-exports batch.__all__)
+from .pad import pad  # noqa: E402
 from .segment import segment_sum  # noqa: E402
 
 
@@ -55,4 +56,4 @@ def cuda_version() -> int:
     return torch.ops.torch_ragged.cuda_version()
 
 
-__all__ = ["batch", "cuda_version", "segment_sum", *batch.__all__]
+__all__ = ["batch", "cuda_version", "pad", "segment_sum", *batch.__all__]

@@ -86,3 +86,19 @@ def _tile_to_packed(values, numel_per_tensor, num_rows=None):
     rows = num_rows if num_rows is not None else _dynamic_size()
     trailing = values.shape[1:] if values.dim() > 1 else (1,)
     return values.new_empty((rows, *trailing))
+
+
+@register_fake("torch_ragged::pad_index")
+def _pad_index(self, pad_width, mode, constant_values=None):
+    torch._check(len(pad_width) == 2 * self.dim(), lambda: "torch_ragged.pad_index: pad_width needs 2 entries per axis")
+    sizes = [self.shape[k] + pad_width[2 * k] + pad_width[2 * k + 1] for k in range(self.dim())]
+    return self.new_empty(sizes)
+
+
+@register_fake("torch_ragged::pad_index_backward")
+def _pad_index_backward(grad_output, pad_width, mode):
+    torch._check(
+        len(pad_width) == 2 * grad_output.dim(), lambda: "torch_ragged.pad_index_backward: pad_width needs 2 entries per axis"
+    )
+    sizes = [grad_output.shape[k] - pad_width[2 * k] - pad_width[2 * k + 1] for k in range(grad_output.dim())]
+    return grad_output.new_empty(sizes)
