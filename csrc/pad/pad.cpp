@@ -156,22 +156,20 @@ at::Tensor odd_reflect_axis(const at::Tensor& x, int64_t axis, int64_t before, i
   const at::Tensor last = x.narrow(axis, n - 1, 1).to(compute);
   auto side = [&](int64_t start, int64_t length) {
     if (length == 0) return even.narrow(axis, start, 0);
-    std::vector<int64_t> sign(length), c_last(length), c_first(length);
-    for (int64_t p = 0; p < length; ++p) {
-      const int64_t t = start + p - before;
-      const int64_t q = (t - floor_mod(t, period)) / period;
-      const bool mirrored = floor_mod(t, period) >= n;
-      sign[p] = mirrored ? -1 : 1;
-      c_last[p] = 2 * q + (mirrored ? 2 : 0);
-      c_first[p] = -2 * q;
-    }
     std::vector<int64_t> shape(x.dim(), 1);
     shape[axis] = length;
-    auto along_axis = [&](const std::vector<int64_t>& v) {
-      return at::tensor(v, at::kLong).to(x.device(), compute).view(shape);
-    };
-    const at::Tensor part = even.narrow(axis, start, length).to(compute) * along_axis(sign) +
-                            last * along_axis(c_last) + first * along_axis(c_first);
+    // Coefficients per position along the axis, built on the device (no host data: this also
+    // runs under fake tensors when traced).
+    const at::Tensor t = at::arange(start - before, start - before + length,
+                                    x.options().dtype(at::kLong))
+                             .view(shape);
+    const at::Tensor q = t.div(period, "floor");
+    const at::Tensor mirrored = (t - q * period).ge(n).to(at::kLong);
+    const at::Tensor sign = (1 - 2 * mirrored).to(compute);
+    const at::Tensor c_last = (2 * q + 2 * mirrored).to(compute);
+    const at::Tensor c_first = (-2 * q).to(compute);
+    const at::Tensor part = even.narrow(axis, start, length).to(compute) * sign + last * c_last +
+                            first * c_first;
     return part.to(dtype);
   };
   return at::cat({side(0, before), x, side(before + n, after)}, axis);

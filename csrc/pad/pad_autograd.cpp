@@ -54,7 +54,7 @@ class PadIndex : public torch::autograd::Function<PadIndex> {
     const std::string mode = ctx->saved_data["mode"].toStringRef();
     at::Tensor grad_self, grad_values;
     if (ctx->needs_input_grad(0)) grad_self = ops::pad_index_backward(grads[0], pad_width, mode);
-    if (ctx->needs_input_grad(3) && ctx->saved_data.count("values_like")) {
+    if (ctx->saved_data.count("values_like") && ctx->needs_input_grad(1)) {  // edge 1: values
       const at::Tensor like = ctx->saved_data["values_like"].toTensor();
       const at::Tensor table = constant_values_grad(grads[0], pad_width).to(like.options());
       grad_values = at::sum_to(table, ctx->saved_data["values_sizes"].toSymIntVector());

@@ -140,7 +140,11 @@ IndexPadArgs index_pad_backward_args(std::string_view op, at::IntArrayRef out_si
                                      c10::SymIntArrayRef pad_width, std::string_view mode) {
   const IndexPadMode index_mode = checked_index_mode(op, mode);
   IndexPadArgs args{index_mode};
-  for (const c10::SymInt& w : pad_width) args.pad_width.push_back(w.guard_int(__FILE__, __LINE__));
+  for (const c10::SymInt& w : pad_width) {
+    args.pad_width.push_back(w.guard_int(__FILE__, __LINE__));
+    TORCH_CHECK_VALUE(args.pad_width.back() >= 0, "torch_ragged.", op,
+                      ": pad_width can't contain negative values, got ", pad_width);
+  }
   args.in_sizes = unpadded_sizes(op, out_sizes, args.pad_width);
   args.out_sizes = out_sizes.vec();
   return args;

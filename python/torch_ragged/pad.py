@@ -42,25 +42,86 @@ def _as_tensor(value, name: str) -> torch.Tensor:
     return tensor
 
 
-def _as_pairs(value, ndim: int, name: str, as_index: bool = False) -> torch.Tensor:
-    """numpy's ``_as_pairs``: ``value`` broadcast to one (before, after) pair per axis, shape (ndim, 2)."""
-    tensor = _as_tensor(value, name)
-    if as_index:
-        tensor = tensor.round().long() if tensor.is_floating_point() else tensor.long()
-    if tensor.dim() < 3:
-        if tensor.numel() == 1:  # one value for every side of every axis
-            tensor = tensor.reshape(1).expand(2)
-        elif tensor.numel() == 2 and tuple(tensor.shape) != (2, 1):  # (before, after) for every axis
-            tensor = tensor.reshape(2)
-    if as_index and tensor.numel() > 0 and bool((tensor < 0).any()):
-        raise ValueError(f"torch_ragged.pad: {name} can't contain negative values, got {value!r}")
-    try:
-        return tensor.broadcast_to((ndim, 2))
-    except RuntimeError as error:
+def _broadcast_pairs_shape(shape, ndim: int, name: str):
+    """numpy's ``_as_pairs`` shortcuts, then broadcasting to (ndim, 2); returns the target view."""
+    size = 1
+    for extent in shape:
+        size *= extent
+    if len(shape) < 3 and size == 1:
+        return "scalar"
+    if len(shape) < 3 and size == 2 and tuple(shape) != (2, 1):
+        return "pair"
+    ok = len(shape) <= 2 and all(extent in (1, target) for extent, target in zip(reversed(shape), (2, ndim)))
+    if not ok:
         raise ValueError(
             f"torch_ragged.pad: {name} must broadcast to one (before, after) pair per axis, shape ({ndim}, 2); "
-            f"got shape {tuple(tensor.shape)}"
-        ) from error
+            f"got shape {tuple(shape)}"
+        )
+    return "broadcast"
+
+
+def _as_pairs(value, ndim: int, name: str) -> torch.Tensor:
+    """``value`` (number, pair, pairs or tensor) as an (ndim, 2) tensor, still differentiable."""
+    tensor = _as_tensor(value, name)
+    form = _broadcast_pairs_shape(tuple(tensor.shape), ndim, name)
+    if form == "scalar":
+        tensor = tensor.reshape(1).expand(2)
+    elif form == "pair":
+        tensor = tensor.reshape(2)
+    return tensor.broadcast_to((ndim, 2))
+
+
+def _nested_list(value, name: str):
+    """A Python scalar / nested sequence / tensor / array as (nested list, its shape)."""
+    if hasattr(value, "tolist") and not isinstance(value, (list, tuple)):  # tensors, numpy arrays and scalars
+        if isinstance(value, torch.Tensor):
+            dtype = value.dtype
+        else:
+            dtype = torch.as_tensor(value).dtype
+        return value.tolist(), None, dtype
+
+    def shape_of(item):
+        if isinstance(item, (list, tuple)):
+            shapes = {shape_of(child) for child in item}
+            if len(shapes) > 1:
+                raise ValueError(f"torch_ragged.pad: {name} is ragged: {value!r}")
+            return (len(item), *(shapes.pop() if shapes else ()))
+        if not isinstance(item, (int, float, bool)):
+            raise TypeError(f"torch_ragged.pad: {name} must hold numbers, got {item!r}")
+        return ()
+    return value, shape_of(value), None
+
+
+def _flatten(item):
+    if isinstance(item, (list, tuple)):
+        return [leaf for child in item for leaf in _flatten(child)]
+    return [item]
+
+
+def _index_pairs(value, ndim: int, name: str, integral_only: bool) -> list:
+    """numpy's ``_as_pairs(..., as_index=True)`` in plain Python (so torch.compile sees constants):
+    a flat [before_0, after_0, before_1, ...] list of non-negative ints."""
+    nested, shape, dtype = _nested_list(value, name)
+    leaves = _flatten(nested)
+    if shape is None:
+        shape = tuple(torch.Size(torch.as_tensor(value).shape)) if not isinstance(value, torch.Tensor) else tuple(value.shape)
+        integral = dtype in _INTEGER_DTYPES
+    else:
+        integral = bool(leaves) and all(isinstance(v, int) and not isinstance(v, bool) for v in leaves)
+    if integral_only and not integral:
+        raise TypeError(f"torch_ragged.pad: {name} must be of integral type, got {value!r}")
+    leaves = [int(round(v)) for v in leaves]  # round() is half to even, as numpy's
+    form = _broadcast_pairs_shape(shape, ndim, name)
+    if any(v < 0 for v in leaves):
+        raise ValueError(f"torch_ragged.pad: {name} can't contain negative values, got {value!r}")
+    if form == "scalar":
+        return leaves * (2 * ndim)
+    if form == "pair":
+        return leaves * ndim
+    rows = [leaves[i:i + shape[-1]] for i in range(0, len(leaves), shape[-1])] if len(shape) == 2 else [leaves]
+    rows = [row * 2 if len(row) == 1 else row for row in rows]
+    rows = rows * ndim if len(rows) == 1 else rows
+    return [v for row in rows for v in row]
 
 
 def pad(input, pad_width, mode: str = "constant", **kwargs) -> torch.Tensor:
@@ -86,11 +147,8 @@ def pad(input, pad_width, mode: str = "constant", **kwargs) -> torch.Tensor:
         raise ValueError(f"torch_ragged.pad: unsupported keyword arguments for mode '{mode}': {unsupported}")
     if not isinstance(input, torch.Tensor):
         input = torch.as_tensor(input)
-    widths = _as_tensor(pad_width, "pad_width")
-    if widths.dtype not in _INTEGER_DTYPES:
-        raise TypeError(f"torch_ragged.pad: pad_width must be of integral type, got {widths.dtype}")
     ndim = input.dim()
-    flat_widths = _as_pairs(widths, ndim, "pad_width", as_index=True).reshape(-1).tolist()
+    flat_widths = _index_pairs(pad_width, ndim, "pad_width", integral_only=True)
 
     def pairs(name):
         value = kwargs.get(name)
@@ -98,7 +156,7 @@ def pad(input, pad_width, mode: str = "constant", **kwargs) -> torch.Tensor:
 
     stat_length = kwargs.get("stat_length")
     if stat_length is not None:
-        stat_length = _as_pairs(stat_length, ndim, "stat_length", as_index=True).reshape(-1).tolist()
+        stat_length = _index_pairs(stat_length, ndim, "stat_length", integral_only=False)
     return torch.ops.torch_ragged.pad(
         input,
         flat_widths,

@@ -1,0 +1,64 @@
+"""Bad input to torch_ragged.pad raises numpy's exception type, with a message naming the argument."""
+
+import numpy as np
+import pytest
+import torch
+import torch_ragged
+
+ops = torch.ops.torch_ragged
+x = torch.arange(6.0).reshape(2, 3)
+
+
+@pytest.mark.parametrize("call,exception,message", [
+    (lambda: torch_ragged.pad(x, -1), ValueError, "pad_width can't contain negative values"),
+    (lambda: torch_ragged.pad(x, ((1, 2), (0, -3))), ValueError, "pad_width can't contain negative values"),
+    (lambda: torch_ragged.pad(x, 1.5), TypeError, "pad_width must be of integral type"),
+    (lambda: torch_ragged.pad(x, True), TypeError, "pad_width must be of integral type"),
+    (lambda: torch_ragged.pad(x, np.array([1], dtype=np.uint8)), TypeError, "pad_width must be of integral type"),
+    (lambda: torch_ragged.pad(x, ((1, 2), (3, 4), (5, 6))), ValueError, "pad_width must broadcast"),
+    (lambda: torch_ragged.pad(x, 1, "nearest"), ValueError, "mode 'nearest' is not supported"),
+    (lambda: torch_ragged.pad(x, 1, np.mean), TypeError, "callable modes are not supported"),
+    (lambda: torch_ragged.pad(x, 1, "edge", constant_values=3), ValueError,
+     "unsupported keyword arguments for mode 'edge'"),
+    (lambda: torch_ragged.pad(x, 1, "constant", reflect_type="odd"), ValueError,
+     "unsupported keyword arguments for mode 'constant'"),
+    (lambda: torch_ragged.pad(x, 1, "maximum", stat_length=0), ValueError, "stat_length of 0 yields no value"),
+    (lambda: torch_ragged.pad(x, 1, "minimum", stat_length=((1, 0),)), ValueError, "stat_length of 0"),
+    (lambda: torch_ragged.pad(x, 1, "mean", stat_length=-2), ValueError, "stat_length can't contain negative"),
+    (lambda: torch_ragged.pad(torch.zeros(0, 3), ((1, 0), (0, 0)), "reflect"), ValueError,
+     "can't extend empty axis 0"),
+    (lambda: torch_ragged.pad(x, 1, constant_values=((1, 2, 3),)), ValueError, "constant_values must broadcast"),
+    (lambda: torch_ragged.pad(torch.zeros(2, 3, dtype=torch.complex64), 1, "median"), TypeError,
+     "complex inputs"),
+])
+def test_numpy_failures_raise_the_same_exception(call, exception, message):
+    with pytest.raises(exception, match=message):
+        call()
+
+
+def test_numpy_raises_the_same_exceptions():
+    """The table above mirrors numpy.pad: check numpy agrees on the exception types."""
+    a = np.arange(6.0).reshape(2, 3)
+    for call, exception in [(lambda: np.pad(a, -1), ValueError), (lambda: np.pad(a, 1.5), TypeError),
+                            (lambda: np.pad(a, 1, "nearest"), ValueError),
+                            (lambda: np.pad(a, 1, "edge", constant_values=3), ValueError),
+                            (lambda: np.pad(a, 1, "maximum", stat_length=0), ValueError),
+                            (lambda: np.pad(np.zeros((0, 3)), ((1, 0), (0, 0)), "reflect"), ValueError)]:
+        with pytest.raises(exception):
+            call()
+
+
+@pytest.mark.parametrize("call,exception,message", [
+    (lambda: ops.pad(x, [1, 1], "constant"), ValueError, "pad_width must hold one \\(before, after\\) pair per axis"),
+    (lambda: ops.pad(x, [1, 1, 1, 1], "median", stat_length=[1, 1]), ValueError, "stat_length must hold one"),
+    (lambda: ops.pad(x, [1, 1, 1, 1], "linear_ramp", end_values=torch.zeros(3, 2)), ValueError,
+     "end_values must broadcast"),
+    (lambda: ops.pad_index(x, [1, 1, 1, 1], "mean"), ValueError, "torch_ragged.pad_index: mode must be constant"),
+    (lambda: ops.pad_index(x, [1, 1, 1, 1], "edge", torch.zeros(2, 2)), ValueError,
+     "constant_values is only for mode 'constant'"),
+    (lambda: ops.pad_index_backward(x, [2, 1, 0, 0], "edge"), ValueError, "smaller than its padding"),
+    (lambda: ops.pad_index_backward(x, [-1, 0, 0, 0], "edge"), ValueError, "can't contain negative values"),
+])
+def test_raw_op_checks_its_arguments(call, exception, message):
+    with pytest.raises(exception, match=message):
+        call()
