@@ -1,6 +1,6 @@
 """Runs a family's benchmarks and prints a ratio table (baseline time / ours; > 1 means faster).
 
-    python benchmarks/run.py --family batch [--device cpu|cuda] [--json out.json] [--quick]
+    python benchmarks/run.py --family batch|pad [--device cpu|cuda] [--json out.json] [--quick]
 
 Ratios, not absolute times, are the result: the machines are shared and noisy, but every row's baseline,
 ours and memcpy are timed in the same run. "% memcpy" compares our bandwidth (bytes read + written)
@@ -21,7 +21,7 @@ import torch  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-FAMILIES = ("batch",)
+FAMILIES = ("batch", "pad")
 
 
 def print_table(rows):
@@ -53,23 +53,34 @@ def main():
     if args.device == "cuda" and not torch.cuda.is_available():
         sys.exit("benchmarks/run.py: --device cuda needs a CUDA device")
 
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, device {args.device}")
+    min_run_time = 0.05 if args.quick else 1.0
+    if args.family == "pad":
+        import bench_pad
+
+        rows = bench_pad.run_all(args.device, min_run_time)
+        bench_pad.print_table(rows)
+    else:
+        rows = run_batch(args.device, min_run_time)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
+
+
+def run_batch(device, min_run_time):
     import bench_batch as bench
 
     cases = dict(bench.CASES)
-    if args.device == "cuda":
+    if device == "cuda":
         cases.update(bench.GPU_CASES)
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, device {args.device}")
     rows = []
     for name, params in cases.items():
         dtypes = [torch.float32, torch.bfloat16] if name in bench.GPU_CASES else [torch.float32]
         for dtype in dtypes:
             label = name if dtype == torch.float32 else f"{name} bf16"
-            rows += bench.run_case(label, dtype=dtype, device=args.device,
-                                   min_run_time=0.05 if args.quick else 1.0, **params)
+            rows += bench.run_case(label, dtype=dtype, device=device, min_run_time=min_run_time, **params)
     print_table(rows)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(rows, f, indent=1)
+    return rows
 
 
 if __name__ == "__main__":

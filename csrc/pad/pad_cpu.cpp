@@ -5,7 +5,7 @@
 // constant), so it moves bytes and one instantiation per element size serves every dtype.
 // pad_index_backward is the adjoint: each input row sums the gradient rows of its preimage (the
 // output rows whose source it is), each folded along the last axis in a fixed order. No atomics,
-// and the result does not depend on the thread count.
+// and the result does not depend on the thread count. Constant / empty: the interior, copied.
 
 #include <ATen/OpMathType.h>
 #include <ATen/Dispatch.h>
@@ -14,6 +14,7 @@
 #include <torch/library.h>
 
 #include <cstring>
+#include <type_traits>
 
 #include "pad/pad_plan.h"
 #include "segment/segment_cpu.h"
@@ -171,28 +172,31 @@ void fold_rows(const PadGeometry& g, const scalar_t* grad, scalar_t* grad_in) {
   const int64_t row_len = g.out_size[last], n = g.in_size[last], before = g.before[last];
   const int64_t rows = c10::multiply_integers(g.in_size, g.in_size + last);
   const std::vector<int64_t>& last_sources = sources[last];
-  const bool pads_read_input =
-      g.mode != IndexPadMode::kConstant && g.mode != IndexPadMode::kEmpty;
   at::parallel_for(0, rows, std::max<int64_t>(1, kGrainElems / std::max<int64_t>(row_len, 1)),
                    [&](int64_t begin, int64_t end) {
-    std::vector<acc_t> acc(n);
+    // float / double accumulate straight into the output row; half / bfloat16 in a float buffer.
+    constexpr bool in_place = std::is_same_v<acc_t, scalar_t>;
+    std::vector<acc_t> buffer(in_place ? 0 : n);
     RowCounter counter(g.in_size, last, begin);
     std::vector<int64_t> pick(last);  // which preimage position of each outer axis
     for (int64_t r = begin; r < end; ++r, counter.next()) {
-      std::fill(acc.begin(), acc.end(), acc_t(0));
+      scalar_t* out_row = grad_in + r * n;
+      acc_t* acc = in_place ? reinterpret_cast<acc_t*>(out_row) : buffer.data();
       std::fill(pick.begin(), pick.end(), 0);
-      while (true) {  // every combination of the outer axes' preimage positions
+      for (bool first = true;; first = false) {  // every combination of the preimage positions
         int64_t offset = 0;
         for (int d = 0; d < last; ++d) {
           const PreimageTable& t = preimages[d];
           offset += t.positions[t.offsets[counter.coord[d]] + pick[d]] * out_strides[d];
         }
         const scalar_t* row = grad + offset;
-        for (int64_t j = 0; j < n; ++j) acc[j] += static_cast<acc_t>(row[before + j]);
-        if (pads_read_input) {
-          for (int64_t i = 0; i < before; ++i) acc[last_sources[i]] += row[i];
-          for (int64_t i = before + n; i < row_len; ++i) acc[last_sources[i]] += row[i];
+        if (first) {
+          for (int64_t j = 0; j < n; ++j) acc[j] = static_cast<acc_t>(row[before + j]);
+        } else {
+          for (int64_t j = 0; j < n; ++j) acc[j] += static_cast<acc_t>(row[before + j]);
         }
+        for (int64_t i = 0; i < before; ++i) acc[last_sources[i]] += row[i];
+        for (int64_t i = before + n; i < row_len; ++i) acc[last_sources[i]] += row[i];
         int d = last - 1;
         for (; d >= 0; --d) {
           const PreimageTable& t = preimages[d];
@@ -202,50 +206,40 @@ void fold_rows(const PadGeometry& g, const scalar_t* grad, scalar_t* grad_in) {
         }
         if (d < 0) break;
       }
-      scalar_t* out_row = grad_in + r * n;
-      for (int64_t j = 0; j < n; ++j) out_row[j] = static_cast<scalar_t>(acc[j]);
+      if (!in_place) {
+        for (int64_t j = 0; j < n; ++j) out_row[j] = static_cast<scalar_t>(acc[j]);
+      }
     }
   });
 }
 
-at::Tensor pad_index_cpu(const at::Tensor& self, c10::SymIntArrayRef pad_width,
-                         c10::string_view mode, const std::optional<at::Tensor>& constant_values) {
-  const IndexPadArgs args = index_pad_args("pad_index", self.sizes(), pad_width, mode,
-                                           constant_values.has_value());
-  at::Tensor out = at::empty(args.out_sizes, self.options());
-  if (out.numel() == 0) return out;
-  const at::Tensor in = self.contiguous();
-  const PadGeometry g = pad_geometry("pad_index", self.sizes(), args.pad_width, args.mode);
-  const at::Tensor values =
-      args.mode == IndexPadMode::kConstant
-          ? constant_value_table("pad", constant_values.value_or(at::Tensor()), self.dim(),
-                                 self.scalar_type(), self.device())
-          : at::Tensor();
-  with_element_type(self.element_size(), [&](auto element) {
+void launch_gather(const PadGeometry& g, const at::Tensor& in, at::Tensor& out,
+                   const at::Tensor& values) {
+  with_element_type(in.element_size(), [&](auto element) {
     using Element = decltype(element);
     gather_rows<Element>(g, static_cast<const Element*>(in.const_data_ptr()),
                          static_cast<Element*>(out.mutable_data_ptr()),
                          values.defined() ? static_cast<const Element*>(values.const_data_ptr())
                                           : nullptr);
   });
-  return out;
 }
 
-at::Tensor pad_index_backward_cpu(const at::Tensor& grad_output, c10::SymIntArrayRef pad_width,
-                                  c10::string_view mode) {
-  const IndexPadArgs args = index_pad_backward_args("pad_index_backward", grad_output.sizes(),
-                                                    pad_width, mode);
-  at::Tensor grad_in = at::empty(args.in_sizes, grad_output.options());
-  if (grad_in.numel() == 0) return grad_in;
-  const at::Tensor grad = grad_output.contiguous();
-  const PadGeometry g =
-      pad_geometry("pad_index_backward", args.in_sizes, args.pad_width, args.mode);
+void launch_fold(const PadGeometry& g, const at::Tensor& grad, at::Tensor& grad_in) {
   AT_DISPATCH_FLOATING_AND_COMPLEX_TYPES_AND2(
       at::kHalf, at::kBFloat16, grad.scalar_type(), "pad_index_backward", [&] {
         fold_rows<scalar_t>(g, grad.const_data_ptr<scalar_t>(),
                             grad_in.mutable_data_ptr<scalar_t>());
       });
-  return grad_in;
+}
+
+at::Tensor pad_index_cpu(const at::Tensor& self, c10::SymIntArrayRef pad_width,
+                         c10::string_view mode, const std::optional<at::Tensor>& constant_values) {
+  return run_pad_index(self, pad_width, mode, constant_values, &launch_gather);
+}
+
+at::Tensor pad_index_backward_cpu(const at::Tensor& grad_output, c10::SymIntArrayRef pad_width,
+                                  c10::string_view mode) {
+  return run_pad_index_backward(grad_output, pad_width, mode, &launch_fold);
 }
 
 }  // namespace

@@ -195,4 +195,44 @@ at::Tensor constant_value_table(std::string_view op, const at::Tensor& values, i
   return values.detach().broadcast_to({ndim, 2}).to(options).contiguous();
 }
 
+at::Tensor run_pad_index(const at::Tensor& self, c10::SymIntArrayRef pad_width,
+                         std::string_view mode, const std::optional<at::Tensor>& constant_values,
+                         PadGatherLauncher launch) {
+  const IndexPadArgs args = index_pad_args("pad_index", self.sizes(), pad_width, mode,
+                                           constant_values.has_value());
+  at::Tensor out = at::empty(args.out_sizes, self.options());
+  if (out.numel() == 0) return out;
+  const PadGeometry geometry = pad_geometry("pad_index", self.sizes(), args.pad_width, args.mode);
+  const at::Tensor values =
+      args.mode == IndexPadMode::kConstant
+          ? constant_value_table("pad", constant_values.value_or(at::Tensor()), self.dim(),
+                                 self.scalar_type(), self.device())
+          : at::Tensor();
+  launch(geometry, self.contiguous(), out, values);
+  return out;
+}
+
+at::Tensor run_pad_index_backward(const at::Tensor& grad_output, c10::SymIntArrayRef pad_width,
+                                  std::string_view mode, PadFoldLauncher launch) {
+  const IndexPadArgs args = index_pad_backward_args("pad_index_backward", grad_output.sizes(),
+                                                    pad_width, mode);
+  if (args.mode == IndexPadMode::kConstant || args.mode == IndexPadMode::kEmpty) {
+    at::Tensor interior = grad_output;
+    for (int64_t k = 0; k < grad_output.dim(); ++k) {
+      interior = interior.narrow(k, args.pad_width[2 * k], args.in_sizes[k]);
+    }
+    return interior.clone(at::MemoryFormat::Contiguous);
+  }
+  at::Tensor grad_in = at::empty(args.in_sizes, grad_output.options());
+  if (grad_in.numel() == 0) return grad_in;
+  TORCH_CHECK_TYPE(at::isFloatingType(grad_output.scalar_type()) ||
+                       at::isComplexType(grad_output.scalar_type()),
+                   "torch_ragged.pad_index_backward: grad_output must be a floating or complex "
+                   "tensor, got ", grad_output.scalar_type());
+  const PadGeometry geometry =
+      pad_geometry("pad_index_backward", args.in_sizes, args.pad_width, args.mode);
+  launch(geometry, grad_output.contiguous(), grad_in);
+  return grad_in;
+}
+
 }  // namespace torch_ragged

@@ -67,4 +67,19 @@ PadGeometry pad_geometry(std::string_view op, at::IntArrayRef in_sizes,
 at::Tensor constant_value_table(std::string_view op, const at::Tensor& values, int64_t ndim,
                                 at::ScalarType dtype, at::Device device);
 
+// The device-independent half of the index-mode kernels: checks, allocation, the merged geometry
+// and the constant table; `launch` runs the device's kernel on contiguous tensors (never empty).
+using PadGatherLauncher = void (*)(const PadGeometry& geometry, const at::Tensor& in,
+                                   at::Tensor& out, const at::Tensor& values);
+using PadFoldLauncher = void (*)(const PadGeometry& geometry, const at::Tensor& grad,
+                                 at::Tensor& grad_in);
+
+at::Tensor run_pad_index(const at::Tensor& self, c10::SymIntArrayRef pad_width,
+                         std::string_view mode, const std::optional<at::Tensor>& constant_values,
+                         PadGatherLauncher launch);
+
+// Constant / empty modes need no kernel: their gradient is the interior, copied.
+at::Tensor run_pad_index_backward(const at::Tensor& grad_output, c10::SymIntArrayRef pad_width,
+                                  std::string_view mode, PadFoldLauncher launch);
+
 }  // namespace torch_ragged

@@ -1,0 +1,175 @@
+// CUDA kernels of the index modes of pad; the host half (checks, geometry) is pad/pad_plan.cpp and
+// the index arithmetic common/pad_index.h, shared with the CPU kernels.
+//
+// pad_index: one thread per output element (grid-stride) computes its source element axis by axis
+// from the last axis (so the first constant axis met is numpy's winning, last padded one) and
+// copies it as raw bytes. pad_index_backward: one thread per input element sums the gradient over
+// its preimage (the product of every axis's preimage progressions) in a fixed order: no atomics,
+// deterministic. Neither synchronises with the host.
+
+#include <ATen/Dispatch.h>
+#include <ATen/OpMathType.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <torch/library.h>
+
+#include "common/pad_index.h"
+#include "pad/pad_plan.h"
+
+namespace torch_ragged {
+namespace {
+
+constexpr int kThreads = 256;
+
+int64_t grid_for(int64_t total) {
+  return std::min<int64_t>((total + kThreads - 1) / kThreads, int64_t{1} << 20);
+}
+
+struct alignas(16) Bytes16 {
+  uint64_t lo, hi;
+};
+
+template <typename Element>
+__global__ void pad_gather_kernel(PadGeometry g, const Element* __restrict__ in,
+                                  Element* __restrict__ out, const Element* __restrict__ values,
+                                  int64_t total) {
+  for (int64_t idx = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; idx < total;
+       idx += int64_t{gridDim.x} * blockDim.x) {
+    int64_t rest = idx, in_offset = 0, in_stride = 1;
+    bool from_input = true;
+    for (int d = g.ndim - 1; d >= 0; --d) {
+      const int64_t i = rest % g.out_size[d];
+      rest /= g.out_size[d];
+      const int64_t n = g.in_size[d];
+      const int64_t source = n == 0 ? kNoSource : pad_source_index(g.mode, i, n, g.before[d]);
+      if (source == kNoSource) {
+        if (g.mode == IndexPadMode::kConstant) {
+          out[idx] = values[2 * g.value_axis[d] + (i < g.before[d] ? 0 : 1)];
+        }
+        from_input = false;
+        break;
+      }
+      in_offset += source * in_stride;
+      in_stride *= n;
+    }
+    if (from_input) out[idx] = in[in_offset];
+  }
+}
+
+// Position `c` of the preimage of one axis, whose progressions are runs[0..count).
+struct AxisPreimage {
+  Progression runs[2];
+  int count;
+  int run;        // current progression
+  int64_t index;  // current element of it
+
+  __device__ void reset() {
+    run = 0;
+    index = 0;
+    while (runs[run].count == 0) ++run;  // the interior position itself is always a preimage
+  }
+  __device__ int64_t position() const { return runs[run].first + index * runs[run].step; }
+  // Advances; returns false (and resets) after the last position.
+  __device__ bool next() {
+    if (++index < runs[run].count) return true;
+    index = 0;
+    do {
+      ++run;
+    } while (run < count && runs[run].count == 0);
+    if (run < count) return true;
+    reset();
+    return false;
+  }
+};
+
+template <typename scalar_t>
+__global__ void pad_fold_kernel(PadGeometry g, const scalar_t* __restrict__ grad,
+                                scalar_t* __restrict__ grad_in, int64_t total) {
+  using acc_t = at::opmath_type<scalar_t>;
+  AxisPreimage axes[kMaxPadDims];
+  int64_t out_stride[kMaxPadDims];
+  for (int64_t idx = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; idx < total;
+       idx += int64_t{gridDim.x} * blockDim.x) {
+    int64_t rest = idx, stride = 1;
+    for (int d = g.ndim - 1; d >= 0; --d) {
+      const int64_t j = rest % g.in_size[d];
+      rest /= g.in_size[d];
+      axes[d].count =
+          pad_preimages(g.mode, j, g.in_size[d], g.before[d], g.out_size[d], axes[d].runs);
+      axes[d].reset();
+      out_stride[d] = stride;
+      stride *= g.out_size[d];
+    }
+    acc_t sum = 0;
+    while (true) {
+      int64_t offset = 0;
+      for (int d = 0; d < g.ndim; ++d) offset += axes[d].position() * out_stride[d];
+      sum += static_cast<acc_t>(grad[offset]);
+      int d = g.ndim - 1;
+      while (d >= 0 && !axes[d].next()) --d;
+      if (d < 0) break;
+    }
+    grad_in[idx] = static_cast<scalar_t>(sum);
+  }
+}
+
+template <typename Element>
+void launch_gather_as(const PadGeometry& g, const at::Tensor& in, at::Tensor& out,
+                      const at::Tensor& values) {
+  const int64_t total = out.numel();
+  pad_gather_kernel<Element><<<grid_for(total), kThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
+      g, static_cast<const Element*>(in.const_data_ptr()),
+      static_cast<Element*>(out.mutable_data_ptr()),
+      values.defined() ? static_cast<const Element*>(values.const_data_ptr()) : nullptr, total);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+void launch_gather(const PadGeometry& g, const at::Tensor& in, at::Tensor& out,
+                   const at::Tensor& values) {
+  const c10::cuda::CUDAGuard guard(in.device());
+  switch (in.element_size()) {
+    case 1:
+      return launch_gather_as<uint8_t>(g, in, out, values);
+    case 2:
+      return launch_gather_as<uint16_t>(g, in, out, values);
+    case 4:
+      return launch_gather_as<uint32_t>(g, in, out, values);
+    case 8:
+      return launch_gather_as<uint64_t>(g, in, out, values);
+    case 16:
+      return launch_gather_as<Bytes16>(g, in, out, values);
+    default:
+      TORCH_CHECK(false, "torch_ragged.pad: unsupported element size ", in.element_size());
+  }
+}
+
+void launch_fold(const PadGeometry& g, const at::Tensor& grad, at::Tensor& grad_in) {
+  const c10::cuda::CUDAGuard guard(grad.device());
+  const int64_t total = grad_in.numel();
+  AT_DISPATCH_FLOATING_AND_COMPLEX_TYPES_AND2(
+      at::kHalf, at::kBFloat16, grad.scalar_type(), "pad_index_backward", [&] {
+        pad_fold_kernel<scalar_t>
+            <<<grid_for(total), kThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
+                g, grad.const_data_ptr<scalar_t>(), grad_in.mutable_data_ptr<scalar_t>(), total);
+        C10_CUDA_KERNEL_LAUNCH_CHECK();
+      });
+}
+
+at::Tensor pad_index_cuda(const at::Tensor& self, c10::SymIntArrayRef pad_width,
+                          c10::string_view mode, const std::optional<at::Tensor>& constant_values) {
+  return run_pad_index(self, pad_width, mode, constant_values, &launch_gather);
+}
+
+at::Tensor pad_index_backward_cuda(const at::Tensor& grad_output, c10::SymIntArrayRef pad_width,
+                                   c10::string_view mode) {
+  return run_pad_index_backward(grad_output, pad_width, mode, &launch_fold);
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(torch_ragged, CUDA, m) {
+  m.impl("pad_index", &pad_index_cuda);
+  m.impl("pad_index_backward", &pad_index_backward_cuda);
+}
+
+}  // namespace torch_ragged
