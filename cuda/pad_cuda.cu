@@ -13,6 +13,7 @@
 #include <c10/cuda/CUDAGuard.h>
 #include <torch/library.h>
 
+#include "common/element_type.h"
 #include "common/pad_index.h"
 #include "pad/pad_plan.h"
 
@@ -24,10 +25,6 @@ constexpr int kThreads = 256;
 int64_t grid_for(int64_t total) {
   return std::min<int64_t>((total + kThreads - 1) / kThreads, int64_t{1} << 20);
 }
-
-struct alignas(16) Bytes16 {
-  uint64_t lo, hi;
-};
 
 template <typename Element>
 __global__ void pad_gather_kernel(PadGeometry g, const Element* __restrict__ in,
@@ -127,20 +124,9 @@ void launch_gather_as(const PadGeometry& g, const at::Tensor& in, at::Tensor& ou
 void launch_gather(const PadGeometry& g, const at::Tensor& in, at::Tensor& out,
                    const at::Tensor& values) {
   const c10::cuda::CUDAGuard guard(in.device());
-  switch (in.element_size()) {
-    case 1:
-      return launch_gather_as<uint8_t>(g, in, out, values);
-    case 2:
-      return launch_gather_as<uint16_t>(g, in, out, values);
-    case 4:
-      return launch_gather_as<uint32_t>(g, in, out, values);
-    case 8:
-      return launch_gather_as<uint64_t>(g, in, out, values);
-    case 16:
-      return launch_gather_as<Bytes16>(g, in, out, values);
-    default:
-      TORCH_CHECK(false, "torch_ragged.pad: unsupported element size ", in.element_size());
-  }
+  with_element_type("pad", in.element_size(), [&](auto element) {
+    launch_gather_as<decltype(element)>(g, in, out, values);
+  });
 }
 
 void launch_fold(const PadGeometry& g, const at::Tensor& grad, at::Tensor& grad_in) {

@@ -20,13 +20,6 @@ namespace {
 
 constexpr int64_t kGrainElems = 1 << 15;
 
-// The padding value converted to `dtype`, as raw bytes (torch's own conversion and overflow check).
-std::vector<char> padding_bytes(const at::Scalar& value, at::ScalarType dtype) {
-  const at::Tensor t = at::scalar_tensor(value, at::TensorOptions().dtype(dtype));
-  const char* p = static_cast<const char*>(t.const_data_ptr());
-  return std::vector<char>(p, p + t.element_size());
-}
-
 // Writes the padded tensor: every output element exactly once, copied from sub-tensor b (rows laid
 // out contiguously from item_source[b]) or filled with `pad`.
 void scatter_to_padded(char* dst, const RaggedLayout& layout,
@@ -92,19 +85,6 @@ std::vector<const char*> list_sources(const std::vector<at::Tensor>& contiguous)
   return sources;
 }
 
-std::vector<at::Tensor> contiguous_all(at::TensorList tensors) {
-  std::vector<at::Tensor> out;
-  out.reserve(tensors.size());
-  for (const auto& t : tensors) out.push_back(t.contiguous());
-  return out;
-}
-
-std::optional<std::vector<int64_t>> requested_max_shape(std::string_view op,
-                                                        at::OptionalSymIntArrayRef max_shape) {
-  if (!max_shape.has_value()) return std::nullopt;
-  return concrete_sizes(op, "max_shape", *max_shape);
-}
-
 std::tuple<at::Tensor, at::Tensor> list_to_packed_cpu(at::TensorList tensor_list) {
   const RaggedLayout layout = layout_from_tensor_list("list_to_packed", tensor_list);
   const std::vector<at::Tensor> inputs = contiguous_all(tensor_list);
@@ -154,14 +134,6 @@ at::Tensor packed_to_padded_cpu(const at::Tensor& packed_tensor, const at::Tenso
   scatter_to_padded(static_cast<char*>(padded.mutable_data_ptr()), layout, sources,
                     padding_bytes(padding_value, padded.scalar_type()));
   return padded;
-}
-
-void check_num_rows(std::string_view op, const std::optional<c10::SymInt>& num_rows,
-                    int64_t actual) {
-  if (!num_rows.has_value()) return;
-  const auto given = num_rows->maybe_as_int();
-  TORCH_CHECK_VALUE(!given.has_value() || *given == actual, "torch_ragged.", op,
-                    ": num_rows = ", *given, " but the sub-tensors hold ", actual, " rows");
 }
 
 at::Tensor padded_to_packed_cpu(const at::Tensor& padded_tensor, const at::Tensor& shape_per_tensor,

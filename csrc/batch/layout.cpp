@@ -161,4 +161,31 @@ RaggedLayout layout_from_tensor_list(std::string_view op, at::TensorList tensors
   return layout;
 }
 
+std::vector<char> padding_bytes(const at::Scalar& value, at::ScalarType dtype) {
+  const at::Tensor t = at::scalar_tensor(value, at::TensorOptions().dtype(dtype));
+  const char* p = static_cast<const char*>(t.const_data_ptr());
+  return std::vector<char>(p, p + t.element_size());
+}
+
+std::vector<at::Tensor> contiguous_all(at::TensorList tensors) {
+  std::vector<at::Tensor> out;
+  out.reserve(tensors.size());
+  for (const auto& t : tensors) out.push_back(t.contiguous());
+  return out;
+}
+
+std::optional<std::vector<int64_t>> requested_max_shape(std::string_view op,
+                                                        at::OptionalSymIntArrayRef max_shape) {
+  if (!max_shape.has_value()) return std::nullopt;
+  return concrete_sizes(op, "max_shape", *max_shape);
+}
+
+void check_num_rows(std::string_view op, const std::optional<c10::SymInt>& num_rows,
+                    int64_t actual) {
+  if (!num_rows.has_value()) return;
+  const auto given = num_rows->maybe_as_int();
+  TORCH_CHECK_VALUE(!given.has_value() || *given == actual, "torch_ragged.", op,
+                    ": num_rows = ", *given, " but the sub-tensors hold ", actual, " rows");
+}
+
 }  // namespace torch_ragged

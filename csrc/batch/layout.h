@@ -53,4 +53,19 @@ void adopt_padded_shape(std::string_view op, RaggedLayout& layout, const at::Ten
 // The layout of a list of tensors of equal dtype, rank >= 1 and last dim.
 RaggedLayout layout_from_tensor_list(std::string_view op, at::TensorList tensors);
 
+// ---- host helpers shared by the CPU and CUDA kernels of the family ----
+
+// The padding value converted to `dtype`, as raw bytes (torch's own conversion and overflow check).
+std::vector<char> padding_bytes(const at::Scalar& value, at::ScalarType dtype);
+
+std::vector<at::Tensor> contiguous_all(at::TensorList tensors);
+
+// max_shape as integers (nullopt: not given).
+std::optional<std::vector<int64_t>> requested_max_shape(std::string_view op,
+                                                        at::OptionalSymIntArrayRef max_shape);
+
+// A given num_rows must equal the rows the sub-tensors hold.
+void check_num_rows(std::string_view op, const std::optional<c10::SymInt>& num_rows,
+                    int64_t actual);
+
 }  // namespace torch_ragged

@@ -16,6 +16,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "common/element_type.h"
 #include "pad/pad_plan.h"
 #include "segment/segment_cpu.h"
 
@@ -23,29 +24,6 @@ namespace torch_ragged {
 namespace {
 
 constexpr int64_t kGrainElems = 1 << 15;
-
-struct alignas(16) Bytes16 {
-  uint64_t lo, hi;
-};
-
-// Calls f(Element{}) with a trivially copyable type of `element_size` bytes.
-template <typename F>
-void with_element_type(int64_t element_size, F&& f) {
-  switch (element_size) {
-    case 1:
-      return f(uint8_t{});
-    case 2:
-      return f(uint16_t{});
-    case 4:
-      return f(uint32_t{});
-    case 8:
-      return f(uint64_t{});
-    case 16:
-      return f(Bytes16{});
-    default:
-      TORCH_CHECK(false, "torch_ragged.pad: unsupported element size ", element_size);
-  }
-}
 
 // Per merged axis, the source index of every output position (kNoSource: a constant).
 std::vector<std::vector<int64_t>> source_tables(const PadGeometry& g) {
@@ -215,7 +193,7 @@ void fold_rows(const PadGeometry& g, const scalar_t* grad, scalar_t* grad_in) {
 
 void launch_gather(const PadGeometry& g, const at::Tensor& in, at::Tensor& out,
                    const at::Tensor& values) {
-  with_element_type(in.element_size(), [&](auto element) {
+  with_element_type("pad", in.element_size(), [&](auto element) {
     using Element = decltype(element);
     gather_rows<Element>(g, static_cast<const Element*>(in.const_data_ptr()),
                          static_cast<Element*>(out.mutable_data_ptr()),

@@ -33,6 +33,26 @@ static void fill_words(char* dst, int64_t count, const char* pattern) {
   std::fill_n(reinterpret_cast<Word*>(dst), count, value);
 }
 
+std::vector<int64_t> checked_segment_bounds(std::string_view op, const at::Tensor& data,
+                                            const at::Tensor& first_idx) {
+  TORCH_CHECK_VALUE(data.dim() >= 1, "torch_ragged.", op, ": data must have at least 1 dim, ",
+                    "got a 0-D tensor");
+  const at::Tensor idx_host = index_tensor_on_host(op, "first_idx", first_idx, 1);
+  TORCH_CHECK_VALUE(idx_host.numel() >= 1, "torch_ragged.", op, ": first_idx needs at least ",
+                    "1 entry (num_segments + 1), got 0");
+  const int64_t* idx = idx_host.const_data_ptr<int64_t>();
+  const int64_t segments = idx_host.numel() - 1;
+  TORCH_CHECK_VALUE(idx[0] == 0 && idx[segments] == data.size(0), "torch_ragged.", op,
+                    ": first_idx must run from 0 to data.size(0) = ", data.size(0), ", got ",
+                    idx[0], " .. ", idx[segments]);
+  for (int64_t b = 0; b < segments; ++b) {
+    TORCH_CHECK_VALUE(idx[b] <= idx[b + 1], "torch_ragged.", op, ": first_idx must be ",
+                      "non-decreasing, got first_idx[", b, "] = ", idx[b], " > first_idx[", b + 1,
+                      "] = ", idx[b + 1]);
+  }
+  return std::vector<int64_t>(idx, idx + segments + 1);
+}
+
 void fill_pattern(char* dst, int64_t count, const char* pattern, int64_t pattern_bytes) {
   switch (pattern_bytes) {
     case 1:
@@ -62,21 +82,9 @@ at::Tensor get_first_idx_cpu(const at::Tensor& numel_per_tensor) {
 
 // Sums each segment's rows in order (deterministic), accumulating in the op-math type.
 at::Tensor segment_sum_cpu(const at::Tensor& data, const at::Tensor& first_idx) {
-  TORCH_CHECK_VALUE(data.dim() >= 1, "torch_ragged.segment_sum: data must have at least 1 dim, ",
-                    "got a 0-D tensor");
-  const at::Tensor idx_host = index_tensor_on_host("segment_sum", "first_idx", first_idx, 1);
-  TORCH_CHECK_VALUE(idx_host.numel() >= 1, "torch_ragged.segment_sum: first_idx needs at least ",
-                    "1 entry (num_segments + 1), got 0");
-  const int64_t* idx = idx_host.const_data_ptr<int64_t>();
-  const int64_t segments = idx_host.numel() - 1;
-  TORCH_CHECK_VALUE(idx[0] == 0 && idx[segments] == data.size(0), "torch_ragged.segment_sum: ",
-                    "first_idx must run from 0 to data.size(0) = ", data.size(0), ", got ", idx[0],
-                    " .. ", idx[segments]);
-  for (int64_t b = 0; b < segments; ++b) {
-    TORCH_CHECK_VALUE(idx[b] <= idx[b + 1], "torch_ragged.segment_sum: first_idx must be ",
-                      "non-decreasing, got first_idx[", b, "] = ", idx[b], " > first_idx[", b + 1,
-                      "] = ", idx[b + 1]);
-  }
+  const std::vector<int64_t> bounds = cpu::checked_segment_bounds("segment_sum", data, first_idx);
+  const int64_t* idx = bounds.data();
+  const int64_t segments = static_cast<int64_t>(bounds.size()) - 1;
   std::vector<int64_t> out_sizes{segments};
   out_sizes.insert(out_sizes.end(), data.sizes().begin() + 1, data.sizes().end());
   at::Tensor out = at::empty(out_sizes, data.options());

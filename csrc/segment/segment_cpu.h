@@ -14,6 +14,11 @@ namespace torch_ragged::cpu {
 std::vector<int64_t> offsets_from_counts(std::string_view op, std::string_view arg,
                                          const at::Tensor& counts);
 
+// first_idx checked against data (B + 1 non-decreasing entries from 0 to data.size(0)), read on
+// the host (a device-to-host copy when it lives on the GPU).
+std::vector<int64_t> checked_segment_bounds(std::string_view op, const at::Tensor& data,
+                                            const at::Tensor& first_idx);
+
 // Writes `count` copies of a `pattern_bytes`-byte pattern to dst.
 void fill_pattern(char* dst, int64_t count, const char* pattern, int64_t pattern_bytes);
 

@@ -1,0 +1,308 @@
+// CUDA kernels of the batch family. The host half is shared with the CPU kernels: batch/layout.cpp
+// validates the index tensors (reading them on the host: one device-to-host copy when they live on
+// the GPU, see docs/batch.md "CUDA and synchronisation") and builds the RaggedLayout; the index
+// arithmetic is common/ragged_index.h, which the CPU tests exercise.
+//
+// Every kernel is a byte mover instantiated per element size, one thread per *output* element
+// (grid-stride, 64-bit indices): consecutive threads write consecutive elements of a line, so
+// stores and the loads of each line are coalesced. The per-sub-tensor tables (shapes, offsets,
+// first rows, source addresses) travel to the device in one asynchronous copy from pinned memory;
+// list_to_packed / list_to_padded read every input tensor through that address table, so a batch
+// of any size is one launch.
+
+#include <ATen/ATen.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <torch/library.h>
+
+#include <cstring>
+
+#include "batch/layout.h"
+#include "common/checks.h"
+#include "common/element_type.h"
+#include "common/ragged_index.h"
+#include "segment/segment_cpu.h"
+
+namespace torch_ragged {
+namespace {
+
+constexpr int kThreads = 256;
+
+int64_t grid_for(int64_t total) {
+  return std::max<int64_t>(1, std::min<int64_t>((total + kThreads - 1) / kThreads, 1 << 20));
+}
+
+// The layout's tables on the device (pointers into one int64 buffer that must outlive the launch).
+struct DeviceLayout {
+  int64_t batch, rank, elem;
+  const int64_t* shapes;     // batch x rank
+  const int64_t* offsets;    // batch x rank (empty unless padded)
+  const int64_t* max_shape;  // rank (empty unless padded)
+  const int64_t* first_row;  // batch + 1
+  const int64_t* sources;    // batch: address of each sub-tensor's first element (list / packed)
+
+  __device__ const int64_t* shape_of(int64_t b) const { return shapes + b * rank; }
+  __device__ const int64_t* offset_of(int64_t b) const { return offsets + b * rank; }
+};
+
+// Copies the tables to `device` (one pinned, asynchronous copy); `keep_alive` holds the buffer.
+DeviceLayout upload(const RaggedLayout& layout, const std::vector<int64_t>& sources,
+                    at::Device device, at::Tensor& keep_alive) {
+  std::vector<const std::vector<int64_t>*> parts{&layout.shapes, &layout.offsets,
+                                                 &layout.max_shape, &layout.first_row, &sources};
+  int64_t total = 0;
+  for (const auto* part : parts) total += static_cast<int64_t>(part->size());
+  at::Tensor host =
+      at::empty({std::max<int64_t>(total, 1)}, at::TensorOptions().dtype(at::kLong).pinned_memory(true));
+  int64_t* cursor = host.mutable_data_ptr<int64_t>();
+  for (const auto* part : parts) {
+    std::memcpy(cursor, part->data(), part->size() * sizeof(int64_t));
+    cursor += part->size();
+  }
+  keep_alive = host.to(device, /*non_blocking=*/true);
+  const int64_t* base = keep_alive.const_data_ptr<int64_t>();
+  DeviceLayout d{layout.batch, layout.rank, layout.elem};
+  const int64_t** fields[] = {&d.shapes, &d.offsets, &d.max_shape, &d.first_row, &d.sources};
+  for (size_t i = 0; i < parts.size(); ++i) {
+    *fields[i] = base;
+    base += parts[i]->size();
+  }
+  return d;
+}
+
+template <typename Element>
+__global__ void scatter_to_padded_kernel(DeviceLayout L, Element* __restrict__ out, Element pad,
+                                         int64_t total, int64_t padded_line,
+                                         int64_t lines_per_item) {
+  for (int64_t e = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; e < total;
+       e += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t line = e / padded_line, column = e % padded_line;
+    const int64_t b = line / lines_per_item;
+    const int64_t* shape = L.shape_of(b);
+    const int64_t* offset = L.offset_of(b);
+    const int64_t src_line =
+        source_line_of_padded_line(line % lines_per_item, L.max_shape, shape, offset, L.rank);
+    Element value = pad;
+    if (src_line >= 0) {
+      const int64_t lo = line_column_offset(offset, L.rank, L.elem);
+      const int64_t len = line_elems(shape, L.rank, L.elem);
+      if (column >= lo && column < lo + len) {
+        const Element* src = reinterpret_cast<const Element*>(L.sources[b]);
+        value = src[src_line * len + column - lo];
+      }
+    }
+    out[e] = value;
+  }
+}
+
+// Packed element e of sub-tensor b: from the sub-tensor's own storage (list) or from its place in
+// the padded tensor (padded_base != nullptr).
+template <typename Element>
+__global__ void gather_to_packed_kernel(DeviceLayout L, Element* __restrict__ out,
+                                        const Element* __restrict__ padded_base, int64_t total,
+                                        int64_t padded_line, int64_t item_elems) {
+  for (int64_t e = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; e < total;
+       e += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t b = segment_of_row(L.first_row, L.batch, e / L.elem);
+    const int64_t local = e - L.first_row[b] * L.elem;
+    if (padded_base == nullptr) {
+      out[e] = reinterpret_cast<const Element*>(L.sources[b])[local];
+      continue;
+    }
+    const int64_t* shape = L.shape_of(b);
+    const int64_t* offset = L.offset_of(b);
+    const int64_t line_len = line_elems(shape, L.rank, L.elem);
+    const int64_t target =
+        padded_line_of_source_line(local / line_len, L.max_shape, shape, offset, L.rank);
+    out[e] = padded_base[b * item_elems + target * padded_line +
+                         line_column_offset(offset, L.rank, L.elem) + local % line_len];
+  }
+}
+
+template <typename Element>
+__global__ void tile_kernel(const int64_t* __restrict__ first_row, int64_t batch,
+                            const Element* __restrict__ in, Element* __restrict__ out,
+                            int64_t total, int64_t row_elems) {
+  for (int64_t e = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; e < total;
+       e += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t b = segment_of_row(first_row, batch, e / row_elems);
+    out[e] = in[b * row_elems + e % row_elems];
+  }
+}
+
+template <typename Element>
+Element element_from_bytes(const std::vector<char>& bytes) {
+  Element value;
+  std::memcpy(&value, bytes.data(), sizeof(Element));
+  return value;
+}
+
+void scatter_to_padded(at::Tensor& padded, const RaggedLayout& layout,
+                       const std::vector<int64_t>& sources, const at::Scalar& padding_value) {
+  const int64_t total = padded.numel();
+  if (total == 0) return;
+  const std::vector<char> pad = padding_bytes(padding_value, padded.scalar_type());
+  at::Tensor tables;
+  const DeviceLayout d = upload(layout, sources, padded.device(), tables);
+  const int64_t padded_line = line_elems(layout.max_shape.data(), layout.rank, layout.elem);
+  const int64_t lines_per_item = padded_lines_per_item(layout.max_shape.data(), layout.rank);
+  with_element_type("list_to_padded", padded.element_size(), [&](auto element) {
+    using Element = decltype(element);
+    scatter_to_padded_kernel<Element>
+        <<<grid_for(total), kThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
+            d, static_cast<Element*>(padded.mutable_data_ptr()), element_from_bytes<Element>(pad),
+            total, padded_line, lines_per_item);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  });
+}
+
+void gather_to_packed(at::Tensor& packed, const RaggedLayout& layout,
+                      const std::vector<int64_t>& sources, const at::Tensor& padded) {
+  const int64_t total = packed.numel();
+  if (total == 0) return;
+  at::Tensor tables;
+  const DeviceLayout d = upload(layout, sources, packed.device(), tables);
+  int64_t padded_line = 0, item_elems = 0;
+  if (padded.defined()) {
+    padded_line = line_elems(layout.max_shape.data(), layout.rank, layout.elem);
+    item_elems = padded_lines_per_item(layout.max_shape.data(), layout.rank) * padded_line;
+  }
+  with_element_type("padded_to_packed", packed.element_size(), [&](auto element) {
+    using Element = decltype(element);
+    gather_to_packed_kernel<Element>
+        <<<grid_for(total), kThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
+            d, static_cast<Element*>(packed.mutable_data_ptr()),
+            padded.defined() ? static_cast<const Element*>(padded.const_data_ptr()) : nullptr,
+            total, padded_line, item_elems);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  });
+}
+
+std::vector<int64_t> addresses_of(const std::vector<at::Tensor>& tensors) {
+  std::vector<int64_t> out;
+  for (const auto& t : tensors) out.push_back(reinterpret_cast<int64_t>(t.const_data_ptr()));
+  return out;
+}
+
+std::vector<int64_t> packed_item_addresses(const at::Tensor& packed, const RaggedLayout& layout) {
+  std::vector<int64_t> out(layout.batch);
+  const int64_t base = reinterpret_cast<int64_t>(packed.const_data_ptr());
+  for (int64_t b = 0; b < layout.batch; ++b) {
+    out[b] = base + layout.first_row[b] * layout.elem * packed.element_size();
+  }
+  return out;
+}
+
+void check_same_device(std::string_view op, at::TensorList tensors) {
+  for (const auto& t : tensors) {
+    TORCH_CHECK_VALUE(t.device() == tensors[0].device(), "torch_ragged.", op,
+                      ": every tensor of tensor_list must be on one device, got ", t.device(),
+                      " and ", tensors[0].device());
+  }
+}
+
+std::tuple<at::Tensor, at::Tensor> list_to_packed_cuda(at::TensorList tensor_list) {
+  const RaggedLayout layout = layout_from_tensor_list("list_to_packed", tensor_list);
+  check_same_device("list_to_packed", tensor_list);
+  const c10::cuda::CUDAGuard guard(tensor_list[0].device());
+  const std::vector<at::Tensor> inputs = contiguous_all(tensor_list);
+  at::Tensor packed = at::empty({layout.num_rows(), layout.elem}, inputs[0].options());
+  gather_to_packed(packed, layout, addresses_of(inputs), at::Tensor());
+  return {packed, layout.shape_per_tensor()};
+}
+
+std::tuple<at::Tensor, at::Tensor> list_to_padded_cuda(at::TensorList tensor_list,
+                                                       const at::Scalar& padding_value,
+                                                       at::OptionalSymIntArrayRef max_shape,
+                                                       c10::string_view padding_side) {
+  constexpr std::string_view op = "list_to_padded";
+  const bool left = is_left_padding(op, padding_side);
+  RaggedLayout layout = layout_from_tensor_list(op, tensor_list);
+  check_same_device(op, tensor_list);
+  resolve_padded_shape(op, layout, requested_max_shape(op, max_shape), left);
+  const c10::cuda::CUDAGuard guard(tensor_list[0].device());
+  const std::vector<at::Tensor> inputs = contiguous_all(tensor_list);
+  at::Tensor padded = at::empty(layout.padded_sizes(), inputs[0].options());
+  scatter_to_padded(padded, layout, addresses_of(inputs), padding_value);
+  return {padded, layout.shape_per_tensor()};
+}
+
+at::Tensor packed_to_padded_cuda(const at::Tensor& packed_tensor,
+                                 const at::Tensor& shape_per_tensor, const at::Tensor& first_idx,
+                                 const at::Scalar& padding_value,
+                                 at::OptionalSymIntArrayRef max_shape,
+                                 c10::string_view padding_side) {
+  constexpr std::string_view op = "packed_to_padded";
+  const bool left = is_left_padding(op, padding_side);
+  TORCH_CHECK_VALUE(packed_tensor.dim() == 2, "torch_ragged.packed_to_padded: packed_tensor must ",
+                    "be 2-D (rows, element), got shape ", packed_tensor.sizes());
+  RaggedLayout layout = layout_from_shape_per_tensor(op, shape_per_tensor, packed_tensor.size(1));
+  check_first_idx(op, layout, first_idx, packed_tensor.size(0));
+  resolve_padded_shape(op, layout, requested_max_shape(op, max_shape), left);
+  const c10::cuda::CUDAGuard guard(packed_tensor.device());
+  const at::Tensor packed = packed_tensor.contiguous();
+  at::Tensor padded = at::empty(layout.padded_sizes(), packed.options());
+  scatter_to_padded(padded, layout, packed_item_addresses(packed, layout), padding_value);
+  return padded;
+}
+
+at::Tensor padded_to_packed_cuda(const at::Tensor& padded_tensor,
+                                 const at::Tensor& shape_per_tensor,
+                                 c10::string_view padding_side,
+                                 std::optional<c10::SymInt> num_rows) {
+  constexpr std::string_view op = "padded_to_packed";
+  const bool left = is_left_padding(op, padding_side);
+  RaggedLayout layout = layout_from_shape_per_tensor(
+      op, shape_per_tensor, padded_tensor.dim() > 0 ? padded_tensor.size(-1) : 0);
+  adopt_padded_shape(op, layout, padded_tensor, left);
+  check_num_rows(op, num_rows, layout.num_rows());
+  const c10::cuda::CUDAGuard guard(padded_tensor.device());
+  const at::Tensor padded = padded_tensor.contiguous();
+  at::Tensor packed = at::empty({layout.num_rows(), layout.elem}, padded.options());
+  gather_to_packed(packed, layout, {}, padded);
+  return packed;
+}
+
+at::Tensor tile_to_packed_cuda(const at::Tensor& values, const at::Tensor& numel_per_tensor,
+                               std::optional<c10::SymInt> num_rows) {
+  constexpr std::string_view op = "tile_to_packed";
+  const std::vector<int64_t> first_row =
+      cpu::offsets_from_counts(op, "numel_per_tensor", numel_per_tensor);
+  const int64_t batch = static_cast<int64_t>(first_row.size()) - 1;
+  TORCH_CHECK_VALUE(values.dim() >= 1 && values.size(0) == batch, "torch_ragged.tile_to_packed: ",
+                    "values must have numel_per_tensor.size(0) = ", batch,
+                    " entries in dim 0, got shape ", values.sizes());
+  check_num_rows(op, num_rows, first_row.back());
+  const c10::cuda::CUDAGuard guard(values.device());
+  std::vector<int64_t> out_sizes{first_row.back()};
+  out_sizes.insert(out_sizes.end(), values.sizes().begin() + 1, values.sizes().end());
+  if (values.dim() == 1) out_sizes.push_back(1);  // Kaolin: (B,) -> (sum, 1)
+  const at::Tensor src = values.contiguous();
+  at::Tensor out = at::empty(out_sizes, src.options());
+  const int64_t total = out.numel();
+  if (total == 0) return out;
+  const int64_t row_elems = total / first_row.back();
+  const at::Tensor device_rows = at::tensor(first_row, at::kLong).pin_memory().to(
+      values.device(), /*non_blocking=*/true);
+  with_element_type(op, src.element_size(), [&](auto element) {
+    using Element = decltype(element);
+    tile_kernel<Element><<<grid_for(total), kThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
+        device_rows.const_data_ptr<int64_t>(), batch,
+        static_cast<const Element*>(src.const_data_ptr()),
+        static_cast<Element*>(out.mutable_data_ptr()), total, row_elems);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  });
+  return out;
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(torch_ragged, CUDA, m) {
+  m.impl("list_to_packed", &list_to_packed_cuda);
+  m.impl("list_to_padded", &list_to_padded_cuda);
+  m.impl("packed_to_padded", &packed_to_padded_cuda);
+  m.impl("padded_to_packed", &padded_to_packed_cuda);
+  m.impl("tile_to_packed", &tile_to_packed_cuda);
+}
+
+}  // namespace torch_ragged
