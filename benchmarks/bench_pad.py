@@ -8,7 +8,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 import torch_ragged
-from bench_batch import paired_medians, median_seconds, synchronized
+from bench_batch import median_seconds, paired_medians, synchronized
 
 NUMPY_CASE = dict(shape=(256, 256, 256), width=16, modes=("reflect", "symmetric", "wrap", "edge", "constant", "mean"))
 FPAD_CASE = dict(shape=(32, 64, 128, 128), width=3, modes=("reflect", "replicate", "circular", "constant"))
@@ -26,6 +26,13 @@ def row(case, op, baseline, baseline_s, ours_s, nbytes, memcpy_gbs):
                 memcpy_gbs=memcpy_gbs)
 
 
+def numpy_row(case, array, x, width, mode, device, min_run_time):
+    expected = np.pad(array, width, mode)
+    assert np.allclose(torch_ragged.pad(x, width, mode).cpu().numpy(), expected, atol=1e-5)
+    return paired_medians(lambda: np.pad(array, width, mode),
+                          synchronized(lambda: torch_ragged.pad(x, width, mode), device), min_run_time)
+
+
 def numpy_rows(device, min_run_time):
     shape, width = NUMPY_CASE["shape"], NUMPY_CASE["width"]
     x = torch.randn(shape, generator=torch.Generator().manual_seed(0))
@@ -35,47 +42,51 @@ def numpy_rows(device, min_run_time):
     nbytes = 4 * (x.numel() + out_numel)
     memcpy = copy_gbs(4 * out_numel, torch.float32, device, min_run_time)
     case = f"float32 {'x'.join(map(str, shape))}, width {width}"
-    rows = []
-    for mode in NUMPY_CASE["modes"]:
-        expected = np.pad(array, width, mode)
-        assert np.allclose(torch_ragged.pad(x, width, mode).cpu().numpy(), expected, atol=1e-5)
-        baseline_s, ours_s = paired_medians(lambda: np.pad(array, width, mode),
-                                            synchronized(lambda: torch_ragged.pad(x, width, mode), device),
-                                            min_run_time)
-        rows.append(row(case, f"pad {mode}", "numpy.pad", baseline_s, ours_s, nbytes, memcpy))
-    return rows
+    return [row(case, f"pad {mode}", "numpy.pad", *numpy_row(case, array, x, width, mode, device, min_run_time),
+                nbytes, memcpy)
+            for mode in NUMPY_CASE["modes"]]
+
+
+def fpad_forward(x, width, mode, device, min_run_time):
+    widths = ((0, 0),) * (x.dim() - 2) + ((width, width),) * 2
+
+    def baseline():
+        return F.pad(x, (width,) * 4, mode=mode)
+
+    def ours():
+        return torch_ragged.pad(x, widths, mode)
+    assert torch.equal(baseline(), ours())
+    return paired_medians(synchronized(baseline, device), synchronized(ours, device), min_run_time)
+
+
+def fpad_backward(x, width, mode, device, min_run_time):
+    """Times the backward pass alone (autograd.grad on a retained graph), after checking the gradients agree."""
+    widths = ((0, 0),) * (x.dim() - 2) + ((width, width),) * 2
+    leaf = x.clone().requires_grad_()
+    base_out = F.pad(leaf, (width,) * 4, mode=mode)
+    our_out = torch_ragged.pad(leaf, widths, mode)
+    grad = torch.randn(base_out.shape, generator=torch.Generator().manual_seed(1)).to(device)
+    expected = torch.autograd.grad(base_out, leaf, grad, retain_graph=True)[0]
+    torch.testing.assert_close(torch.autograd.grad(our_out, leaf, grad, retain_graph=True)[0], expected)
+    return paired_medians(
+        synchronized(lambda: torch.autograd.grad(base_out, leaf, grad, retain_graph=True), device),
+        synchronized(lambda: torch.autograd.grad(our_out, leaf, grad, retain_graph=True), device),
+        min_run_time)
 
 
 def fpad_rows(device, min_run_time):
     shape, width = FPAD_CASE["shape"], FPAD_CASE["width"]
     x = torch.randn(shape, generator=torch.Generator().manual_seed(0)).to(device)
-    widths = ((0, 0), (0, 0), (width, width), (width, width))
     out_numel = x.numel() // (shape[2] * shape[3]) * (shape[2] + 2 * width) * (shape[3] + 2 * width)
     nbytes = 4 * (x.numel() + out_numel)
     memcpy = copy_gbs(4 * out_numel, torch.float32, device, min_run_time)
     case = f"float32 NCHW {'x'.join(map(str, shape))}, pads {width}"
     rows = []
     for mode in FPAD_CASE["modes"]:
-        def baseline():
-            return F.pad(x, (width,) * 4, mode=mode)
-
-        def ours():
-            return torch_ragged.pad(x, widths, mode)
-        assert torch.equal(baseline(), ours())
-        baseline_s, ours_s = paired_medians(synchronized(baseline, device), synchronized(ours, device), min_run_time)
-        rows.append(row(case, f"forward {mode}", "F.pad", baseline_s, ours_s, nbytes, memcpy))
-
-        leaf = x.clone().requires_grad_()
-        grad = torch.randn(out_numel, generator=torch.Generator().manual_seed(1)).to(device).reshape(ours().shape)
-        base_out = F.pad(leaf, (width,) * 4, mode=mode)
-        our_out = torch_ragged.pad(leaf, widths, mode)
-        expected = torch.autograd.grad(base_out, leaf, grad, retain_graph=True)[0]
-        torch.testing.assert_close(torch.autograd.grad(our_out, leaf, grad, retain_graph=True)[0], expected)
-        baseline_s, ours_s = paired_medians(
-            synchronized(lambda: torch.autograd.grad(base_out, leaf, grad, retain_graph=True), device),
-            synchronized(lambda: torch.autograd.grad(our_out, leaf, grad, retain_graph=True), device),
-            min_run_time)
-        rows.append(row(case, f"backward {mode}", "F.pad", baseline_s, ours_s, nbytes, memcpy))
+        rows.append(row(case, f"forward {mode}", "F.pad", *fpad_forward(x, width, mode, device, min_run_time),
+                        nbytes, memcpy))
+        rows.append(row(case, f"backward {mode}", "F.pad", *fpad_backward(x, width, mode, device, min_run_time),
+                        nbytes, memcpy))
     return rows
 
 

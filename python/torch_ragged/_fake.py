@@ -97,8 +97,7 @@ def _pad_index(self, pad_width, mode, constant_values=None):
 
 @register_fake("torch_ragged::pad_index_backward")
 def _pad_index_backward(grad_output, pad_width, mode):
-    torch._check(
-        len(pad_width) == 2 * grad_output.dim(), lambda: "torch_ragged.pad_index_backward: pad_width needs 2 entries per axis"
-    )
+    torch._check(len(pad_width) == 2 * grad_output.dim(),
+                 lambda: "torch_ragged.pad_index_backward: pad_width needs 2 entries per axis")
     sizes = [grad_output.shape[k] - pad_width[2 * k] - pad_width[2 * k + 1] for k in range(grad_output.dim())]
     return grad_output.new_empty(sizes)

@@ -36,34 +36,36 @@ def _as_tensor(value, name: str) -> torch.Tensor:
     try:
         tensor = torch.as_tensor(value)
     except (TypeError, ValueError, RuntimeError) as error:
-        raise ValueError(f"torch_ragged.pad: {name} must be a number or (before, after) pairs, got {value!r}") from error
+        raise ValueError(f"torch_ragged.pad: {name} must be numbers or (before, after) pairs, got {value!r}") from error
     if tensor.is_floating_point():  # keep Python floats exact (torch would make them float32)
         tensor = torch.as_tensor(value, dtype=torch.float64)
     return tensor
 
 
-def _broadcast_pairs_shape(shape, ndim: int, name: str):
-    """numpy's ``_as_pairs`` shortcuts, then broadcasting to (ndim, 2); returns the target view."""
+def _pairs_form(shape, ndim: int, name: str) -> str:
+    """How numpy's ``_as_pairs`` reads an argument of this shape: "scalar" (every side of every axis),
+    "pair" ((before, after) for every axis) or "broadcast" (to (ndim, 2)); raises if it does not fit."""
+    shape = tuple(shape)
     size = 1
     for extent in shape:
         size *= extent
     if len(shape) < 3 and size == 1:
         return "scalar"
-    if len(shape) < 3 and size == 2 and tuple(shape) != (2, 1):
+    if len(shape) < 3 and size == 2 and shape != (2, 1):
         return "pair"
-    ok = len(shape) <= 2 and all(extent in (1, target) for extent, target in zip(reversed(shape), (2, ndim)))
-    if not ok:
-        raise ValueError(
-            f"torch_ragged.pad: {name} must broadcast to one (before, after) pair per axis, shape ({ndim}, 2); "
-            f"got shape {tuple(shape)}"
-        )
-    return "broadcast"
+    trailing = zip(reversed(shape), (2, ndim), strict=False)  # numpy broadcasting from the last dim
+    if len(shape) <= 2 and all(extent in (1, target) for extent, target in trailing):
+        return "broadcast"
+    raise ValueError(
+        f"torch_ragged.pad: {name} must broadcast to one (before, after) pair per axis, shape ({ndim}, 2); "
+        f"got shape {shape}"
+    )
 
 
 def _as_pairs(value, ndim: int, name: str) -> torch.Tensor:
     """``value`` (number, pair, pairs or tensor) as an (ndim, 2) tensor, still differentiable."""
     tensor = _as_tensor(value, name)
-    form = _broadcast_pairs_shape(tuple(tensor.shape), ndim, name)
+    form = _pairs_form(tensor.shape, ndim, name)
     if form == "scalar":
         tensor = tensor.reshape(1).expand(2)
     elif form == "pair":
@@ -71,14 +73,12 @@ def _as_pairs(value, ndim: int, name: str) -> torch.Tensor:
     return tensor.broadcast_to((ndim, 2))
 
 
-def _nested_list(value, name: str):
-    """A Python scalar / nested sequence / tensor / array as (nested list, its shape)."""
+def _shape_and_leaves(value, name: str):
+    """Shape, flat values and whether they are integers, of a number / nested sequence / tensor / array,
+    read without creating tensors for Python input (torch.compile then sees constants)."""
     if hasattr(value, "tolist") and not isinstance(value, (list, tuple)):  # tensors, numpy arrays and scalars
-        if isinstance(value, torch.Tensor):
-            dtype = value.dtype
-        else:
-            dtype = torch.as_tensor(value).dtype
-        return value.tolist(), None, dtype
+        tensor = value if isinstance(value, torch.Tensor) else torch.as_tensor(value)
+        return tuple(tensor.shape), tensor.reshape(-1).tolist(), tensor.dtype in _INTEGER_DTYPES
 
     def shape_of(item):
         if isinstance(item, (list, tuple)):
@@ -89,29 +89,22 @@ def _nested_list(value, name: str):
         if not isinstance(item, (int, float, bool)):
             raise TypeError(f"torch_ragged.pad: {name} must hold numbers, got {item!r}")
         return ()
-    return value, shape_of(value), None
 
+    def flatten(item):
+        return [leaf for child in item for leaf in flatten(child)] if isinstance(item, (list, tuple)) else [item]
 
-def _flatten(item):
-    if isinstance(item, (list, tuple)):
-        return [leaf for child in item for leaf in _flatten(child)]
-    return [item]
+    leaves = flatten(value)
+    integral = bool(leaves) and all(isinstance(v, int) and not isinstance(v, bool) for v in leaves)
+    return shape_of(value), leaves, integral
 
 
 def _index_pairs(value, ndim: int, name: str, integral_only: bool) -> list:
-    """numpy's ``_as_pairs(..., as_index=True)`` in plain Python (so torch.compile sees constants):
-    a flat [before_0, after_0, before_1, ...] list of non-negative ints."""
-    nested, shape, dtype = _nested_list(value, name)
-    leaves = _flatten(nested)
-    if shape is None:
-        shape = tuple(torch.Size(torch.as_tensor(value).shape)) if not isinstance(value, torch.Tensor) else tuple(value.shape)
-        integral = dtype in _INTEGER_DTYPES
-    else:
-        integral = bool(leaves) and all(isinstance(v, int) and not isinstance(v, bool) for v in leaves)
+    """numpy's ``_as_pairs(..., as_index=True)``: a flat [before_0, after_0, before_1, ...] list of ints >= 0."""
+    shape, leaves, integral = _shape_and_leaves(value, name)
     if integral_only and not integral:
         raise TypeError(f"torch_ragged.pad: {name} must be of integral type, got {value!r}")
     leaves = [int(round(v)) for v in leaves]  # round() is half to even, as numpy's
-    form = _broadcast_pairs_shape(shape, ndim, name)
+    form = _pairs_form(shape, ndim, name)
     if any(v < 0 for v in leaves):
         raise ValueError(f"torch_ragged.pad: {name} can't contain negative values, got {value!r}")
     if form == "scalar":
@@ -120,8 +113,7 @@ def _index_pairs(value, ndim: int, name: str, integral_only: bool) -> list:
         return leaves * ndim
     rows = [leaves[i:i + shape[-1]] for i in range(0, len(leaves), shape[-1])] if len(shape) == 2 else [leaves]
     rows = [row * 2 if len(row) == 1 else row for row in rows]
-    rows = rows * ndim if len(rows) == 1 else rows
-    return [v for row in rows for v in row]
+    return [v for row in (rows * ndim if len(rows) == 1 else rows) for v in row]
 
 
 def pad(input, pad_width, mode: str = "constant", **kwargs) -> torch.Tensor:

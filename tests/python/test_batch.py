@@ -4,6 +4,7 @@ import pytest
 import reference as ref
 import torch
 import torch_ragged
+from devices import DEVICES
 from torch_ragged import batch
 
 DTYPES = [torch.bool, torch.int8, torch.uint8, torch.int16, torch.int32, torch.int64, torch.float16,
@@ -14,7 +15,7 @@ SIDES = ["right", "left"]
 def assert_equal(actual, expected):
     assert actual.dtype == expected.dtype, (actual.dtype, expected.dtype)
     assert actual.shape == expected.shape, (actual.shape, expected.shape)
-    assert torch.equal(actual, expected)
+    assert torch.equal(actual.cpu(), expected.cpu())
 
 
 # ---- Every example of the seed (kaolin.ops.batch docs), output exactly as shown ----
@@ -93,33 +94,38 @@ def test_functions_are_importable_from_the_batch_module_and_the_package():
 
 # ---- Reference comparisons: dtypes x ranks x sides x max_shape, incl. empty members ----
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("side", SIDES)
 @pytest.mark.parametrize("rank", [0, 1, 2, 3])
-def test_round_trips_match_reference(dtype, side, rank):
+def test_round_trips_match_reference(device, dtype, side, rank):
     generator = torch.Generator().manual_seed(rank * 7 + len(side))
-    tensors = ref.random_batch(generator, 6, rank, 3, dtype)
+    cpu_tensors = ref.random_batch(generator, 6, rank, 3, dtype)
+    tensors = [t.to(device) for t in cpu_tensors]
     pad = 1 if dtype != torch.bool else True
 
     padded, shape_per_tensor = torch_ragged.list_to_padded(tensors, pad, padding_side=side)
-    expected_padded, expected_shapes = ref.list_to_padded(tensors, pad, side=side)
+    assert padded.device.type == device
+    expected_padded, expected_shapes = ref.list_to_padded(cpu_tensors, pad, side=side)
     assert_equal(padded, expected_padded)
     assert_equal(shape_per_tensor, expected_shapes)
 
     packed, shapes2 = torch_ragged.list_to_packed(tensors)
-    expected_packed, _ = ref.list_to_packed(tensors)
+    expected_packed, _ = ref.list_to_packed(cpu_tensors)
     assert_equal(packed, expected_packed)
     assert_equal(shapes2, expected_shapes)
 
+    shape_per_tensor = shape_per_tensor.to(device)  # index tensors on the data's device
     first_idx = torch_ragged.get_first_idx(shape_per_tensor.prod(1))
-    assert_equal(first_idx, ref.first_idx_of(shape_per_tensor))
+    assert_equal(first_idx, ref.first_idx_of(shape_per_tensor.cpu()))
     assert_equal(torch_ragged.packed_to_padded(packed, shape_per_tensor, first_idx, pad, padding_side=side),
                  expected_padded)
     assert_equal(torch_ragged.padded_to_packed(padded, shape_per_tensor, padding_side=side), expected_packed)
 
-    for actual, expected in zip(torch_ragged.padded_to_list(padded, shape_per_tensor, side), tensors, strict=True):
+    for actual, expected in zip(torch_ragged.padded_to_list(padded, shape_per_tensor, side), cpu_tensors,
+                                strict=True):
         assert_equal(actual, expected)
-    for actual, expected in zip(torch_ragged.packed_to_list(packed, shape_per_tensor, first_idx), tensors,
+    for actual, expected in zip(torch_ragged.packed_to_list(packed, shape_per_tensor, first_idx), cpu_tensors,
                                 strict=True):
         assert_equal(actual, expected)
 
@@ -193,26 +199,30 @@ def test_padding_value_is_cast_to_the_dtype():
     assert padded[0, 1, 0].item() is True
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.int64, torch.bfloat16])
 @pytest.mark.parametrize("trailing", [(), (3,), (2, 2)])
-def test_tile_to_packed_matches_reference(dtype, trailing):
-    values = torch.arange(4 * max(1, torch.Size(trailing).numel())).reshape(4, *trailing).to(dtype)
-    numel = torch.tensor([3, 0, 1, 5])
+def test_tile_to_packed_matches_reference(device, dtype, trailing):
+    values = torch.arange(4 * max(1, torch.Size(trailing).numel())).reshape(4, *trailing).to(dtype).to(device)
+    numel = torch.tensor([3, 0, 1, 5], device=device)
     assert_equal(torch_ragged.tile_to_packed(values, numel), ref.tile_to_packed(values, numel))
     assert_equal(torch_ragged.tile_to_packed(values, numel, 9), ref.tile_to_packed(values, numel))
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int32, torch.float16, torch.complex128])
-def test_segment_sum_matches_reference(dtype):
-    data = torch.randint(-5, 5, (9, 2, 3)).to(dtype)
-    first_idx = torch.tensor([0, 4, 4, 9])
+def test_segment_sum_matches_reference(device, dtype):
+    data = torch.randint(-5, 5, (9, 2, 3)).to(dtype).to(device)
+    first_idx = torch.tensor([0, 4, 4, 9], device=device)
     expected = torch.stack([data[0:4].sum(0), torch.zeros_like(data[0]), data[4:9].sum(0)]).to(dtype)
     assert_equal(torch_ragged.segment_sum(data, first_idx), expected)
 
 
-def test_large_random_batch_spans_many_threads():
+@pytest.mark.parametrize("device", DEVICES)
+def test_large_random_batch_spans_many_threads(device):
     generator = torch.Generator().manual_seed(0)
-    tensors = [torch.rand(int(n), 5, generator=generator) for n in torch.randint(0, 3000, (40,), generator=generator)]
+    tensors = [torch.rand(int(n), 5, generator=generator).to(device)
+               for n in torch.randint(0, 3000, (40,), generator=generator)]
     for side in SIDES:
         padded, spt = torch_ragged.list_to_padded(tensors, -2.0, padding_side=side)
         assert_equal(padded, ref.list_to_padded(tensors, -2.0, side=side)[0])

@@ -136,7 +136,8 @@ def assert_matches_numpy(array, widths, mode, kwargs, device):
     actual = numpy_of(torch_ragged.pad(tensor, widths, mode, **kwargs))
     assert actual.shape == expected.shape and actual.dtype == expected.dtype
     if mode == "empty":  # padding values are undefined; the input must sit in the interior
-        interior = tuple(slice(b, b + n) for (b, _), n in zip(np.broadcast_to(widths, (array.ndim, 2)), array.shape))
+        befores = np.broadcast_to(widths, (array.ndim, 2))[:, 0]
+        interior = tuple(slice(b, b + n) for b, n in zip(befores, array.shape, strict=True))
         np.testing.assert_array_equal(actual[interior], array)
         return
     if undefined_in_numpy(array, mode, kwargs):

@@ -53,7 +53,8 @@ def source_index_map(shape, widths, mode):
 
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("mode", ["edge", "wrap", "reflect", "symmetric"])
-@pytest.mark.parametrize("shape,widths", [((5,), ((3, 11),)), ((3, 4), ((5, 2), (4, 9))), ((1, 2, 3), ((2, 2), (3, 0), (1, 7)))])
+@pytest.mark.parametrize("shape,widths", [((5,), ((3, 11),)), ((3, 4), ((5, 2), (4, 9))),
+                                          ((1, 2, 3), ((2, 2), (3, 0), (1, 7)))])
 def test_index_mode_backward_equals_the_gather_adjoint(device, mode, shape, widths):
     x = torch.randn(shape, dtype=torch.float64, device=device, requires_grad=True)
     grad = torch.randn(torch_ragged.pad(x.detach(), widths, mode).shape, dtype=torch.float64, device=device)
