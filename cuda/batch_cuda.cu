@@ -48,12 +48,12 @@ struct DeviceLayout {
 // Copies the tables to `device` (one pinned, asynchronous copy); `keep_alive` holds the buffer.
 DeviceLayout upload(const RaggedLayout& layout, const std::vector<int64_t>& sources,
                     at::Device device, at::Tensor& keep_alive) {
-  std::vector<const std::vector<int64_t>*> parts{&layout.shapes, &layout.offsets,
-                                                 &layout.max_shape, &layout.first_row, &sources};
+  std::vector<const std::vector<int64_t>*> parts{&layout.shapes, &layout.offsets, &layout.max_shape,
+                                                 &layout.first_row, &sources};
   int64_t total = 0;
   for (const auto* part : parts) total += static_cast<int64_t>(part->size());
-  at::Tensor host =
-      at::empty({std::max<int64_t>(total, 1)}, at::TensorOptions().dtype(at::kLong).pinned_memory(true));
+  at::Tensor host = at::empty({std::max<int64_t>(total, 1)},
+                              at::TensorOptions().dtype(at::kLong).pinned_memory(true));
   int64_t* cursor = host.mutable_data_ptr<int64_t>();
   for (const auto* part : parts) {
     std::memcpy(cursor, part->data(), part->size() * sizeof(int64_t));
@@ -247,8 +247,7 @@ at::Tensor packed_to_padded_cuda(const at::Tensor& packed_tensor,
 }
 
 at::Tensor padded_to_packed_cuda(const at::Tensor& padded_tensor,
-                                 const at::Tensor& shape_per_tensor,
-                                 c10::string_view padding_side,
+                                 const at::Tensor& shape_per_tensor, c10::string_view padding_side,
                                  std::optional<c10::SymInt> num_rows) {
   constexpr std::string_view op = "padded_to_packed";
   const bool left = is_left_padding(op, padding_side);
@@ -282,8 +281,8 @@ at::Tensor tile_to_packed_cuda(const at::Tensor& values, const at::Tensor& numel
   const int64_t total = out.numel();
   if (total == 0) return out;
   const int64_t row_elems = total / first_row.back();
-  const at::Tensor device_rows = at::tensor(first_row, at::kLong).pin_memory().to(
-      values.device(), /*non_blocking=*/true);
+  const at::Tensor device_rows =
+      at::tensor(first_row, at::kLong).pin_memory().to(values.device(), /*non_blocking=*/true);
   with_element_type(op, src.element_size(), [&](auto element) {
     using Element = decltype(element);
     tile_kernel<Element><<<grid_for(total), kThreads, 0, at::cuda::getCurrentCUDAStream()>>>(

@@ -124,9 +124,8 @@ void launch_gather_as(const PadGeometry& g, const at::Tensor& in, at::Tensor& ou
 void launch_gather(const PadGeometry& g, const at::Tensor& in, at::Tensor& out,
                    const at::Tensor& values) {
   const c10::cuda::CUDAGuard guard(in.device());
-  with_element_type("pad", in.element_size(), [&](auto element) {
-    launch_gather_as<decltype(element)>(g, in, out, values);
-  });
+  with_element_type("pad", in.element_size(),
+                    [&](auto element) { launch_gather_as<decltype(element)>(g, in, out, values); });
 }
 
 void launch_fold(const PadGeometry& g, const at::Tensor& grad, at::Tensor& grad_in) {

@@ -22,9 +22,9 @@ void no_cuda_kernel(const c10::OperatorHandle& op, torch::jit::Stack* /*stack*/)
 }  // namespace
 
 TORCH_LIBRARY_IMPL(torch_ragged, CUDA, m) {
-  for (const char* op : {"get_first_idx", "segment_sum", "list_to_packed", "list_to_padded",
-                         "packed_to_padded", "padded_to_packed", "tile_to_packed", "pad_index",
-                         "pad_index_backward"}) {
+  for (const char* op :
+       {"get_first_idx", "segment_sum", "list_to_packed", "list_to_padded", "packed_to_padded",
+        "padded_to_packed", "tile_to_packed", "pad_index", "pad_index_backward"}) {
     m.impl(op, torch::CppFunction::makeFromBoxedFunction<&no_cuda_kernel>());
   }
 }

@@ -1,7 +1,7 @@
 #pragma once
 
-// Index arithmetic of numpy.pad's index modes, shared by the CPU and CUDA kernels (C10_HOST_DEVICE),
-// so the CPU tests exercise the arithmetic the GPU runs.
+// Index arithmetic of numpy.pad's index modes, shared by the CPU and CUDA kernels
+// (C10_HOST_DEVICE), so the CPU tests exercise the arithmetic the GPU runs.
 //
 // Along one axis of input length n padded by `before` and `after`, output index i sits at
 // t = i - before relative to the input. Interior positions (0 <= t < n) copy input[t]; padding

@@ -57,23 +57,26 @@ void check_keywords(PadMode mode, bool constant_values, bool end_values, bool st
   flag(end_values, mode == PadMode::kLinearRamp, "end_values");
   flag(stat_length, is_statistic_mode(mode), "stat_length");
   flag(reflect_type, mode == PadMode::kReflect || mode == PadMode::kSymmetric, "reflect_type");
-  TORCH_CHECK_VALUE(unsupported.empty(), "torch_ragged.pad: unsupported keyword arguments for mode '",
+  TORCH_CHECK_VALUE(unsupported.empty(),
+                    "torch_ragged.pad: unsupported keyword arguments for mode '",
                     pad_mode_name(mode), "': ", unsupported);
 }
 
 std::vector<int64_t> checked_stat_length(at::IntArrayRef stat_length, int64_t ndim, PadMode mode,
                                          bool input_is_empty) {
-  TORCH_CHECK_VALUE(static_cast<int64_t>(stat_length.size()) == 2 * ndim,
-                    "torch_ragged.pad: stat_length must hold one (before, after) pair per axis, i.e. ",
-                    2 * ndim, " entries, got ", stat_length.size());
+  TORCH_CHECK_VALUE(
+      static_cast<int64_t>(stat_length.size()) == 2 * ndim,
+      "torch_ragged.pad: stat_length must hold one (before, after) pair per axis, i.e. ", 2 * ndim,
+      " entries, got ", stat_length.size());
   for (const int64_t length : stat_length) {
-    TORCH_CHECK_VALUE(length >= 0, "torch_ragged.pad: stat_length can't contain negative values, got ",
+    TORCH_CHECK_VALUE(length >= 0,
+                      "torch_ragged.pad: stat_length can't contain negative values, got ",
                       stat_length);
     // numpy checks this only when it computes statistics, i.e. for a non-empty input.
-    TORCH_CHECK_VALUE(length > 0 || input_is_empty ||
-                          (mode != PadMode::kMaximum && mode != PadMode::kMinimum),
-                      "torch_ragged.pad: stat_length of 0 yields no value for padding (mode '",
-                      pad_mode_name(mode), "')");
+    TORCH_CHECK_VALUE(
+        length > 0 || input_is_empty || (mode != PadMode::kMaximum && mode != PadMode::kMinimum),
+        "torch_ragged.pad: stat_length of 0 yields no value for padding (mode '",
+        pad_mode_name(mode), "')");
   }
   return stat_length.vec();
 }
@@ -147,7 +150,8 @@ at::Tensor odd_reflect_axis(const at::Tensor& x, int64_t axis, int64_t before, i
   const at::Tensor even = ops::pad_index(x, as_sym(axis_width), pad_mode_name(mode), std::nullopt);
   const int64_t n = x.sym_size(axis).guard_int(__FILE__, __LINE__);
   if (n == 1) return even;  // numpy extends a single element as its edge, in both reflect types
-  if (x.scalar_type() == at::kBool) return odd_reflect_axis_bool(even, axis, before, after, n, mode);
+  if (x.scalar_type() == at::kBool)
+    return odd_reflect_axis_bool(even, axis, before, after, n, mode);
   const IndexPadMode index_mode = *index_mode_of(mode);
   const int64_t period = pad_period(index_mode, n);
   const at::ScalarType dtype = x.scalar_type();
@@ -160,16 +164,16 @@ at::Tensor odd_reflect_axis(const at::Tensor& x, int64_t axis, int64_t before, i
     shape[axis] = length;
     // Coefficients per position along the axis, built on the device (no host data: this also
     // runs under fake tensors when traced).
-    const at::Tensor t = at::arange(start - before, start - before + length,
-                                    x.options().dtype(at::kLong))
-                             .view(shape);
+    const at::Tensor t =
+        at::arange(start - before, start - before + length, x.options().dtype(at::kLong))
+            .view(shape);
     const at::Tensor q = t.div(period, "floor");
     const at::Tensor mirrored = (t - q * period).ge(n).to(at::kLong);
     const at::Tensor sign = (1 - 2 * mirrored).to(compute);
     const at::Tensor c_last = (2 * q + 2 * mirrored).to(compute);
     const at::Tensor c_first = (-2 * q).to(compute);
-    const at::Tensor part = even.narrow(axis, start, length).to(compute) * sign + last * c_last +
-                            first * c_first;
+    const at::Tensor part =
+        even.narrow(axis, start, length).to(compute) * sign + last * c_last + first * c_first;
     return part.to(dtype);
   };
   return at::cat({side(0, before), x, side(before + n, after)}, axis);
@@ -202,8 +206,8 @@ at::Tensor linear_ramp(const at::Tensor& end, const at::Tensor& edge, int64_t wi
   if (descending) t = t.flip(axis);
   // numpy switches to (t / width) * delta for the whole axis when any step underflows to 0.
   const at::Tensor any_zero_step = (step == 0).any();
-  at::Tensor ramp = at::where(any_zero_step, t / static_cast<double>(width) * delta + start,
-                              t * step + start);
+  at::Tensor ramp =
+      at::where(any_zero_step, t / static_cast<double>(width) * delta + start, t * step + start);
   if (at::isIntegralType(dtype, /*includeBool=*/false)) ramp = ramp.floor();
   return ramp.to(dtype);
 }
@@ -259,8 +263,8 @@ at::Tensor numpy_median(const at::Tensor& chunk, int64_t axis) {
                                     chunk.options().dtype(at::kDouble)),
                            dtype);
   }
-  const at::Tensor sorted = std::get<0>(
-      (dtype == at::kBool ? chunk.to(at::kByte) : chunk).sort(axis));
+  const at::Tensor sorted =
+      std::get<0>((dtype == at::kBool ? chunk.to(at::kByte) : chunk).sort(axis));
   const at::Tensor lower = sorted.narrow(axis, (length - 1) / 2, 1);
   const at::Tensor upper = sorted.narrow(axis, length / 2, 1);
   if (!at::isFloatingType(dtype)) {
@@ -272,8 +276,8 @@ at::Tensor numpy_median(const at::Tensor& chunk, int64_t axis) {
     median = ((lower.to(compute) + upper.to(compute)) / 2).to(dtype);
   }
   const at::Tensor has_nan = sorted.narrow(axis, length - 1, 1).isnan();  // sort puts NaN last
-  return at::where(has_nan, at::full({}, std::numeric_limits<double>::quiet_NaN(), sorted.options()),
-                   median);
+  return at::where(
+      has_nan, at::full({}, std::numeric_limits<double>::quiet_NaN(), sorted.options()), median);
 }
 
 at::Tensor statistic(const at::Tensor& chunk, int64_t axis, PadMode mode) {
@@ -306,10 +310,10 @@ at::Tensor pad_statistic(const at::Tensor& self, const std::vector<int64_t>& pad
     at::Tensor stat_before, stat_after;
     if (before > 0) stat_before = statistic(region.narrow(k, before, length_before), k, mode);
     if (after > 0) {
-      stat_after = length_before == n && length_after == n && before > 0
-                       ? stat_before
-                       : statistic(region.narrow(k, before + n - length_after, length_after), k,
-                                   mode);
+      stat_after =
+          length_before == n && length_after == n && before > 0
+              ? stat_before
+              : statistic(region.narrow(k, before + n - length_after, length_after), k, mode);
     }
     if (before > 0) {
       at::Tensor target = region.narrow(k, 0, before);
@@ -330,8 +334,8 @@ at::Tensor pad_composite(const at::Tensor& self, c10::SymIntArrayRef pad_width,
                          at::OptionalIntArrayRef stat_length,
                          std::optional<c10::string_view> reflect_type) {
   const PadMode mode = parse_pad_mode("pad", mode_name);
-  check_keywords(mode, constant_values.has_value(), end_values.has_value(),
-                 stat_length.has_value(), reflect_type.has_value());
+  check_keywords(mode, constant_values.has_value(), end_values.has_value(), stat_length.has_value(),
+                 reflect_type.has_value());
   const std::vector<int64_t> sizes = guarded_sizes(self);
   const std::vector<int64_t> widths = checked_pad_width("pad", sizes, pad_width, mode);
   const bool input_is_empty = c10::multiply_integers(sizes) == 0;
@@ -370,24 +374,23 @@ at::Tensor pad(const at::Tensor& self, c10::SymIntArrayRef pad_width, c10::strin
                std::optional<c10::string_view> reflect_type) {
   static auto op = op_handle<at::Tensor(
       const at::Tensor&, c10::SymIntArrayRef, c10::string_view, const std::optional<at::Tensor>&,
-      const std::optional<at::Tensor>&, at::OptionalIntArrayRef,
-      std::optional<c10::string_view>)>("torch_ragged::pad");
+      const std::optional<at::Tensor>&, at::OptionalIntArrayRef, std::optional<c10::string_view>)>(
+      "torch_ragged::pad");
   return op.call(self, pad_width, mode, constant_values, end_values, stat_length, reflect_type);
 }
 
 at::Tensor pad_index(const at::Tensor& self, c10::SymIntArrayRef pad_width, c10::string_view mode,
                      const std::optional<at::Tensor>& constant_values) {
-  static auto op = op_handle<at::Tensor(const at::Tensor&, c10::SymIntArrayRef, c10::string_view,
-                                        const std::optional<at::Tensor>&)>(
-      "torch_ragged::pad_index");
+  static auto op =
+      op_handle<at::Tensor(const at::Tensor&, c10::SymIntArrayRef, c10::string_view,
+                           const std::optional<at::Tensor>&)>("torch_ragged::pad_index");
   return op.call(self, pad_width, mode, constant_values);
 }
 
 at::Tensor pad_index_backward(const at::Tensor& grad_output, c10::SymIntArrayRef pad_width,
                               c10::string_view mode) {
-  static auto op =
-      op_handle<at::Tensor(const at::Tensor&, c10::SymIntArrayRef, c10::string_view)>(
-          "torch_ragged::pad_index_backward");
+  static auto op = op_handle<at::Tensor(const at::Tensor&, c10::SymIntArrayRef, c10::string_view)>(
+      "torch_ragged::pad_index_backward");
   return op.call(grad_output, pad_width, mode);
 }
 
@@ -398,9 +401,11 @@ at::Tensor pad(const at::Tensor& input, at::IntArrayRef pad_width, std::string_v
                const std::optional<at::Tensor>& end_values, at::OptionalIntArrayRef stat_length,
                std::optional<std::string_view> reflect_type) {
   std::optional<c10::string_view> reflect;
-  if (reflect_type.has_value()) reflect = c10::string_view(reflect_type->data(), reflect_type->size());
-  return ops::pad(input, c10::fromIntArrayRefSlow(pad_width), c10::string_view(mode.data(), mode.size()),
-                  constant_values, end_values, stat_length, reflect);
+  if (reflect_type.has_value())
+    reflect = c10::string_view(reflect_type->data(), reflect_type->size());
+  return ops::pad(input, c10::fromIntArrayRefSlow(pad_width),
+                  c10::string_view(mode.data(), mode.size()), constant_values, end_values,
+                  stat_length, reflect);
 }
 
 }  // namespace torch_ragged

@@ -90,8 +90,8 @@ at::Tensor pad_index_autograd(const at::Tensor& self, c10::SymIntArrayRef pad_wi
   return PadIndex::apply(self, pad_width, mode, constant_values);
 }
 
-at::Tensor pad_index_backward_autograd(const at::Tensor& grad_output,
-                                       c10::SymIntArrayRef pad_width, c10::string_view mode) {
+at::Tensor pad_index_backward_autograd(const at::Tensor& grad_output, c10::SymIntArrayRef pad_width,
+                                       c10::string_view mode) {
   return PadIndexBackward::apply(grad_output, pad_width, mode);
 }
 

@@ -7,8 +7,8 @@
 // output rows whose source it is), each folded along the last axis in a fixed order. No atomics,
 // and the result does not depend on the thread count. Constant / empty: the interior, copied.
 
-#include <ATen/OpMathType.h>
 #include <ATen/Dispatch.h>
+#include <ATen/OpMathType.h>
 #include <ATen/Parallel.h>
 #include <c10/util/accumulate.h>
 #include <torch/library.h>
@@ -31,8 +31,8 @@ std::vector<std::vector<int64_t>> source_tables(const PadGeometry& g) {
   for (int d = 0; d < g.ndim; ++d) {
     tables[d].resize(g.out_size[d]);
     for (int64_t i = 0; i < g.out_size[d]; ++i) {
-      tables[d][i] = g.in_size[d] == 0 ? kNoSource
-                                       : pad_source_index(g.mode, i, g.in_size[d], g.before[d]);
+      tables[d][i] =
+          g.in_size[d] == 0 ? kNoSource : pad_source_index(g.mode, i, g.in_size[d], g.before[d]);
     }
   }
   return tables;
@@ -85,34 +85,37 @@ void gather_rows(const PadGeometry& g, const Element* in, Element* out, const El
   };
   at::parallel_for(0, rows, std::max<int64_t>(1, kGrainElems / std::max<int64_t>(row_len, 1)),
                    [&](int64_t begin, int64_t end) {
-    RowCounter counter(g.out_size, last, begin);
-    for (int64_t r = begin; r < end; ++r, counter.next()) {
-      // The last outer axis whose coordinate lies in its padding decides a constant row's value
-      // (numpy pads axis 0 first, so later axes overwrite earlier ones).
-      bool row_in_padding = false;
-      const Element* row_value = nullptr;  // constant mode only
-      int64_t in_offset = 0;
-      for (int d = 0; d < last; ++d) {
-        const int64_t i = counter.coord[d];
-        const int64_t source = tables[d][i];
-        if (source == kNoSource) {
-          row_in_padding = true;
-          if (constant) row_value = values + 2 * g.value_axis[d] + (i < g.before[d] ? 0 : 1);
-        } else {
-          in_offset += source * in_strides[d];
-        }
-      }
-      Element* row = out + r * row_len;
-      const Element* in_row = in + in_offset;  // read only when the row is not in the padding
-      if (!row_in_padding) {
-        std::memcpy(row + before, in_row, n * sizeof(Element));
-      } else if (constant) {
-        fill(row + before, n, row_value);
-      }
-      fill_padding(row, in_row, 0, before, 0);
-      fill_padding(row, in_row, before + n, row_len, 1);
-    }
-  });
+                     RowCounter counter(g.out_size, last, begin);
+                     for (int64_t r = begin; r < end; ++r, counter.next()) {
+                       // The last outer axis whose coordinate lies in its padding decides a
+                       // constant row's value (numpy pads axis 0 first, so later axes overwrite
+                       // earlier ones).
+                       bool row_in_padding = false;
+                       const Element* row_value = nullptr;  // constant mode only
+                       int64_t in_offset = 0;
+                       for (int d = 0; d < last; ++d) {
+                         const int64_t i = counter.coord[d];
+                         const int64_t source = tables[d][i];
+                         if (source == kNoSource) {
+                           row_in_padding = true;
+                           if (constant)
+                             row_value = values + 2 * g.value_axis[d] + (i < g.before[d] ? 0 : 1);
+                         } else {
+                           in_offset += source * in_strides[d];
+                         }
+                       }
+                       Element* row = out + r * row_len;
+                       const Element* in_row =
+                           in + in_offset;  // read only when the row is not in the padding
+                       if (!row_in_padding) {
+                         std::memcpy(row + before, in_row, n * sizeof(Element));
+                       } else if (constant) {
+                         fill(row + before, n, row_value);
+                       }
+                       fill_padding(row, in_row, 0, before, 0);
+                       fill_padding(row, in_row, before + n, row_len, 1);
+                     }
+                   });
 }
 
 // Per merged axis, the preimage of every input index as a flat list (CSR: offsets, positions).
@@ -127,8 +130,7 @@ std::vector<PreimageTable> preimage_tables(const PadGeometry& g) {
     t.offsets.push_back(0);
     for (int64_t j = 0; j < g.in_size[d]; ++j) {
       Progression runs[2];
-      const int count =
-          pad_preimages(g.mode, j, g.in_size[d], g.before[d], g.out_size[d], runs);
+      const int count = pad_preimages(g.mode, j, g.in_size[d], g.before[d], g.out_size[d], runs);
       for (int p = 0; p < count; ++p) {
         for (int64_t c = 0; c < runs[p].count; ++c) {
           t.positions.push_back(runs[p].first + c * runs[p].step);
@@ -150,55 +152,57 @@ void fold_rows(const PadGeometry& g, const scalar_t* grad, scalar_t* grad_in) {
   const int64_t row_len = g.out_size[last], n = g.in_size[last], before = g.before[last];
   const int64_t rows = c10::multiply_integers(g.in_size, g.in_size + last);
   const std::vector<int64_t>& last_sources = sources[last];
-  at::parallel_for(0, rows, std::max<int64_t>(1, kGrainElems / std::max<int64_t>(row_len, 1)),
-                   [&](int64_t begin, int64_t end) {
-    // float / double accumulate straight into the output row; half / bfloat16 in a float buffer.
-    constexpr bool in_place = std::is_same_v<acc_t, scalar_t>;
-    std::vector<acc_t> buffer(in_place ? 0 : n);
-    RowCounter counter(g.in_size, last, begin);
-    std::vector<int64_t> pick(last);  // which preimage position of each outer axis
-    for (int64_t r = begin; r < end; ++r, counter.next()) {
-      scalar_t* out_row = grad_in + r * n;
-      acc_t* acc = in_place ? reinterpret_cast<acc_t*>(out_row) : buffer.data();
-      std::fill(pick.begin(), pick.end(), 0);
-      for (bool first = true;; first = false) {  // every combination of the preimage positions
-        int64_t offset = 0;
-        for (int d = 0; d < last; ++d) {
-          const PreimageTable& t = preimages[d];
-          offset += t.positions[t.offsets[counter.coord[d]] + pick[d]] * out_strides[d];
+  at::parallel_for(
+      0, rows, std::max<int64_t>(1, kGrainElems / std::max<int64_t>(row_len, 1)),
+      [&](int64_t begin, int64_t end) {
+        // float / double accumulate straight into the output row; half / bfloat16 in a float
+        // buffer.
+        constexpr bool in_place = std::is_same_v<acc_t, scalar_t>;
+        std::vector<acc_t> buffer(in_place ? 0 : n);
+        RowCounter counter(g.in_size, last, begin);
+        std::vector<int64_t> pick(last);  // which preimage position of each outer axis
+        for (int64_t r = begin; r < end; ++r, counter.next()) {
+          scalar_t* out_row = grad_in + r * n;
+          acc_t* acc = in_place ? reinterpret_cast<acc_t*>(out_row) : buffer.data();
+          std::fill(pick.begin(), pick.end(), 0);
+          for (bool first = true;; first = false) {  // every combination of the preimage positions
+            int64_t offset = 0;
+            for (int d = 0; d < last; ++d) {
+              const PreimageTable& t = preimages[d];
+              offset += t.positions[t.offsets[counter.coord[d]] + pick[d]] * out_strides[d];
+            }
+            const scalar_t* row = grad + offset;
+            if (first) {
+              for (int64_t j = 0; j < n; ++j) acc[j] = static_cast<acc_t>(row[before + j]);
+            } else {
+              for (int64_t j = 0; j < n; ++j) acc[j] += static_cast<acc_t>(row[before + j]);
+            }
+            for (int64_t i = 0; i < before; ++i) acc[last_sources[i]] += row[i];
+            for (int64_t i = before + n; i < row_len; ++i) acc[last_sources[i]] += row[i];
+            int d = last - 1;
+            for (; d >= 0; --d) {
+              const PreimageTable& t = preimages[d];
+              const int64_t size = t.offsets[counter.coord[d] + 1] - t.offsets[counter.coord[d]];
+              if (++pick[d] < size) break;
+              pick[d] = 0;
+            }
+            if (d < 0) break;
+          }
+          if (!in_place) {
+            for (int64_t j = 0; j < n; ++j) out_row[j] = static_cast<scalar_t>(acc[j]);
+          }
         }
-        const scalar_t* row = grad + offset;
-        if (first) {
-          for (int64_t j = 0; j < n; ++j) acc[j] = static_cast<acc_t>(row[before + j]);
-        } else {
-          for (int64_t j = 0; j < n; ++j) acc[j] += static_cast<acc_t>(row[before + j]);
-        }
-        for (int64_t i = 0; i < before; ++i) acc[last_sources[i]] += row[i];
-        for (int64_t i = before + n; i < row_len; ++i) acc[last_sources[i]] += row[i];
-        int d = last - 1;
-        for (; d >= 0; --d) {
-          const PreimageTable& t = preimages[d];
-          const int64_t size = t.offsets[counter.coord[d] + 1] - t.offsets[counter.coord[d]];
-          if (++pick[d] < size) break;
-          pick[d] = 0;
-        }
-        if (d < 0) break;
-      }
-      if (!in_place) {
-        for (int64_t j = 0; j < n; ++j) out_row[j] = static_cast<scalar_t>(acc[j]);
-      }
-    }
-  });
+      });
 }
 
 void launch_gather(const PadGeometry& g, const at::Tensor& in, at::Tensor& out,
                    const at::Tensor& values) {
   with_element_type("pad", in.element_size(), [&](auto element) {
     using Element = decltype(element);
-    gather_rows<Element>(g, static_cast<const Element*>(in.const_data_ptr()),
-                         static_cast<Element*>(out.mutable_data_ptr()),
-                         values.defined() ? static_cast<const Element*>(values.const_data_ptr())
-                                          : nullptr);
+    gather_rows<Element>(
+        g, static_cast<const Element*>(in.const_data_ptr()),
+        static_cast<Element*>(out.mutable_data_ptr()),
+        values.defined() ? static_cast<const Element*>(values.const_data_ptr()) : nullptr);
   });
 }
 

@@ -75,8 +75,8 @@ std::vector<int64_t> checked_pad_width(std::string_view op, at::IntArrayRef size
   widths.reserve(pad_width.size());
   for (const c10::SymInt& w : pad_width) widths.push_back(w.guard_int(__FILE__, __LINE__));
   for (const int64_t w : widths) {
-    TORCH_CHECK_VALUE(w >= 0, "torch_ragged.", op, ": pad_width can't contain negative values, got ",
-                      at::IntArrayRef(widths));
+    TORCH_CHECK_VALUE(w >= 0, "torch_ragged.", op,
+                      ": pad_width can't contain negative values, got ", at::IntArrayRef(widths));
   }
   if (mode != PadMode::kConstant && mode != PadMode::kEmpty) {
     for (int64_t k = 0; k < ndim; ++k) {
@@ -115,8 +115,8 @@ namespace {
 IndexPadMode checked_index_mode(std::string_view op, std::string_view mode) {
   const std::optional<IndexPadMode> index_mode = index_mode_of(parse_pad_mode(op, mode));
   TORCH_CHECK_VALUE(index_mode.has_value(), "torch_ragged.", op,
-                    ": mode must be constant, empty, edge, reflect, symmetric or wrap, got '",
-                    mode, "' (torch_ragged.pad serves the other modes)");
+                    ": mode must be constant, empty, edge, reflect, symmetric or wrap, got '", mode,
+                    "' (torch_ragged.pad serves the other modes)");
   return *index_mode;
 }
 
@@ -127,9 +127,8 @@ IndexPadArgs index_pad_args(std::string_view op, at::IntArrayRef in_sizes,
                             bool has_constant_values) {
   const PadMode pad_mode = parse_pad_mode(op, mode);
   const IndexPadMode index_mode = checked_index_mode(op, mode);
-  TORCH_CHECK_VALUE(!has_constant_values || index_mode == IndexPadMode::kConstant,
-                    "torch_ragged.", op, ": constant_values is only for mode 'constant', got mode '",
-                    mode, "'");
+  TORCH_CHECK_VALUE(!has_constant_values || index_mode == IndexPadMode::kConstant, "torch_ragged.",
+                    op, ": constant_values is only for mode 'constant', got mode '", mode, "'");
   IndexPadArgs args{index_mode, checked_pad_width(op, in_sizes, pad_width, pad_mode)};
   args.in_sizes = in_sizes.vec();
   args.out_sizes = padded_sizes(in_sizes, args.pad_width);
@@ -163,9 +162,9 @@ PadGeometry pad_geometry(std::string_view op, at::IntArrayRef in_sizes,
       g.out_size[g.ndim - 1] *= in_sizes[k];
       continue;
     }
-    TORCH_CHECK_VALUE(g.ndim < kMaxPadDims, "torch_ragged.", op, ": input has too many padded axes (",
-                      in_sizes.size(), " axes; at most ", kMaxPadDims,
-                      " after merging adjacent unpadded axes)");
+    TORCH_CHECK_VALUE(g.ndim < kMaxPadDims, "torch_ragged.", op,
+                      ": input has too many padded axes (", in_sizes.size(), " axes; at most ",
+                      kMaxPadDims, " after merging adjacent unpadded axes)");
     g.in_size[g.ndim] = in_sizes[k];
     g.out_size[g.ndim] = in_sizes[k] + before + after;
     g.before[g.ndim] = before;
@@ -189,17 +188,18 @@ at::Tensor constant_value_table(std::string_view op, const at::Tensor& values, i
   const bool broadcastable = values.dim() <= 2 &&
                              (values.dim() < 1 || values.size(-1) == 1 || values.size(-1) == 2) &&
                              (values.dim() < 2 || values.size(0) == 1 || values.size(0) == ndim);
-  TORCH_CHECK_VALUE(broadcastable, "torch_ragged.", op,
-                    ": constant_values must broadcast to one (before, after) pair per axis, shape (",
-                    ndim, ", 2), got shape ", values.sizes());
+  TORCH_CHECK_VALUE(
+      broadcastable, "torch_ragged.", op,
+      ": constant_values must broadcast to one (before, after) pair per axis, shape (", ndim,
+      ", 2), got shape ", values.sizes());
   return values.detach().broadcast_to({ndim, 2}).to(options).contiguous();
 }
 
 at::Tensor run_pad_index(const at::Tensor& self, c10::SymIntArrayRef pad_width,
                          std::string_view mode, const std::optional<at::Tensor>& constant_values,
                          PadGatherLauncher launch) {
-  const IndexPadArgs args = index_pad_args("pad_index", self.sizes(), pad_width, mode,
-                                           constant_values.has_value());
+  const IndexPadArgs args =
+      index_pad_args("pad_index", self.sizes(), pad_width, mode, constant_values.has_value());
   at::Tensor out = at::empty(args.out_sizes, self.options());
   if (out.numel() == 0) return out;
   const PadGeometry geometry = pad_geometry("pad_index", self.sizes(), args.pad_width, args.mode);
@@ -214,8 +214,8 @@ at::Tensor run_pad_index(const at::Tensor& self, c10::SymIntArrayRef pad_width,
 
 at::Tensor run_pad_index_backward(const at::Tensor& grad_output, c10::SymIntArrayRef pad_width,
                                   std::string_view mode, PadFoldLauncher launch) {
-  const IndexPadArgs args = index_pad_backward_args("pad_index_backward", grad_output.sizes(),
-                                                    pad_width, mode);
+  const IndexPadArgs args =
+      index_pad_backward_args("pad_index_backward", grad_output.sizes(), pad_width, mode);
   if (args.mode == IndexPadMode::kConstant || args.mode == IndexPadMode::kEmpty) {
     at::Tensor interior = grad_output;
     for (int64_t k = 0; k < grad_output.dim(); ++k) {
@@ -225,10 +225,11 @@ at::Tensor run_pad_index_backward(const at::Tensor& grad_output, c10::SymIntArra
   }
   at::Tensor grad_in = at::empty(args.in_sizes, grad_output.options());
   if (grad_in.numel() == 0) return grad_in;
-  TORCH_CHECK_TYPE(at::isFloatingType(grad_output.scalar_type()) ||
-                       at::isComplexType(grad_output.scalar_type()),
-                   "torch_ragged.pad_index_backward: grad_output must be a floating or complex "
-                   "tensor, got ", grad_output.scalar_type());
+  TORCH_CHECK_TYPE(
+      at::isFloatingType(grad_output.scalar_type()) || at::isComplexType(grad_output.scalar_type()),
+      "torch_ragged.pad_index_backward: grad_output must be a floating or complex "
+      "tensor, got ",
+      grad_output.scalar_type());
   const PadGeometry geometry =
       pad_geometry("pad_index_backward", args.in_sizes, args.pad_width, args.mode);
   launch(geometry, grad_output.contiguous(), grad_in);

@@ -7,7 +7,8 @@
 // F.pad's names replicate (= edge) and circular (= wrap). Keywords as numpy.pad, each only for its
 // modes: constant_values (constant) and end_values (linear_ramp) broadcast to (ndim, 2);
 // stat_length (maximum, mean, median, minimum) holds one (before, after) pair per axis;
-// reflect_type (reflect, symmetric) is "even" or "odd". Results match numpy >= 2.1; see docs/pad.md.
+// reflect_type (reflect, symmetric) is "even" or "odd". Results match numpy >= 2.1; see
+// docs/pad.md.
 
 #include <ATen/core/Tensor.h>
 #include <c10/util/OptionalArrayRef.h>
