@@ -102,10 +102,7 @@ std::tuple<at::Tensor, at::Tensor> list_to_padded_cpu(at::TensorList tensor_list
                                                       const at::Scalar& padding_value,
                                                       at::OptionalSymIntArrayRef max_shape,
                                                       c10::string_view padding_side) {
-  const bool left = is_left_padding("list_to_padded", padding_side);
-  RaggedLayout layout = layout_from_tensor_list("list_to_padded", tensor_list);
-  resolve_padded_shape("list_to_padded", layout, requested_max_shape("list_to_padded", max_shape),
-                       left);
+  const RaggedLayout layout = list_to_padded_layout(tensor_list, max_shape, padding_side);
   const std::vector<at::Tensor> inputs = contiguous_all(tensor_list);
   at::Tensor padded = at::empty(layout.padded_sizes(), inputs[0].options());
   scatter_to_padded(static_cast<char*>(padded.mutable_data_ptr()), layout, list_sources(inputs),
@@ -117,13 +114,8 @@ at::Tensor packed_to_padded_cpu(const at::Tensor& packed_tensor, const at::Tenso
                                 const at::Tensor& first_idx, const at::Scalar& padding_value,
                                 at::OptionalSymIntArrayRef max_shape,
                                 c10::string_view padding_side) {
-  constexpr std::string_view op = "packed_to_padded";
-  const bool left = is_left_padding(op, padding_side);
-  TORCH_CHECK_VALUE(packed_tensor.dim() == 2, "torch_ragged.packed_to_padded: packed_tensor must ",
-                    "be 2-D (rows, element), got shape ", packed_tensor.sizes());
-  RaggedLayout layout = layout_from_shape_per_tensor(op, shape_per_tensor, packed_tensor.size(1));
-  check_first_idx(op, layout, first_idx, packed_tensor.size(0));
-  resolve_padded_shape(op, layout, requested_max_shape(op, max_shape), left);
+  const RaggedLayout layout =
+      packed_to_padded_layout(packed_tensor, shape_per_tensor, first_idx, max_shape, padding_side);
   const at::Tensor packed = packed_tensor.contiguous();
   at::Tensor padded = at::empty(layout.padded_sizes(), packed.options());
   const char* base = static_cast<const char*>(packed.const_data_ptr());
@@ -139,12 +131,8 @@ at::Tensor packed_to_padded_cpu(const at::Tensor& packed_tensor, const at::Tenso
 at::Tensor padded_to_packed_cpu(const at::Tensor& padded_tensor, const at::Tensor& shape_per_tensor,
                                 c10::string_view padding_side,
                                 std::optional<c10::SymInt> num_rows) {
-  constexpr std::string_view op = "padded_to_packed";
-  const bool left = is_left_padding(op, padding_side);
-  RaggedLayout layout = layout_from_shape_per_tensor(
-      op, shape_per_tensor, padded_tensor.dim() > 0 ? padded_tensor.size(-1) : 0);
-  adopt_padded_shape(op, layout, padded_tensor, left);
-  check_num_rows(op, num_rows, layout.num_rows());
+  const RaggedLayout layout =
+      padded_to_packed_layout(padded_tensor, shape_per_tensor, padding_side, num_rows);
   const at::Tensor padded = padded_tensor.contiguous();
   at::Tensor packed = at::empty({layout.num_rows(), layout.elem}, padded.options());
   const int64_t es = padded.element_size(), k = layout.rank, C = layout.elem;
@@ -164,17 +152,10 @@ at::Tensor padded_to_packed_cpu(const at::Tensor& padded_tensor, const at::Tenso
 
 at::Tensor tile_to_packed_cpu(const at::Tensor& values, const at::Tensor& numel_per_tensor,
                               std::optional<c10::SymInt> num_rows) {
-  constexpr std::string_view op = "tile_to_packed";
-  const std::vector<int64_t> first_row =
-      cpu::offsets_from_counts(op, "numel_per_tensor", numel_per_tensor);
+  const TileLayout tile = tile_to_packed_layout(values, numel_per_tensor, num_rows);
+  const std::vector<int64_t>& first_row = tile.first_row;
   const int64_t batch = static_cast<int64_t>(first_row.size()) - 1;
-  TORCH_CHECK_VALUE(values.dim() >= 1 && values.size(0) == batch, "torch_ragged.tile_to_packed: ",
-                    "values must have numel_per_tensor.size(0) = ", batch,
-                    " entries in dim 0, got shape ", values.sizes());
-  check_num_rows(op, num_rows, first_row.back());
-  std::vector<int64_t> out_sizes{first_row.back()};
-  out_sizes.insert(out_sizes.end(), values.sizes().begin() + 1, values.sizes().end());
-  if (values.dim() == 1) out_sizes.push_back(1);  // Kaolin: (B,) -> (sum, 1)
+  const std::vector<int64_t>& out_sizes = tile.out_sizes;
   const at::Tensor src = values.contiguous();
   at::Tensor out = at::empty(out_sizes, src.options());
   const int64_t row_bytes =

@@ -1,6 +1,7 @@
 #include "batch/layout.h"
 
 #include "common/checks.h"
+#include "segment/segment_cpu.h"
 
 namespace torch_ragged {
 
@@ -186,6 +187,58 @@ void check_num_rows(std::string_view op, const std::optional<c10::SymInt>& num_r
   const auto given = num_rows->maybe_as_int();
   TORCH_CHECK_VALUE(!given.has_value() || *given == actual, "torch_ragged.", op,
                     ": num_rows = ", *given, " but the sub-tensors hold ", actual, " rows");
+}
+
+RaggedLayout list_to_padded_layout(at::TensorList tensor_list, at::OptionalSymIntArrayRef max_shape,
+                                   std::string_view padding_side) {
+  constexpr std::string_view op = "list_to_padded";
+  const bool left = is_left_padding(op, padding_side);
+  RaggedLayout layout = layout_from_tensor_list(op, tensor_list);
+  resolve_padded_shape(op, layout, requested_max_shape(op, max_shape), left);
+  return layout;
+}
+
+RaggedLayout packed_to_padded_layout(const at::Tensor& packed_tensor,
+                                     const at::Tensor& shape_per_tensor,
+                                     const at::Tensor& first_idx,
+                                     at::OptionalSymIntArrayRef max_shape,
+                                     std::string_view padding_side) {
+  constexpr std::string_view op = "packed_to_padded";
+  const bool left = is_left_padding(op, padding_side);
+  TORCH_CHECK_VALUE(packed_tensor.dim() == 2, "torch_ragged.packed_to_padded: packed_tensor must ",
+                    "be 2-D (rows, element), got shape ", packed_tensor.sizes());
+  RaggedLayout layout = layout_from_shape_per_tensor(op, shape_per_tensor, packed_tensor.size(1));
+  check_first_idx(op, layout, first_idx, packed_tensor.size(0));
+  resolve_padded_shape(op, layout, requested_max_shape(op, max_shape), left);
+  return layout;
+}
+
+RaggedLayout padded_to_packed_layout(const at::Tensor& padded_tensor,
+                                     const at::Tensor& shape_per_tensor,
+                                     std::string_view padding_side,
+                                     const std::optional<c10::SymInt>& num_rows) {
+  constexpr std::string_view op = "padded_to_packed";
+  const bool left = is_left_padding(op, padding_side);
+  RaggedLayout layout = layout_from_shape_per_tensor(
+      op, shape_per_tensor, padded_tensor.dim() > 0 ? padded_tensor.size(-1) : 0);
+  adopt_padded_shape(op, layout, padded_tensor, left);
+  check_num_rows(op, num_rows, layout.num_rows());
+  return layout;
+}
+
+TileLayout tile_to_packed_layout(const at::Tensor& values, const at::Tensor& numel_per_tensor,
+                                 const std::optional<c10::SymInt>& num_rows) {
+  constexpr std::string_view op = "tile_to_packed";
+  TileLayout tile{cpu::offsets_from_counts(op, "numel_per_tensor", numel_per_tensor)};
+  const int64_t batch = static_cast<int64_t>(tile.first_row.size()) - 1;
+  TORCH_CHECK_VALUE(values.dim() >= 1 && values.size(0) == batch, "torch_ragged.tile_to_packed: ",
+                    "values must have numel_per_tensor.size(0) = ", batch,
+                    " entries in dim 0, got shape ", values.sizes());
+  check_num_rows(op, num_rows, tile.first_row.back());
+  tile.out_sizes = {tile.first_row.back()};
+  tile.out_sizes.insert(tile.out_sizes.end(), values.sizes().begin() + 1, values.sizes().end());
+  if (values.dim() == 1) tile.out_sizes.push_back(1);  // Kaolin: (B,) -> (sum, 1)
+  return tile;
 }
 
 }  // namespace torch_ragged

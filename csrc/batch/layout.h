@@ -53,6 +53,27 @@ void adopt_padded_shape(std::string_view op, RaggedLayout& layout, const at::Ten
 // The layout of a list of tensors of equal dtype, rank >= 1 and last dim.
 RaggedLayout layout_from_tensor_list(std::string_view op, at::TensorList tensors);
 
+// ---- each op's checked layout, shared by its CPU and CUDA kernels ----
+
+RaggedLayout list_to_padded_layout(at::TensorList tensor_list, at::OptionalSymIntArrayRef max_shape,
+                                   std::string_view padding_side);
+RaggedLayout packed_to_padded_layout(const at::Tensor& packed_tensor,
+                                     const at::Tensor& shape_per_tensor,
+                                     const at::Tensor& first_idx,
+                                     at::OptionalSymIntArrayRef max_shape,
+                                     std::string_view padding_side);
+RaggedLayout padded_to_packed_layout(const at::Tensor& padded_tensor,
+                                     const at::Tensor& shape_per_tensor,
+                                     std::string_view padding_side,
+                                     const std::optional<c10::SymInt>& num_rows);
+
+// tile_to_packed: the first row of each segment (B + 1 entries) and the output sizes.
+struct TileLayout {
+  std::vector<int64_t> first_row, out_sizes;
+};
+TileLayout tile_to_packed_layout(const at::Tensor& values, const at::Tensor& numel_per_tensor,
+                                 const std::optional<c10::SymInt>& num_rows);
+
 // ---- host helpers shared by the CPU and CUDA kernels of the family ----
 
 // The padding value converted to `dtype`, as raw bytes (torch's own conversion and overflow check).
