@@ -35,3 +35,11 @@ print("d(sum |centroid|^2)/d(points) matches 2*centroid/n per cloud:", torch.all
 
 per_cloud_sum = torch_ragged.segment_sum(packed, first_idx)
 print("segment_sum over first_idx equals padded.sum(1):", torch.allclose(per_cloud_sum, right.sum(dim=1)))
+
+# numpy.pad, every mode, on tensors: pads wider than the axis, odd reflections, statistics.
+signal = torch.tensor([1.0, 2.0, 4.0], requires_grad=True)
+print("reflect, 5 each side:        ", torch_ragged.pad(signal, 5, "reflect").tolist())
+print("odd symmetric, 5 each side:  ", torch_ragged.pad(signal, 5, "symmetric", reflect_type="odd").tolist())
+print("linear_ramp to (0, -1):      ", torch_ragged.pad(signal, 3, "linear_ramp", end_values=(0, -1)).tolist())
+torch_ragged.pad(signal, (2, 4), "wrap").sum().backward()
+print("wrap's gradient counts each element's copies:", signal.grad.tolist())
