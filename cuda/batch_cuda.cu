@@ -224,11 +224,114 @@ std::tuple<at::Tensor, at::Tensor> list_to_padded_cuda(at::TensorList tensor_lis
   return {padded, layout.shape_per_tensor()};
 }
 
+// Checks, per sub-tensor, what the host path checks from host copies of the index tensors; a
+// failure is a device-side assert (reported at the next synchronisation, as torch's own indexing
+// kernels do), raised before the scatter can read out of bounds.
+__global__ void check_packed_layout_kernel(DeviceLayout L, int64_t packed_rows) {
+  const int64_t b = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
+  if (b >= L.batch) return;
+  int64_t rows = 1;
+  for (int64_t j = 0; j < L.rank; ++j) {
+    const int64_t size = L.shape_of(b)[j];
+    CUDA_KERNEL_ASSERT_MSG(
+        size >= 0 && size <= L.max_shape[j],
+        "torch_ragged.packed_to_padded: shape_per_tensor must lie in [0, max_shape]");
+    rows *= size;
+  }
+  CUDA_KERNEL_ASSERT_MSG(L.first_row[b + 1] - L.first_row[b] == rows,
+                         "torch_ragged.packed_to_padded: first_idx must step by prod(shape)");
+  CUDA_KERNEL_ASSERT_MSG(b > 0 || L.first_row[0] == 0,
+                         "torch_ragged.packed_to_padded: first_idx[0] must be 0");
+  CUDA_KERNEL_ASSERT_MSG(
+      b + 1 < L.batch || L.first_row[L.batch] == packed_rows,
+      "torch_ragged.packed_to_padded: first_idx must end at the packed row count");
+}
+
+// The fully given max_shape (no None / -1 entries) when the index tensors live on the GPU: then the
+// layout is built and checked on the device, with no host synchronisation.
+std::optional<std::vector<int64_t>> device_only_max_shape(const at::Tensor& shape_per_tensor,
+                                                          const at::Tensor& first_idx,
+                                                          at::OptionalSymIntArrayRef max_shape) {
+  if (!shape_per_tensor.is_cuda() || !first_idx.is_cuda() || !max_shape.has_value()) {
+    return std::nullopt;
+  }
+  std::vector<int64_t> sizes;
+  for (const c10::SymInt& entry : *max_shape) {
+    const std::optional<int64_t> size = entry.maybe_as_int();
+    if (!size.has_value() || *size < 0) return std::nullopt;
+    sizes.push_back(*size);
+  }
+  return sizes;
+}
+
+at::Tensor packed_to_padded_on_device(const at::Tensor& packed_tensor,
+                                      const at::Tensor& shape_per_tensor,
+                                      const at::Tensor& first_idx, const at::Scalar& padding_value,
+                                      const std::vector<int64_t>& max_shape, bool left) {
+  constexpr std::string_view op = "packed_to_padded";
+  check_index_tensor(op, "shape_per_tensor", shape_per_tensor, 2);
+  check_index_tensor(op, "first_idx", first_idx, 1);
+  const int64_t batch = shape_per_tensor.size(0), rank = shape_per_tensor.size(1);
+  TORCH_CHECK_VALUE(packed_tensor.dim() == 2, "torch_ragged.packed_to_padded: packed_tensor must ",
+                    "be 2-D (rows, element), got shape ", packed_tensor.sizes());
+  TORCH_CHECK_VALUE(first_idx.size(0) == batch + 1, "torch_ragged.packed_to_padded: first_idx ",
+                    "must have shape_per_tensor.size(0) + 1 = ", batch + 1, " entries, got shape ",
+                    first_idx.sizes());
+  TORCH_CHECK_VALUE(static_cast<int64_t>(max_shape.size()) == rank, "torch_ragged.",
+                    "packed_to_padded: max_shape must have ", rank, " entries, got ",
+                    max_shape.size());
+  const c10::cuda::CUDAGuard guard(packed_tensor.device());
+  const at::Tensor packed = packed_tensor.contiguous();
+  const int64_t elem = packed.size(1);
+  std::vector<int64_t> padded_sizes{batch};
+  padded_sizes.insert(padded_sizes.end(), max_shape.begin(), max_shape.end());
+  padded_sizes.push_back(elem);
+  at::Tensor padded = at::empty(padded_sizes, packed.options());
+  if (padded.numel() == 0) return padded;
+
+  const auto device_longs = at::TensorOptions().dtype(at::kLong).device(packed.device());
+  const at::Tensor shapes = shape_per_tensor.to(device_longs).contiguous();
+  const at::Tensor max_sizes =
+      at::tensor(max_shape, at::kLong).pin_memory().to(packed.device(), /*non_blocking=*/true);
+  const at::Tensor offsets =
+      left ? (max_sizes.unsqueeze(0) - shapes).contiguous() : at::zeros_like(shapes);
+  const at::Tensor first_rows = first_idx.to(device_longs).contiguous();
+  const at::Tensor sources = first_rows.narrow(0, 0, batch) * (elem * packed.element_size()) +
+                             reinterpret_cast<int64_t>(packed.const_data_ptr());
+  const DeviceLayout d{batch,
+                       rank,
+                       elem,
+                       shapes.const_data_ptr<int64_t>(),
+                       offsets.const_data_ptr<int64_t>(),
+                       max_sizes.const_data_ptr<int64_t>(),
+                       first_rows.const_data_ptr<int64_t>(),
+                       sources.const_data_ptr<int64_t>()};
+  const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+  check_packed_layout_kernel<<<grid_for(batch), kThreads, 0, stream>>>(d, packed.size(0));
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  const int64_t padded_line = line_elems(max_shape.data(), rank, elem);
+  const int64_t lines_per_item = padded_lines_per_item(max_shape.data(), rank);
+  const std::vector<char> pad = padding_bytes(padding_value, padded.scalar_type());
+  with_element_type(op, padded.element_size(), [&](auto element) {
+    using Element = decltype(element);
+    scatter_to_padded_kernel<Element><<<grid_for(padded.numel()), kThreads, 0, stream>>>(
+        d, static_cast<Element*>(padded.mutable_data_ptr()), element_from_bytes<Element>(pad),
+        padded.numel(), padded_line, lines_per_item);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  });
+  return padded;
+}
+
 at::Tensor packed_to_padded_cuda(const at::Tensor& packed_tensor,
                                  const at::Tensor& shape_per_tensor, const at::Tensor& first_idx,
                                  const at::Scalar& padding_value,
                                  at::OptionalSymIntArrayRef max_shape,
                                  c10::string_view padding_side) {
+  const bool left = is_left_padding("packed_to_padded", padding_side);
+  if (auto sizes = device_only_max_shape(shape_per_tensor, first_idx, max_shape)) {
+    return packed_to_padded_on_device(packed_tensor, shape_per_tensor, first_idx, padding_value,
+                                      *sizes, left);
+  }
   const RaggedLayout layout =
       packed_to_padded_layout(packed_tensor, shape_per_tensor, first_idx, max_shape, padding_side);
   const c10::cuda::CUDAGuard guard(packed_tensor.device());

@@ -117,3 +117,19 @@ def test_opcheck_on_cuda():
         moved = [m.detach().requires_grad_(a.requires_grad) if isinstance(a, torch.Tensor) else m
                  for m, a in zip(moved, args, strict=True)]
         torch.library.opcheck(op, tuple(moved))
+
+
+@pytest.mark.parametrize("side", ["right", "left"])
+def test_packed_to_padded_with_max_shape_and_device_index_tensors_does_not_synchronise(side):
+    tensors = random_members(50, 6, 4, seed=3)
+    packed, spt = torch_ragged.list_to_packed(tensors)
+    first_idx = torch_ragged.get_first_idx(spt.prod(1))
+    expected = torch_ragged.packed_to_padded(packed, spt, first_idx, -1.0, [8], side)
+    packed, spt, first_idx = packed.cuda(), spt.cuda(), first_idx.cuda()
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("error")  # any host synchronisation now raises
+    try:
+        padded = torch_ragged.packed_to_padded(packed, spt, first_idx, -1.0, [8], side)
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+    assert_same(padded, expected)
