@@ -23,7 +23,8 @@ namespace {
 constexpr int kThreads = 256;
 
 int64_t grid_for(int64_t total) {
-  return std::min<int64_t>((total + kThreads - 1) / kThreads, int64_t{1} << 20);
+  return std::max<int64_t>(1,
+                           std::min<int64_t>((total + kThreads - 1) / kThreads, int64_t{1} << 20));
 }
 
 template <typename Element>

@@ -109,8 +109,9 @@ def test_gradcheck_on_cuda(name):
 
 def test_opcheck_on_cuda():
     from test_batch_pt2 import samples
+    from test_pad_pt2 import pad_samples
 
-    for op, args in samples():
+    for op, args in [*samples(), *pad_samples()]:
         moved = [a.cuda() if isinstance(a, torch.Tensor) else
                  [t.cuda() for t in a] if isinstance(a, list) and a and isinstance(a[0], torch.Tensor) else a
                  for a in args]
