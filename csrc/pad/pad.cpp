@@ -2,8 +2,8 @@
 //
 // `pad` is CompositeImplicitAutograd: it checks numpy's arguments and then
 //   - index modes (constant, empty, edge, wrap, even reflect / symmetric): one pad_index kernel;
-//   - odd reflections: per axis, the even reflection (pad_index) plus the affine correction
-//     2 q (x[n-1] - x[0]) (+ 2 x[n-1] - 2 x[s] past the edge), see pad_semantics;
+//   - odd reflections: per axis, the even reflection (pad_index) made odd by an affine correction
+//     in closed form (odd_reflect_axis; bool inputs replay numpy's iteration instead);
 //   - linear_ramp and the statistics: pad_index(mode="empty") copies the input, then one pass per
 //     axis in numpy's order (0, 1, ..., N-1) fills that axis's padding from ATen ops over the
 //     region numpy reads (earlier axes at full, padded extent; later axes at their original one).
