@@ -27,17 +27,20 @@ int64_t grid_for(int64_t total) {
                            std::min<int64_t>((total + kThreads - 1) / kThreads, int64_t{1} << 20));
 }
 
-template <typename Element>
+// index_t: uint32_t when every index fits (the common case: 32-bit division is several times
+// cheaper than 64-bit, and this kernel does one per axis per element), else int64_t.
+template <typename Element, typename index_t>
 __global__ void pad_gather_kernel(PadGeometry g, const Element* __restrict__ in,
                                   Element* __restrict__ out, const Element* __restrict__ values,
-                                  int64_t total) {
-  for (int64_t idx = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; idx < total;
-       idx += int64_t{gridDim.x} * blockDim.x) {
-    int64_t rest = idx, in_offset = 0, in_stride = 1;
+                                  index_t total) {
+  for (index_t idx = blockIdx.x * index_t{blockDim.x} + threadIdx.x; idx < total;
+       idx += index_t{gridDim.x} * blockDim.x) {
+    index_t rest = idx, in_offset = 0, in_stride = 1;
     bool from_input = true;
     for (int d = g.ndim - 1; d >= 0; --d) {
-      const int64_t i = rest % g.out_size[d];
-      rest /= g.out_size[d];
+      const index_t out_size = static_cast<index_t>(g.out_size[d]);
+      const int64_t i = static_cast<int64_t>(rest % out_size);
+      rest /= out_size;
       const int64_t n = g.in_size[d];
       const int64_t source = n == 0 ? kNoSource : pad_source_index(g.mode, i, n, g.before[d]);
       if (source == kNoSource) {
@@ -47,8 +50,8 @@ __global__ void pad_gather_kernel(PadGeometry g, const Element* __restrict__ in,
         from_input = false;
         break;
       }
-      in_offset += source * in_stride;
-      in_stride *= n;
+      in_offset += static_cast<index_t>(source) * in_stride;
+      in_stride *= static_cast<index_t>(n);
     }
     if (from_input) out[idx] = in[in_offset];
   }
@@ -111,22 +114,34 @@ __global__ void pad_fold_kernel(PadGeometry g, const scalar_t* __restrict__ grad
   }
 }
 
-template <typename Element>
+template <typename Element, typename index_t>
 void launch_gather_as(const PadGeometry& g, const at::Tensor& in, at::Tensor& out,
                       const at::Tensor& values) {
   const int64_t total = out.numel();
-  pad_gather_kernel<Element><<<grid_for(total), kThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
-      g, static_cast<const Element*>(in.const_data_ptr()),
-      static_cast<Element*>(out.mutable_data_ptr()),
-      values.defined() ? static_cast<const Element*>(values.const_data_ptr()) : nullptr, total);
+  pad_gather_kernel<Element, index_t>
+      <<<grid_for(total), kThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
+          g, static_cast<const Element*>(in.const_data_ptr()),
+          static_cast<Element*>(out.mutable_data_ptr()),
+          values.defined() ? static_cast<const Element*>(values.const_data_ptr()) : nullptr,
+          static_cast<index_t>(total));
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
 void launch_gather(const PadGeometry& g, const at::Tensor& in, at::Tensor& out,
                    const at::Tensor& values) {
   const c10::cuda::CUDAGuard guard(in.device());
-  with_element_type("pad", in.element_size(),
-                    [&](auto element) { launch_gather_as<decltype(element)>(g, in, out, values); });
+  // The grid-stride loop reaches total + gridDim * blockDim, which must not wrap either.
+  const int64_t headroom = int64_t{kThreads} << 20;
+  const bool narrow_index =
+      out.numel() + headroom < (int64_t{1} << 32) && in.numel() < (int64_t{1} << 32);
+  with_element_type("pad", in.element_size(), [&](auto element) {
+    using Element = decltype(element);
+    if (narrow_index) {
+      launch_gather_as<Element, uint32_t>(g, in, out, values);
+    } else {
+      launch_gather_as<Element, int64_t>(g, in, out, values);
+    }
+  });
 }
 
 void launch_fold(const PadGeometry& g, const at::Tensor& grad, at::Tensor& grad_in) {
