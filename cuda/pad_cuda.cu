@@ -57,32 +57,6 @@ __global__ void pad_gather_kernel(PadGeometry g, const Element* __restrict__ in,
   }
 }
 
-// Position `c` of the preimage of one axis, whose progressions are runs[0..count).
-struct AxisPreimage {
-  Progression runs[2];
-  int count;
-  int run;        // current progression
-  int64_t index;  // current element of it
-
-  __device__ void reset() {
-    run = 0;
-    index = 0;
-    while (runs[run].count == 0) ++run;  // the interior position itself is always a preimage
-  }
-  __device__ int64_t position() const { return runs[run].first + index * runs[run].step; }
-  // Advances; returns false (and resets) after the last position.
-  __device__ bool next() {
-    if (++index < runs[run].count) return true;
-    index = 0;
-    do {
-      ++run;
-    } while (run < count && runs[run].count == 0);
-    if (run < count) return true;
-    reset();
-    return false;
-  }
-};
-
 template <typename scalar_t>
 __global__ void pad_fold_kernel(PadGeometry g, const scalar_t* __restrict__ grad,
                                 scalar_t* __restrict__ grad_in, int64_t total) {
@@ -95,9 +69,7 @@ __global__ void pad_fold_kernel(PadGeometry g, const scalar_t* __restrict__ grad
     for (int d = g.ndim - 1; d >= 0; --d) {
       const int64_t j = rest % g.in_size[d];
       rest /= g.in_size[d];
-      axes[d].count =
-          pad_preimages(g.mode, j, g.in_size[d], g.before[d], g.out_size[d], axes[d].runs);
-      axes[d].reset();
+      axes[d].start(g.mode, j, g.in_size[d], g.before[d], g.out_size[d]);
       out_stride[d] = stride;
       stride *= g.out_size[d];
     }

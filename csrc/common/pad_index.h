@@ -132,6 +132,38 @@ C10_HOST_DEVICE inline int pad_preimages(IndexPadMode mode, int64_t j, int64_t n
   }
 }
 
+// Walks the preimage of input index j along one axis, position by position, in a fixed order (the
+// backward kernels' summation order, so their result is reproducible).
+struct AxisPreimage {
+  Progression runs[2];
+  int count;      // progressions in runs
+  int run;        // the current one
+  int64_t index;  // the current element of it
+
+  C10_HOST_DEVICE void start(IndexPadMode mode, int64_t j, int64_t n, int64_t before,
+                             int64_t out_len) {
+    count = pad_preimages(mode, j, n, before, out_len, runs);
+    rewind();
+  }
+  C10_HOST_DEVICE void rewind() {
+    run = 0;
+    index = 0;
+    while (runs[run].count == 0) ++run;  // position before + j itself is always in one
+  }
+  C10_HOST_DEVICE int64_t position() const { return runs[run].first + index * runs[run].step; }
+  // Moves to the next position; after the last one, rewinds and returns false.
+  C10_HOST_DEVICE bool next() {
+    if (++index < runs[run].count) return true;
+    index = 0;
+    do {
+      ++run;
+    } while (run < count && runs[run].count == 0);
+    if (run < count) return true;
+    rewind();
+    return false;
+  }
+};
+
 // Most axes an index-mode kernel walks, counted after adjacent unpadded axes are merged (as
 // TensorIterator's 25; the CUDA kernels take the geometry by value).
 constexpr int kMaxPadDims = 25;

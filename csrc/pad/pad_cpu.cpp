@@ -129,13 +129,11 @@ std::vector<PreimageTable> preimage_tables(const PadGeometry& g) {
     PreimageTable& t = tables[d];
     t.offsets.push_back(0);
     for (int64_t j = 0; j < g.in_size[d]; ++j) {
-      Progression runs[2];
-      const int count = pad_preimages(g.mode, j, g.in_size[d], g.before[d], g.out_size[d], runs);
-      for (int p = 0; p < count; ++p) {
-        for (int64_t c = 0; c < runs[p].count; ++c) {
-          t.positions.push_back(runs[p].first + c * runs[p].step);
-        }
-      }
+      AxisPreimage preimage;  // the walk the CUDA backward kernel does, so these tests cover it
+      preimage.start(g.mode, j, g.in_size[d], g.before[d], g.out_size[d]);
+      do {
+        t.positions.push_back(preimage.position());
+      } while (preimage.next());
       t.offsets.push_back(static_cast<int64_t>(t.positions.size()));
     }
   }
