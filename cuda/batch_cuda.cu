@@ -224,31 +224,70 @@ std::tuple<at::Tensor, at::Tensor> list_to_padded_cuda(at::TensorList tensor_lis
   return {padded, layout.shape_per_tensor()};
 }
 
-// Checks, per sub-tensor, what the host path checks from host copies of the index tensors; a
-// failure is a device-side assert (reported at the next synchronisation, as torch's own indexing
-// kernels do), raised before the scatter can read out of bounds.
-__global__ void check_packed_layout_kernel(DeviceLayout L, int64_t packed_rows) {
+// ---- Paths without host synchronisation (index tensors on the GPU, output sizes known) ----
+//
+// The layout is built from the index tensors on the device, and checked there: a failed check is
+// a device-side assert (reported at the next synchronisation, as torch's own indexing kernels do),
+// raised before the copy kernel, which would otherwise read out of bounds, runs.
+
+// The device layout and the tensors that back it (alive until the launches are enqueued).
+struct LayoutOnDevice {
+  at::Tensor shapes, max_sizes, offsets, first_rows, sources;
+  DeviceLayout view;
+};
+
+// shapes: (B, k) integers; max_shape: the padded dims (empty: none); first_idx: given, or (when
+// undefined) the exclusive scan of prod(shape), computed on the device.
+LayoutOnDevice layout_on_device(const at::Tensor& shapes, const std::vector<int64_t>& max_shape,
+                                bool left, const at::Tensor& first_idx, int64_t elem,
+                                at::Device device) {
+  const auto longs = at::TensorOptions().dtype(at::kLong).device(device);
+  LayoutOnDevice l;
+  l.shapes = shapes.to(longs).contiguous();
+  if (!max_shape.empty()) {
+    l.max_sizes = at::tensor(max_shape, at::kLong).pin_memory().to(device, /*non_blocking=*/true);
+  }
+  l.offsets = left && !max_shape.empty() ? (l.max_sizes.unsqueeze(0) - l.shapes).contiguous()
+                                         : at::zeros_like(l.shapes);
+  l.first_rows = first_idx.defined() ? first_idx.to(longs).contiguous()
+                                     : at::cat({at::zeros({1}, longs), l.shapes.prod(1).cumsum(0)});
+  l.view = DeviceLayout{l.shapes.size(0),
+                        l.shapes.size(1),
+                        elem,
+                        l.shapes.const_data_ptr<int64_t>(),
+                        l.offsets.const_data_ptr<int64_t>(),
+                        max_shape.empty() ? nullptr : l.max_sizes.const_data_ptr<int64_t>(),
+                        l.first_rows.const_data_ptr<int64_t>(),
+                        nullptr};
+  return l;
+}
+
+// What the host path checks from host copies of the index tensors, per sub-tensor.
+__global__ void check_layout_kernel(DeviceLayout L, int64_t total_rows) {
   const int64_t b = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
   if (b >= L.batch) return;
   int64_t rows = 1;
   for (int64_t j = 0; j < L.rank; ++j) {
     const int64_t size = L.shape_of(b)[j];
-    CUDA_KERNEL_ASSERT_MSG(
-        size >= 0 && size <= L.max_shape[j],
-        "torch_ragged.packed_to_padded: shape_per_tensor must lie in [0, max_shape]");
+    CUDA_KERNEL_ASSERT_MSG(size >= 0 && (L.max_shape == nullptr || size <= L.max_shape[j]),
+                           "torch_ragged: sub-tensor sizes must lie in [0, max_shape]");
     rows *= size;
   }
   CUDA_KERNEL_ASSERT_MSG(L.first_row[b + 1] - L.first_row[b] == rows,
-                         "torch_ragged.packed_to_padded: first_idx must step by prod(shape)");
-  CUDA_KERNEL_ASSERT_MSG(b > 0 || L.first_row[0] == 0,
-                         "torch_ragged.packed_to_padded: first_idx[0] must be 0");
-  CUDA_KERNEL_ASSERT_MSG(
-      b + 1 < L.batch || L.first_row[L.batch] == packed_rows,
-      "torch_ragged.packed_to_padded: first_idx must end at the packed row count");
+                         "torch_ragged: first_idx must step by prod(shape_per_tensor)");
+  CUDA_KERNEL_ASSERT_MSG(b > 0 || L.first_row[0] == 0, "torch_ragged: first_idx[0] must be 0");
+  CUDA_KERNEL_ASSERT_MSG(b + 1 < L.batch || L.first_row[L.batch] == total_rows,
+                         "torch_ragged: the sub-tensors' rows must add up to the packed rows");
 }
 
-// The fully given max_shape (no None / -1 entries) when the index tensors live on the GPU: then the
-// layout is built and checked on the device, with no host synchronisation.
+void check_on_device(const DeviceLayout& layout, int64_t total_rows) {
+  if (layout.batch == 0) return;
+  check_layout_kernel<<<grid_for(layout.batch), kThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
+      layout, total_rows);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+// max_shape fully given (no None / -1 entries) and index tensors on the GPU: no host reads needed.
 std::optional<std::vector<int64_t>> device_only_max_shape(const at::Tensor& shape_per_tensor,
                                                           const at::Tensor& first_idx,
                                                           at::OptionalSymIntArrayRef max_shape) {
@@ -262,6 +301,15 @@ std::optional<std::vector<int64_t>> device_only_max_shape(const at::Tensor& shap
     sizes.push_back(*size);
   }
   return sizes;
+}
+
+// num_rows given and the index tensor on the GPU: no host reads needed.
+std::optional<int64_t> device_only_num_rows(const at::Tensor& index,
+                                            const std::optional<c10::SymInt>& num_rows) {
+  if (!index.is_cuda() || !num_rows.has_value()) return std::nullopt;
+  const std::optional<int64_t> rows = num_rows->maybe_as_int();
+  if (!rows.has_value() || *rows < 0) return std::nullopt;
+  return rows;
 }
 
 at::Tensor packed_to_padded_on_device(const at::Tensor& packed_tensor,
@@ -288,38 +336,90 @@ at::Tensor packed_to_padded_on_device(const at::Tensor& packed_tensor,
   padded_sizes.push_back(elem);
   at::Tensor padded = at::empty(padded_sizes, packed.options());
   if (padded.numel() == 0) return padded;
-
-  const auto device_longs = at::TensorOptions().dtype(at::kLong).device(packed.device());
-  const at::Tensor shapes = shape_per_tensor.to(device_longs).contiguous();
-  const at::Tensor max_sizes =
-      at::tensor(max_shape, at::kLong).pin_memory().to(packed.device(), /*non_blocking=*/true);
-  const at::Tensor offsets =
-      left ? (max_sizes.unsqueeze(0) - shapes).contiguous() : at::zeros_like(shapes);
-  const at::Tensor first_rows = first_idx.to(device_longs).contiguous();
-  const at::Tensor sources = first_rows.narrow(0, 0, batch) * (elem * packed.element_size()) +
-                             reinterpret_cast<int64_t>(packed.const_data_ptr());
-  const DeviceLayout d{batch,
-                       rank,
-                       elem,
-                       shapes.const_data_ptr<int64_t>(),
-                       offsets.const_data_ptr<int64_t>(),
-                       max_sizes.const_data_ptr<int64_t>(),
-                       first_rows.const_data_ptr<int64_t>(),
-                       sources.const_data_ptr<int64_t>()};
-  const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
-  check_packed_layout_kernel<<<grid_for(batch), kThreads, 0, stream>>>(d, packed.size(0));
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  LayoutOnDevice l =
+      layout_on_device(shape_per_tensor, max_shape, left, first_idx, elem, packed.device());
+  l.sources = l.first_rows.narrow(0, 0, batch) * (elem * packed.element_size()) +
+              reinterpret_cast<int64_t>(packed.const_data_ptr());
+  l.view.sources = l.sources.const_data_ptr<int64_t>();
+  check_on_device(l.view, packed.size(0));
   const int64_t padded_line = line_elems(max_shape.data(), rank, elem);
   const int64_t lines_per_item = padded_lines_per_item(max_shape.data(), rank);
   const std::vector<char> pad = padding_bytes(padding_value, padded.scalar_type());
   with_element_type(op, padded.element_size(), [&](auto element) {
     using Element = decltype(element);
-    scatter_to_padded_kernel<Element><<<grid_for(padded.numel()), kThreads, 0, stream>>>(
-        d, static_cast<Element*>(padded.mutable_data_ptr()), element_from_bytes<Element>(pad),
-        padded.numel(), padded_line, lines_per_item);
+    scatter_to_padded_kernel<Element>
+        <<<grid_for(padded.numel()), kThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
+            l.view, static_cast<Element*>(padded.mutable_data_ptr()),
+            element_from_bytes<Element>(pad), padded.numel(), padded_line, lines_per_item);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   });
   return padded;
+}
+
+at::Tensor padded_to_packed_on_device(const at::Tensor& padded_tensor,
+                                      const at::Tensor& shape_per_tensor, bool left,
+                                      int64_t num_rows) {
+  constexpr std::string_view op = "padded_to_packed";
+  check_index_tensor(op, "shape_per_tensor", shape_per_tensor, 2);
+  const int64_t batch = shape_per_tensor.size(0), rank = shape_per_tensor.size(1);
+  TORCH_CHECK_VALUE(padded_tensor.dim() == rank + 2 && padded_tensor.size(0) == batch,
+                    "torch_ragged.padded_to_packed: padded_tensor must have shape (", batch,
+                    ", M_1..M_", rank, ", C), got ", padded_tensor.sizes());
+  const c10::cuda::CUDAGuard guard(padded_tensor.device());
+  const at::Tensor padded = padded_tensor.contiguous();
+  const int64_t elem = padded.size(-1);
+  at::Tensor packed = at::empty({num_rows, elem}, padded.options());
+  const std::vector<int64_t> max_shape(padded.sizes().begin() + 1, padded.sizes().end() - 1);
+  const LayoutOnDevice l =
+      layout_on_device(shape_per_tensor, max_shape, left, at::Tensor(), elem, padded.device());
+  check_on_device(l.view, num_rows);
+  if (packed.numel() == 0) return packed;
+  const int64_t padded_line = line_elems(max_shape.data(), rank, elem);
+  const int64_t item_elems = padded_lines_per_item(max_shape.data(), rank) * padded_line;
+  with_element_type(op, packed.element_size(), [&](auto element) {
+    using Element = decltype(element);
+    gather_to_packed_kernel<Element>
+        <<<grid_for(packed.numel()), kThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
+            l.view, static_cast<Element*>(packed.mutable_data_ptr()),
+            static_cast<const Element*>(padded.const_data_ptr()), packed.numel(), padded_line,
+            item_elems);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  });
+  return packed;
+}
+
+// Launches tile_kernel: row r of the output is values[b] for the segment b holding r.
+void launch_tile(const at::Tensor& src, at::Tensor& out, const int64_t* first_rows, int64_t batch,
+                 int64_t num_rows) {
+  const int64_t total = out.numel();
+  if (total == 0) return;
+  with_element_type("tile_to_packed", src.element_size(), [&](auto element) {
+    using Element = decltype(element);
+    tile_kernel<Element><<<grid_for(total), kThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
+        first_rows, batch, static_cast<const Element*>(src.const_data_ptr()),
+        static_cast<Element*>(out.mutable_data_ptr()), total, total / num_rows);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  });
+}
+
+at::Tensor tile_to_packed_on_device(const at::Tensor& values, const at::Tensor& numel_per_tensor,
+                                    int64_t num_rows) {
+  check_index_tensor("tile_to_packed", "numel_per_tensor", numel_per_tensor, 1);
+  const int64_t batch = numel_per_tensor.size(0);
+  TORCH_CHECK_VALUE(values.dim() >= 1 && values.size(0) == batch, "torch_ragged.tile_to_packed: ",
+                    "values must have numel_per_tensor.size(0) = ", batch,
+                    " entries in dim 0, got shape ", values.sizes());
+  const c10::cuda::CUDAGuard guard(values.device());
+  std::vector<int64_t> out_sizes{num_rows};
+  out_sizes.insert(out_sizes.end(), values.sizes().begin() + 1, values.sizes().end());
+  if (values.dim() == 1) out_sizes.push_back(1);  // Kaolin: (B,) -> (sum, 1)
+  const at::Tensor src = values.contiguous();
+  at::Tensor out = at::empty(out_sizes, src.options());
+  const LayoutOnDevice l =
+      layout_on_device(numel_per_tensor.unsqueeze(1), {}, false, at::Tensor(), 1, values.device());
+  check_on_device(l.view, num_rows);
+  launch_tile(src, out, l.first_rows.const_data_ptr<int64_t>(), batch, num_rows);
+  return out;
 }
 
 at::Tensor packed_to_padded_cuda(const at::Tensor& packed_tensor,
@@ -344,6 +444,10 @@ at::Tensor packed_to_padded_cuda(const at::Tensor& packed_tensor,
 at::Tensor padded_to_packed_cuda(const at::Tensor& padded_tensor,
                                  const at::Tensor& shape_per_tensor, c10::string_view padding_side,
                                  std::optional<c10::SymInt> num_rows) {
+  if (const auto rows = device_only_num_rows(shape_per_tensor, num_rows)) {
+    return padded_to_packed_on_device(padded_tensor, shape_per_tensor,
+                                      is_left_padding("padded_to_packed", padding_side), *rows);
+  }
   const RaggedLayout layout =
       padded_to_packed_layout(padded_tensor, shape_per_tensor, padding_side, num_rows);
   const c10::cuda::CUDAGuard guard(padded_tensor.device());
@@ -355,24 +459,18 @@ at::Tensor padded_to_packed_cuda(const at::Tensor& padded_tensor,
 
 at::Tensor tile_to_packed_cuda(const at::Tensor& values, const at::Tensor& numel_per_tensor,
                                std::optional<c10::SymInt> num_rows) {
+  if (const auto rows = device_only_num_rows(numel_per_tensor, num_rows)) {
+    return tile_to_packed_on_device(values, numel_per_tensor, *rows);
+  }
   const TileLayout tile = tile_to_packed_layout(values, numel_per_tensor, num_rows);
   const int64_t batch = static_cast<int64_t>(tile.first_row.size()) - 1;
   const c10::cuda::CUDAGuard guard(values.device());
   const at::Tensor src = values.contiguous();
   at::Tensor out = at::empty(tile.out_sizes, src.options());
-  const int64_t total = out.numel();
-  if (total == 0) return out;
-  const int64_t row_elems = total / tile.first_row.back();
-  const at::Tensor device_rows =
+  if (out.numel() == 0) return out;
+  const at::Tensor first_rows =
       at::tensor(tile.first_row, at::kLong).pin_memory().to(values.device(), /*non_blocking=*/true);
-  with_element_type("tile_to_packed", src.element_size(), [&](auto element) {
-    using Element = decltype(element);
-    tile_kernel<Element><<<grid_for(total), kThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
-        device_rows.const_data_ptr<int64_t>(), batch,
-        static_cast<const Element*>(src.const_data_ptr()),
-        static_cast<Element*>(out.mutable_data_ptr()), total, row_elems);
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
-  });
+  launch_tile(src, out, first_rows.const_data_ptr<int64_t>(), batch, tile.first_row.back());
   return out;
 }
 

@@ -121,16 +121,30 @@ def test_opcheck_on_cuda():
 
 
 @pytest.mark.parametrize("side", ["right", "left"])
-def test_packed_to_padded_with_max_shape_and_device_index_tensors_does_not_synchronise(side):
-    tensors = random_members(50, 6, 4, seed=3)
+@pytest.mark.parametrize("rank", [0, 1, 2])
+def test_sizes_given_and_device_index_tensors_do_not_synchronise(side, rank):
+    """packed_to_padded with max_shape, padded_to_packed / tile_to_packed with num_rows: no host sync."""
+    generator = torch.Generator().manual_seed(rank)
+    import reference as ref
+
+    tensors = ref.random_batch(generator, 40, rank, 3, torch.float32)
     packed, spt = torch_ragged.list_to_packed(tensors)
     first_idx = torch_ragged.get_first_idx(spt.prod(1))
-    expected = torch_ragged.packed_to_padded(packed, spt, first_idx, -1.0, [8], side)
-    packed, spt, first_idx = packed.cuda(), spt.cuda(), first_idx.cuda()
+    max_shape = [int(m) + 1 for m in spt.max(0).values] if rank else []
+    padded_cpu = torch_ragged.packed_to_padded(packed, spt, first_idx, -1.0, max_shape, side)
+    values = torch.randn(spt.shape[0], 2)
+    tiled_cpu = torch_ragged.tile_to_packed(values, spt.prod(1), packed.shape[0])
+    packed_d, spt_d, first_idx_d, values_d, numel_d = (t.cuda() for t in (packed, spt, first_idx, values,
+                                                                           spt.prod(1)))
+    padded_d = padded_cpu.cuda()
     torch.cuda.synchronize()
     torch.cuda.set_sync_debug_mode("error")  # any host synchronisation now raises
     try:
-        padded = torch_ragged.packed_to_padded(packed, spt, first_idx, -1.0, [8], side)
+        padded = torch_ragged.packed_to_padded(packed_d, spt_d, first_idx_d, -1.0, max_shape, side)
+        repacked = torch_ragged.padded_to_packed(padded_d, spt_d, side, packed.shape[0])
+        tiled = torch_ragged.tile_to_packed(values_d, numel_d, packed.shape[0])
     finally:
         torch.cuda.set_sync_debug_mode("default")
-    assert_same(padded, expected)
+    assert_same(padded, padded_cpu)
+    assert_same(repacked, packed)
+    assert_same(tiled, tiled_cpu)
