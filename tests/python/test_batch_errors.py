@@ -119,7 +119,8 @@ def test_padding_value_that_does_not_fit_the_dtype():
         torch_ragged.list_to_padded([torch.zeros(1, 1, dtype=torch.uint8), torch.zeros(2, 1, dtype=torch.uint8)], 300)
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (none on this machine)")
-def test_cuda_tensors_without_a_cuda_kernel_raise_clearly():
+@pytest.mark.skipif(not torch.cuda.is_available() or torch_ragged.cuda_version() != -1,
+                    reason="needs a CUDA device and a CPU-only build of torch_ragged")
+def test_cuda_tensors_in_a_cpu_only_build_raise_clearly():
     with pytest.raises(NotImplementedError, match="torch_ragged.packed_to_padded: got CUDA tensors"):
         torch_ragged.packed_to_padded(PACKED.cuda(), SPT, FIRST_IDX, 0)
