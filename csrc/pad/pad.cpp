@@ -212,22 +212,12 @@ at::Tensor linear_ramp(const at::Tensor& end, const at::Tensor& edge, int64_t wi
   return ramp.to(dtype);
 }
 
-// constant_values / end_values as an (ndim, 2) table, still differentiable.
-at::Tensor value_table(const char* arg, const std::optional<at::Tensor>& values, int64_t ndim) {
-  if (!values.has_value()) return at::zeros({ndim, 2}, at::kDouble);
-  const at::Tensor& v = *values;
-  const bool broadcastable = v.dim() <= 2 && (v.dim() < 1 || v.size(-1) == 1 || v.size(-1) == 2) &&
-                             (v.dim() < 2 || v.size(0) == 1 || v.size(0) == ndim);
-  TORCH_CHECK_VALUE(broadcastable, "torch_ragged.pad: ", arg,
-                    " must broadcast to one (before, after) pair per axis, shape (", ndim,
-                    ", 2), got shape ", v.sizes());
-  return v.broadcast_to({ndim, 2});
-}
-
 at::Tensor pad_linear_ramp(const at::Tensor& self, const std::vector<int64_t>& pad_width,
                            const std::optional<at::Tensor>& end_values) {
   const std::vector<int64_t> sizes = guarded_sizes(self);
-  const at::Tensor ends = value_table("end_values", end_values, self.dim());
+  const at::Tensor ends = end_values.has_value()
+                              ? value_pairs("pad", "end_values", *end_values, self.dim())
+                              : at::zeros({self.dim(), 2}, at::kDouble);
   at::Tensor out = ops::pad_index(self, as_sym(pad_width), "empty", std::nullopt);
   for (int64_t k = 0; k < self.dim(); ++k) {
     const int64_t before = pad_width[2 * k], after = pad_width[2 * k + 1], n = sizes[k];

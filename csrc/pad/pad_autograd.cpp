@@ -20,7 +20,6 @@ using torch::autograd::variable_list;
 // later axes overwrite it), which is exactly where that value lands.
 at::Tensor constant_values_grad(const at::Tensor& grad, const std::vector<c10::SymInt>& pad_width) {
   const int64_t ndim = grad.dim();
-  std::vector<at::Tensor> entries;
   at::Tensor region = grad;  // axes after k narrowed to the input, built from the last axis down
   std::vector<at::Tensor> rows(ndim);
   for (int64_t k = ndim - 1; k >= 0; --k) {

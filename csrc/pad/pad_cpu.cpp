@@ -118,14 +118,15 @@ void gather_rows(const PadGeometry& g, const Element* in, Element* out, const El
                    });
 }
 
-// Per merged axis, the preimage of every input index as a flat list (CSR: offsets, positions).
+// The preimage of every input index along an axis, as a flat list (CSR: offsets, positions).
 struct PreimageTable {
   std::vector<int64_t> offsets, positions;
 };
 
-std::vector<PreimageTable> preimage_tables(const PadGeometry& g) {
-  std::vector<PreimageTable> tables(g.ndim);
-  for (int d = 0; d < g.ndim; ++d) {
+// Only the outer axes: the last axis is folded by scattering each row's padding into its interior.
+std::vector<PreimageTable> outer_preimage_tables(const PadGeometry& g) {
+  std::vector<PreimageTable> tables(g.ndim - 1);
+  for (int d = 0; d + 1 < g.ndim; ++d) {
     PreimageTable& t = tables[d];
     t.offsets.push_back(0);
     for (int64_t j = 0; j < g.in_size[d]; ++j) {
@@ -144,7 +145,7 @@ template <typename scalar_t>
 void fold_rows(const PadGeometry& g, const scalar_t* grad, scalar_t* grad_in) {
   using acc_t = at::opmath_type<scalar_t>;
   const int last = g.ndim - 1;
-  const auto preimages = preimage_tables(g);
+  const auto preimages = outer_preimage_tables(g);
   const auto sources = source_tables(g);
   const std::vector<int64_t> out_strides = strides_of(g.out_size, g.ndim);
   const int64_t row_len = g.out_size[last], n = g.in_size[last], before = g.before[last];

@@ -181,18 +181,22 @@ PadGeometry pad_geometry(std::string_view op, at::IntArrayRef in_sizes,
   return g;
 }
 
+at::Tensor value_pairs(std::string_view op, std::string_view arg, const at::Tensor& values,
+                       int64_t ndim) {
+  const bool broadcastable = values.dim() <= 2 &&
+                             (values.dim() < 1 || values.size(-1) == 1 || values.size(-1) == 2) &&
+                             (values.dim() < 2 || values.size(0) == 1 || values.size(0) == ndim);
+  TORCH_CHECK_VALUE(broadcastable, "torch_ragged.", op, ": ", arg,
+                    " must broadcast to one (before, after) pair per axis, shape (", ndim,
+                    ", 2), got shape ", values.sizes());
+  return values.broadcast_to({ndim, 2});
+}
+
 at::Tensor constant_value_table(std::string_view op, const at::Tensor& values, int64_t ndim,
                                 at::ScalarType dtype, at::Device device) {
   const auto options = at::TensorOptions().dtype(dtype).device(device);
   if (!values.defined()) return at::zeros({ndim, 2}, options);
-  const bool broadcastable = values.dim() <= 2 &&
-                             (values.dim() < 1 || values.size(-1) == 1 || values.size(-1) == 2) &&
-                             (values.dim() < 2 || values.size(0) == 1 || values.size(0) == ndim);
-  TORCH_CHECK_VALUE(
-      broadcastable, "torch_ragged.", op,
-      ": constant_values must broadcast to one (before, after) pair per axis, shape (", ndim,
-      ", 2), got shape ", values.sizes());
-  return values.detach().broadcast_to({ndim, 2}).to(options).contiguous();
+  return value_pairs(op, "constant_values", values.detach(), ndim).to(options).contiguous();
 }
 
 at::Tensor run_pad_index(const at::Tensor& self, c10::SymIntArrayRef pad_width,

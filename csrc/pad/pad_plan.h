@@ -62,6 +62,11 @@ IndexPadArgs index_pad_backward_args(std::string_view op, at::IntArrayRef out_si
 PadGeometry pad_geometry(std::string_view op, at::IntArrayRef in_sizes,
                          const std::vector<int64_t>& pad_width, IndexPadMode mode);
 
+// values (constant_values / end_values) broadcast to (ndim, 2) as numpy broadcasts them; ValueError
+// naming `arg` otherwise. Keeps autograd.
+at::Tensor value_pairs(std::string_view op, std::string_view arg, const at::Tensor& values,
+                       int64_t ndim);
+
 // constant_values broadcast to (ndim, 2), cast to dtype, contiguous on `device` (zeros when
 // undefined). Row k holds the (before, after) values of axis k.
 at::Tensor constant_value_table(std::string_view op, const at::Tensor& values, int64_t ndim,
