@@ -1,7 +1,7 @@
 // CUDA kernels of the batch family. The host half is shared with the CPU kernels: batch/layout.cpp
 // validates the index tensors (reading them on the host: one device-to-host copy when they live on
 // the GPU, see docs/batch.md "CUDA and synchronisation") and builds the RaggedLayout; the index
-// arithmetic is common/ragged_index.h, which the CPU tests exercise.
+// arithmetic is batch/batch_index.h, which the CPU tests exercise.
 //
 // Every kernel is a byte mover instantiated per element size, one thread per *output* element
 // (grid-stride, 64-bit indices): consecutive threads write consecutive elements of a line, so
@@ -17,20 +17,16 @@
 
 #include <cstring>
 
+#include "batch/batch_index.h"
 #include "batch/layout.h"
 #include "common/checks.h"
 #include "common/element_type.h"
-#include "common/ragged_index.h"
-#include "segment/segment_cpu.h"
+#include "common/parallel.h"
+#include "segment/offsets.h"
+#include "segment/segment_index.h"
 
 namespace torch_ragged {
 namespace {
-
-constexpr int kThreads = 256;
-
-int64_t grid_for(int64_t total) {
-  return std::max<int64_t>(1, std::min<int64_t>((total + kThreads - 1) / kThreads, 1 << 20));
-}
 
 // The layout's tables on the device (pointers into one int64 buffer that must outlive the launch).
 struct DeviceLayout {
@@ -120,17 +116,6 @@ __global__ void gather_to_packed_kernel(DeviceLayout L, Element* __restrict__ ou
 }
 
 template <typename Element>
-__global__ void tile_kernel(const int64_t* __restrict__ first_row, int64_t batch,
-                            const Element* __restrict__ in, Element* __restrict__ out,
-                            int64_t total, int64_t row_elems) {
-  for (int64_t e = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; e < total;
-       e += int64_t{gridDim.x} * blockDim.x) {
-    const int64_t b = segment_of_row(first_row, batch, e / row_elems);
-    out[e] = in[b * row_elems + e % row_elems];
-  }
-}
-
-template <typename Element>
 Element element_from_bytes(const std::vector<char>& bytes) {
   Element value;
   std::memcpy(&value, bytes.data(), sizeof(Element));
@@ -149,7 +134,7 @@ void scatter_to_padded(at::Tensor& padded, const RaggedLayout& layout,
   with_element_type("list_to_padded", padded.element_size(), [&](auto element) {
     using Element = decltype(element);
     scatter_to_padded_kernel<Element>
-        <<<grid_for(total), kThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
+        <<<cuda_grid_for(total), kCudaThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
             d, static_cast<Element*>(padded.mutable_data_ptr()), element_from_bytes<Element>(pad),
             total, padded_line, lines_per_item);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
@@ -170,7 +155,7 @@ void gather_to_packed(at::Tensor& packed, const RaggedLayout& layout,
   with_element_type("padded_to_packed", packed.element_size(), [&](auto element) {
     using Element = decltype(element);
     gather_to_packed_kernel<Element>
-        <<<grid_for(total), kThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
+        <<<cuda_grid_for(total), kCudaThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
             d, static_cast<Element*>(packed.mutable_data_ptr()),
             padded.defined() ? static_cast<const Element*>(padded.const_data_ptr()) : nullptr,
             total, padded_line, item_elems);
@@ -250,7 +235,7 @@ LayoutOnDevice layout_on_device(const at::Tensor& shapes, const std::vector<int6
   l.offsets = left && !max_shape.empty() ? (l.max_sizes.unsqueeze(0) - l.shapes).contiguous()
                                          : at::zeros_like(l.shapes);
   l.first_rows = first_idx.defined() ? first_idx.to(longs).contiguous()
-                                     : at::cat({at::zeros({1}, longs), l.shapes.prod(1).cumsum(0)});
+                                     : cuda::offsets_from_counts(l.shapes.prod(1));
   l.view = DeviceLayout{l.shapes.size(0),
                         l.shapes.size(1),
                         elem,
@@ -282,8 +267,8 @@ __global__ void check_layout_kernel(DeviceLayout L, int64_t total_rows) {
 
 void check_on_device(const DeviceLayout& layout, int64_t total_rows) {
   if (layout.batch == 0) return;
-  check_layout_kernel<<<grid_for(layout.batch), kThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
-      layout, total_rows);
+  check_layout_kernel<<<cuda_grid_for(layout.batch), kCudaThreads, 0,
+                        at::cuda::getCurrentCUDAStream()>>>(layout, total_rows);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
@@ -303,7 +288,7 @@ std::optional<std::vector<int64_t>> device_only_max_shape(const at::Tensor& shap
   return sizes;
 }
 
-// num_rows given and the index tensor on the GPU: no host reads needed.
+// num_rows given and the index tensor on the GPU: no host reads needed (padded_to_packed).
 std::optional<int64_t> device_only_num_rows(const at::Tensor& index,
                                             const std::optional<c10::SymInt>& num_rows) {
   if (!index.is_cuda() || !num_rows.has_value()) return std::nullopt;
@@ -348,7 +333,7 @@ at::Tensor packed_to_padded_on_device(const at::Tensor& packed_tensor,
   with_element_type(op, padded.element_size(), [&](auto element) {
     using Element = decltype(element);
     scatter_to_padded_kernel<Element>
-        <<<grid_for(padded.numel()), kThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
+        <<<cuda_grid_for(padded.numel()), kCudaThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
             l.view, static_cast<Element*>(padded.mutable_data_ptr()),
             element_from_bytes<Element>(pad), padded.numel(), padded_line, lines_per_item);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
@@ -379,47 +364,13 @@ at::Tensor padded_to_packed_on_device(const at::Tensor& padded_tensor,
   with_element_type(op, packed.element_size(), [&](auto element) {
     using Element = decltype(element);
     gather_to_packed_kernel<Element>
-        <<<grid_for(packed.numel()), kThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
+        <<<cuda_grid_for(packed.numel()), kCudaThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
             l.view, static_cast<Element*>(packed.mutable_data_ptr()),
             static_cast<const Element*>(padded.const_data_ptr()), packed.numel(), padded_line,
             item_elems);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   });
   return packed;
-}
-
-// Launches tile_kernel: row r of the output is values[b] for the segment b holding r.
-void launch_tile(const at::Tensor& src, at::Tensor& out, const int64_t* first_rows, int64_t batch,
-                 int64_t num_rows) {
-  const int64_t total = out.numel();
-  if (total == 0) return;
-  with_element_type("tile_to_packed", src.element_size(), [&](auto element) {
-    using Element = decltype(element);
-    tile_kernel<Element><<<grid_for(total), kThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
-        first_rows, batch, static_cast<const Element*>(src.const_data_ptr()),
-        static_cast<Element*>(out.mutable_data_ptr()), total, total / num_rows);
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
-  });
-}
-
-at::Tensor tile_to_packed_on_device(const at::Tensor& values, const at::Tensor& numel_per_tensor,
-                                    int64_t num_rows) {
-  check_index_tensor("tile_to_packed", "numel_per_tensor", numel_per_tensor, 1);
-  const int64_t batch = numel_per_tensor.size(0);
-  TORCH_CHECK_VALUE(values.dim() >= 1 && values.size(0) == batch, "torch_ragged.tile_to_packed: ",
-                    "values must have numel_per_tensor.size(0) = ", batch,
-                    " entries in dim 0, got shape ", values.sizes());
-  const c10::cuda::CUDAGuard guard(values.device());
-  std::vector<int64_t> out_sizes{num_rows};
-  out_sizes.insert(out_sizes.end(), values.sizes().begin() + 1, values.sizes().end());
-  if (values.dim() == 1) out_sizes.push_back(1);  // Kaolin: (B,) -> (sum, 1)
-  const at::Tensor src = values.contiguous();
-  at::Tensor out = at::empty(out_sizes, src.options());
-  const LayoutOnDevice l =
-      layout_on_device(numel_per_tensor.unsqueeze(1), {}, false, at::Tensor(), 1, values.device());
-  check_on_device(l.view, num_rows);
-  launch_tile(src, out, l.first_rows.const_data_ptr<int64_t>(), batch, num_rows);
-  return out;
 }
 
 at::Tensor packed_to_padded_cuda(const at::Tensor& packed_tensor,
@@ -457,23 +408,6 @@ at::Tensor padded_to_packed_cuda(const at::Tensor& padded_tensor,
   return packed;
 }
 
-at::Tensor tile_to_packed_cuda(const at::Tensor& values, const at::Tensor& numel_per_tensor,
-                               std::optional<c10::SymInt> num_rows) {
-  if (const auto rows = device_only_num_rows(numel_per_tensor, num_rows)) {
-    return tile_to_packed_on_device(values, numel_per_tensor, *rows);
-  }
-  const TileLayout tile = tile_to_packed_layout(values, numel_per_tensor, num_rows);
-  const int64_t batch = static_cast<int64_t>(tile.first_row.size()) - 1;
-  const c10::cuda::CUDAGuard guard(values.device());
-  const at::Tensor src = values.contiguous();
-  at::Tensor out = at::empty(tile.out_sizes, src.options());
-  if (out.numel() == 0) return out;
-  const at::Tensor first_rows =
-      at::tensor(tile.first_row, at::kLong).pin_memory().to(values.device(), /*non_blocking=*/true);
-  launch_tile(src, out, first_rows.const_data_ptr<int64_t>(), batch, tile.first_row.back());
-  return out;
-}
-
 }  // namespace
 
 TORCH_LIBRARY_IMPL(torch_ragged, CUDA, m) {
@@ -481,7 +415,6 @@ TORCH_LIBRARY_IMPL(torch_ragged, CUDA, m) {
   m.impl("list_to_padded", &list_to_padded_cuda);
   m.impl("packed_to_padded", &packed_to_padded_cuda);
   m.impl("padded_to_packed", &padded_to_packed_cuda);
-  m.impl("tile_to_packed", &tile_to_packed_cuda);
 }
 
 }  // namespace torch_ragged

@@ -1,5 +1,5 @@
 // CUDA kernels of the index modes of pad; the host half (checks, geometry) is pad/pad_plan.cpp and
-// the index arithmetic common/pad_index.h, shared with the CPU kernels.
+// the index arithmetic pad/pad_index.h, shared with the CPU kernels.
 //
 // pad_index: one thread per output element (grid-stride) computes its source element axis by axis
 // from the last axis (so the first constant axis met is numpy's winning, last padded one) and
@@ -14,18 +14,12 @@
 #include <torch/library.h>
 
 #include "common/element_type.h"
-#include "common/pad_index.h"
+#include "common/parallel.h"
+#include "pad/pad_index.h"
 #include "pad/pad_plan.h"
 
 namespace torch_ragged {
 namespace {
-
-constexpr int kThreads = 256;
-
-int64_t grid_for(int64_t total) {
-  return std::max<int64_t>(1,
-                           std::min<int64_t>((total + kThreads - 1) / kThreads, int64_t{1} << 20));
-}
 
 // index_t: uint32_t when every index fits (the common case: 32-bit division is several times
 // cheaper than 64-bit, and this kernel does one per axis per element), else int64_t.
@@ -91,7 +85,7 @@ void launch_gather_as(const PadGeometry& g, const at::Tensor& in, at::Tensor& ou
                       const at::Tensor& values) {
   const int64_t total = out.numel();
   pad_gather_kernel<Element, index_t>
-      <<<grid_for(total), kThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
+      <<<cuda_grid_for(total), kCudaThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
           g, static_cast<const Element*>(in.const_data_ptr()),
           static_cast<Element*>(out.mutable_data_ptr()),
           values.defined() ? static_cast<const Element*>(values.const_data_ptr()) : nullptr,
@@ -103,7 +97,7 @@ void launch_gather(const PadGeometry& g, const at::Tensor& in, at::Tensor& out,
                    const at::Tensor& values) {
   const c10::cuda::CUDAGuard guard(in.device());
   // The grid-stride loop reaches total + gridDim * blockDim, which must not wrap either.
-  const int64_t headroom = int64_t{kThreads} << 20;
+  const int64_t headroom = int64_t{kCudaThreads} << 20;
   const bool narrow_index =
       out.numel() + headroom < (int64_t{1} << 32) && in.numel() < (int64_t{1} << 32);
   with_element_type("pad", in.element_size(), [&](auto element) {
@@ -122,7 +116,7 @@ void launch_fold(const PadGeometry& g, const at::Tensor& grad, at::Tensor& grad_
   AT_DISPATCH_FLOATING_AND_COMPLEX_TYPES_AND2(
       at::kHalf, at::kBFloat16, grad.scalar_type(), "pad_index_backward", [&] {
         pad_fold_kernel<scalar_t>
-            <<<grid_for(total), kThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
+            <<<cuda_grid_for(total), kCudaThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
                 g, grad.const_data_ptr<scalar_t>(), grad_in.mutable_data_ptr<scalar_t>(), total);
         C10_CUDA_KERNEL_LAUNCH_CHECK();
       });

@@ -1,73 +1,431 @@
-// CUDA kernels of the segment core.
+// CUDA kernels of the segment core. The decomposition into row blocks and the reduction rules are
+// segment/segment_index.h, shared with (and tested through) the CPU kernels; here one thread takes
+// one (row block, column): consecutive threads read consecutive columns of a row (coalesced when
+// the width is large), no atomics, deterministic.
+//
+// first_idx on the CPU is checked there and uploaded asynchronously (pinned); first_idx on the GPU
+// is checked by a device-side assert kernel (as torch's indexing kernels do), so reductions never
+// synchronise with the host. segment_expand / segment_ids read first_idx[-1] on the host unless
+// num_rows is given.
 
 #include <ATen/ATen.h>
-#include <ATen/Dispatch.h>
-#include <ATen/OpMathType.h>
+#include <ATen/Dispatch_v2.h>
+#include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <torch/library.h>
 
 #include "common/checks.h"
+#include "common/element_type.h"
+#include "common/parallel.h"
 #include "cub.cuh"
-#include "segment/segment_cpu.h"
+#include "segment/offsets.h"
+#include "segment/segment_args.h"
+#include "segment/segment_index.h"
 
 namespace torch_ragged {
-namespace {
 
-// first_idx = [0, cumsum(numel_per_tensor)...] as int64 on the input's device. Validating that no
-// count is negative needs one device-to-host read (documented in docs/batch.md).
-at::Tensor get_first_idx_cuda(const at::Tensor& numel_per_tensor) {
-  check_index_tensor("get_first_idx", "numel_per_tensor", numel_per_tensor, 1);
-  const c10::cuda::CUDAGuard guard(numel_per_tensor.device());
-  const at::Tensor counts = numel_per_tensor.to(at::kLong).contiguous();
-  TORCH_CHECK_VALUE(!counts.lt(0).any().item<bool>(),
-                    "torch_ragged.get_first_idx: numel_per_tensor must be non-negative");
-  at::Tensor first_idx = at::zeros({counts.numel() + 1}, counts.options());
-  cuda::inclusive_sum(counts.const_data_ptr<int64_t>(), first_idx.mutable_data_ptr<int64_t>() + 1,
-                      counts.numel());
+namespace cuda {
+
+at::Tensor offsets_from_counts(const at::Tensor& counts) {
+  const at::Tensor longs = counts.to(at::kLong).contiguous();
+  at::Tensor first_idx = at::zeros({longs.numel() + 1}, longs.options());
+  inclusive_sum(longs.const_data_ptr<int64_t>(), first_idx.mutable_data_ptr<int64_t>() + 1,
+                longs.numel());
   return first_idx;
 }
 
-constexpr int kThreads = 256;
+}  // namespace cuda
 
-// One thread per (segment, column) sums the segment's rows in order, in the op-math type: no
-// atomics, deterministic; consecutive threads read consecutive columns (coalesced).
-template <typename scalar_t>
-__global__ void segment_sum_kernel(const scalar_t* __restrict__ data,
-                                   const int64_t* __restrict__ first_idx,
-                                   scalar_t* __restrict__ out, int64_t total, int64_t width) {
-  using acc_t = at::opmath_type<scalar_t>;
-  for (int64_t e = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; e < total;
-       e += int64_t{gridDim.x} * blockDim.x) {
-    const int64_t segment = e / width, column = e % width;
-    acc_t sum = 0;
-    for (int64_t row = first_idx[segment]; row < first_idx[segment + 1]; ++row) {
-      sum += static_cast<acc_t>(data[row * width + column]);
-    }
-    out[e] = static_cast<scalar_t>(sum);
+namespace {
+
+cudaStream_t stream() { return at::cuda::getCurrentCUDAStream(); }
+
+// first_idx = [0, cumsum(numel_per_tensor)...] as int64 on the input's device. Validation (no
+// negative count, no overflow: either shows as a decrease) reads one flag on the host.
+at::Tensor get_first_idx_cuda(const at::Tensor& numel_per_tensor, bool validate) {
+  check_index_tensor("get_first_idx", "numel_per_tensor", numel_per_tensor, 1);
+  const c10::cuda::CUDAGuard guard(numel_per_tensor.device());
+  at::Tensor first_idx = cuda::offsets_from_counts(numel_per_tensor);
+  if (validate && numel_per_tensor.numel() > 0) {
+    TORCH_CHECK_VALUE(
+        !first_idx.diff().lt(0).any().item<bool>(),
+        "torch_ragged.get_first_idx: numel_per_tensor must be non-negative and add up "
+        "to at most 2^63 - 1");
+  }
+  return first_idx;
+}
+
+// What checked_first_idx checks on the host, as device-side asserts.
+__global__ void check_first_idx_kernel(const int64_t* first_idx, int64_t num_segments,
+                                       int64_t num_rows) {
+  const int64_t b = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
+  if (b == 0) {
+    CUDA_KERNEL_ASSERT_MSG(first_idx[0] == 0, "torch_ragged: first_idx[0] must be 0");
+    CUDA_KERNEL_ASSERT_MSG(first_idx[num_segments] == num_rows,
+                           "torch_ragged: first_idx[-1] must equal the row count");
+  }
+  if (b < num_segments) {
+    CUDA_KERNEL_ASSERT_MSG(first_idx[b] <= first_idx[b + 1],
+                           "torch_ragged: first_idx must be non-decreasing");
   }
 }
 
-// Validating first_idx reads it on the host (one device-to-host copy, as on the CPU path).
-at::Tensor segment_sum_cuda(const at::Tensor& data, const at::Tensor& first_idx) {
-  const std::vector<int64_t> bounds = cpu::checked_segment_bounds("segment_sum", data, first_idx);
+// first_idx as int64 on `device`, checked: on the host when it lives there (then uploaded without
+// blocking), else on the device. num_rows: the row count first_idx must end at.
+at::Tensor checked_first_idx_on_device(std::string_view op, const at::Tensor& first_idx,
+                                       int64_t num_rows, at::Device device, bool rows_from_data) {
+  if (first_idx.is_cpu()) {
+    const std::vector<int64_t> offsets = checked_first_idx(
+        op, first_idx, rows_from_data ? std::nullopt : std::optional<int64_t>(num_rows));
+    if (rows_from_data) {
+      TORCH_CHECK_VALUE(offsets.back() == num_rows, "torch_ragged.", op,
+                        ": first_idx must run from 0 to data.size(0) = ", num_rows,
+                        ", got first_idx[-1] = ", offsets.back());
+    }
+    return at::tensor(offsets, at::kLong).pin_memory().to(device, /*non_blocking=*/true);
+  }
+  at::Tensor offsets = first_idx.to(at::kLong).contiguous();
+  const int64_t segments = offsets.numel() - 1;
+  check_first_idx_kernel<<<cuda_grid_for(segments + 1), kCudaThreads, 0, stream()>>>(
+      offsets.const_data_ptr<int64_t>(), segments, num_rows);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  return offsets;
+}
+
+// A fixed function of the width: the summation order does not depend on the device's size.
+int64_t cuda_rows_per_block(int64_t width) {
+  return std::max<int64_t>(1, 16384 / std::max<int64_t>(1, width));
+}
+
+// The checked segments of `data` on its device.
+struct CudaSegments {
+  at::Tensor first_idx;  // int64 on the device
+  at::Tensor data;       // contiguous
+  int64_t num_segments, width;
+
+  RowBlocks blocks() const {
+    return RowBlocks{first_idx.const_data_ptr<int64_t>(), num_segments, data.size(0),
+                     cuda_rows_per_block(width)};
+  }
+};
+
+CudaSegments cuda_segments(std::string_view op, const at::Tensor& data, const at::Tensor& first_idx,
+                           SegmentDtypes dtypes) {
+  check_segment_args(op, data, first_idx, dtypes);
+  return CudaSegments{checked_first_idx_on_device(op, first_idx, data.size(0), data.device(), true),
+                      data.contiguous(), first_idx.size(0) - 1, row_width(data)};
+}
+
+// ---- kernels: one thread per (row block, column) ----
+
+template <typename Reducer, typename Load, typename Write>
+__global__ void reduce_parts_kernel(RowBlocks blocks, int64_t width, Load load, Write write,
+                                    typename Reducer::Acc* heads, typename Reducer::Acc* tails) {
+  using Acc = typename Reducer::Acc;
+  const int64_t total = blocks.count() * width;
+  for (int64_t t = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; t < total;
+       t += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t k = t / width, c = t % width;
+    blocks.for_each_part(k, [&](int64_t b, int64_t lo, int64_t hi, SegmentPart part) {
+      Acc acc = Reducer::identity();
+      for (int64_t row = lo; row < hi; ++row) Reducer::add(acc, load(b, row, c), row);
+      if (part == SegmentPart::kWhole) {
+        write(b, c, acc, hi - lo);
+      } else {
+        (part == SegmentPart::kHead ? heads : tails)[t] = acc;
+      }
+    });
+  }
+}
+
+// The block holding a segment's tail merges the heads of the following blocks, in order.
+template <typename Reducer, typename Write>
+__global__ void merge_parts_kernel(RowBlocks blocks, int64_t width, Write write,
+                                   const typename Reducer::Acc* heads,
+                                   const typename Reducer::Acc* tails) {
+  using Acc = typename Reducer::Acc;
+  const int64_t total = blocks.count() * width;
+  for (int64_t t = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; t < total;
+       t += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t k = t / width, c = t % width;
+    const int64_t b = blocks.tail_segment(k);
+    if (b < 0) continue;
+    Acc acc = tails[t];
+    const int64_t last = blocks.last_block_of(b);
+    for (int64_t j = k + 1; j <= last; ++j) Reducer::merge(acc, heads[j * width + c]);
+    write(b, c, acc, blocks.first_idx[b + 1] - blocks.first_idx[b]);
+  }
+}
+
+template <typename Reducer, typename Write>
+__global__ void write_empty_segments_kernel(RowBlocks blocks, int64_t width, Write write) {
+  const int64_t total = blocks.num_segments * width;
+  for (int64_t t = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; t < total;
+       t += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t b = t / width;
+    if (blocks.first_idx[b] == blocks.first_idx[b + 1]) write(b, t % width, Reducer::identity(), 0);
+  }
+}
+
+template <typename Map>
+__global__ void map_rows_kernel(RowBlocks blocks, int64_t width, Map map) {
+  const int64_t total = blocks.count() * width;
+  for (int64_t t = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; t < total;
+       t += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t k = t / width, c = t % width;
+    blocks.for_each_part(k, [&](int64_t b, int64_t lo, int64_t hi, SegmentPart) {
+      for (int64_t row = lo; row < hi; ++row) map(b, row, c);
+    });
+  }
+}
+
+template <typename Reducer, typename Load, typename Write>
+void reduce_segments(const RowBlocks& blocks, int64_t width, const at::Tensor& like,
+                     const Load& load, const Write& write) {
+  using Acc = typename Reducer::Acc;
+  const int64_t parts = blocks.count() * width;
+  if (parts > 0) {
+    const auto bytes = like.options().dtype(at::kByte);
+    at::Tensor heads = at::empty({parts * static_cast<int64_t>(sizeof(Acc))}, bytes);
+    at::Tensor tails = at::empty({parts * static_cast<int64_t>(sizeof(Acc))}, bytes);
+    Acc* h = reinterpret_cast<Acc*>(heads.mutable_data_ptr());
+    Acc* t = reinterpret_cast<Acc*>(tails.mutable_data_ptr());
+    reduce_parts_kernel<Reducer>
+        <<<cuda_grid_for(parts), kCudaThreads, 0, stream()>>>(blocks, width, load, write, h, t);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    merge_parts_kernel<Reducer>
+        <<<cuda_grid_for(parts), kCudaThreads, 0, stream()>>>(blocks, width, write, h, t);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  }
+  const int64_t outputs = blocks.num_segments * width;
+  if (outputs > 0) {
+    write_empty_segments_kernel<Reducer>
+        <<<cuda_grid_for(outputs), kCudaThreads, 0, stream()>>>(blocks, width, write);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  }
+}
+
+template <typename Map>
+void map_rows(const RowBlocks& blocks, int64_t width, const Map& map) {
+  const int64_t parts = blocks.count() * width;
+  if (parts == 0) return;
+  map_rows_kernel<<<cuda_grid_for(parts), kCudaThreads, 0, stream()>>>(blocks, width, map);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+// ---- reductions ----
+
+template <bool kMean>
+at::Tensor sum_or_mean_cuda(const at::Tensor& data, const at::Tensor& first_idx) {
+  constexpr std::string_view op = kMean ? "segment_mean" : "segment_sum";
   const c10::cuda::CUDAGuard guard(data.device());
-  const int64_t segments = static_cast<int64_t>(bounds.size()) - 1;
-  std::vector<int64_t> out_sizes{segments};
-  out_sizes.insert(out_sizes.end(), data.sizes().begin() + 1, data.sizes().end());
-  at::Tensor out = at::empty(out_sizes, data.options());
+  const CudaSegments s = cuda_segments(
+      op, data, first_idx, kMean ? SegmentDtypes::kAveraging : SegmentDtypes::kSummable);
+  at::Tensor out = at::empty(per_segment_sizes(data, s.num_segments), data.options());
+  AT_DISPATCH_V2(data.scalar_type(), "segment_sum_cuda", AT_WRAP([&] {
+                   using acc_t = at::opmath_type<scalar_t>;
+                   reduce_segments<SumReducer<acc_t>>(
+                       s.blocks(), s.width, data,
+                       LoadRows<scalar_t>{s.data.const_data_ptr<scalar_t>(), s.width},
+                       WriteSum<scalar_t, kMean>{out.mutable_data_ptr<scalar_t>(), s.width});
+                 }),
+                 AT_EXPAND(AT_ALL_TYPES_AND_COMPLEX), AT_EXPAND(AT_BAREBONES_UNSIGNED_TYPES),
+                 at::kHalf, at::kBFloat16);
+  return out;
+}
+
+at::Tensor segment_sum_cuda(const at::Tensor& data, const at::Tensor& first_idx) {
+  return sum_or_mean_cuda<false>(data, first_idx);
+}
+
+at::Tensor segment_mean_cuda(const at::Tensor& data, const at::Tensor& first_idx) {
+  return sum_or_mean_cuda<true>(data, first_idx);
+}
+
+template <bool kMax>
+std::tuple<at::Tensor, at::Tensor> extremum_cuda(const at::Tensor& data,
+                                                 const at::Tensor& first_idx) {
+  const c10::cuda::CUDAGuard guard(data.device());
+  const CudaSegments s =
+      cuda_segments(kMax ? "segment_max" : "segment_min", data, first_idx, SegmentDtypes::kOrdered);
+  const std::vector<int64_t> sizes = per_segment_sizes(data, s.num_segments);
+  at::Tensor values = at::empty(sizes, data.options());
+  at::Tensor arg = at::empty(sizes, data.options().dtype(at::kLong));
+  AT_DISPATCH_V2(data.scalar_type(), "segment_extremum_cuda", AT_WRAP([&] {
+                   using acc_t = at::opmath_type<scalar_t>;
+                   reduce_segments<ExtremumReducer<acc_t, kMax>>(
+                       s.blocks(), s.width, data,
+                       LoadRows<scalar_t>{s.data.const_data_ptr<scalar_t>(), s.width},
+                       WriteExtremum<scalar_t>{values.mutable_data_ptr<scalar_t>(),
+                                               arg.mutable_data_ptr<int64_t>(), s.width});
+                 }),
+                 AT_EXPAND(AT_ALL_TYPES), AT_EXPAND(AT_BAREBONES_UNSIGNED_TYPES), at::kBool,
+                 at::kHalf, at::kBFloat16);
+  return {values, arg};
+}
+
+std::tuple<at::Tensor, at::Tensor> segment_max_cuda(const at::Tensor& data,
+                                                    const at::Tensor& first_idx) {
+  return extremum_cuda<true>(data, first_idx);
+}
+
+std::tuple<at::Tensor, at::Tensor> segment_min_cuda(const at::Tensor& data,
+                                                    const at::Tensor& first_idx) {
+  return extremum_cuda<false>(data, first_idx);
+}
+
+// ---- softmax: segment max, sum of exp(x - max), normalise ----
+
+template <bool kLog>
+at::Tensor softmax_cuda(const at::Tensor& data, const at::Tensor& first_idx) {
+  const c10::cuda::CUDAGuard guard(data.device());
+  const CudaSegments s = cuda_segments(kLog ? "segment_log_softmax" : "segment_softmax", data,
+                                       first_idx, SegmentDtypes::kFloating);
+  at::Tensor out = at::empty_like(s.data);
+  AT_DISPATCH_V2(
+      data.scalar_type(), "segment_softmax_cuda", AT_WRAP([&] {
+        using acc_t = at::opmath_type<scalar_t>;
+        const auto acc_options = data.options().dtype(c10::CppTypeToScalarType<acc_t>::value);
+        at::Tensor max = at::empty({s.num_segments, s.width}, acc_options);
+        at::Tensor sum = at::empty({s.num_segments, s.width}, acc_options);
+        const scalar_t* in = s.data.const_data_ptr<scalar_t>();
+        scalar_t* o = out.mutable_data_ptr<scalar_t>();
+        const RowBlocks blocks = s.blocks();
+        reduce_segments<ExtremumReducer<acc_t, true>>(
+            blocks, s.width, data, LoadRows<scalar_t>{in, s.width},
+            WriteAcc<acc_t>{max.mutable_data_ptr<acc_t>(), s.width});
+        using Output = SoftmaxOutput<scalar_t, kLog>;
+        reduce_segments<SumReducer<acc_t>>(
+            blocks, s.width, data,
+            LoadShiftedExp<scalar_t>{in, max.const_data_ptr<acc_t>(),
+                                     Output::kTermsKept ? o : nullptr, s.width},
+            WriteAcc<acc_t>{sum.mutable_data_ptr<acc_t>(), s.width});
+        if (kLog) sum.log_();
+        map_rows(blocks, s.width,
+                 Output{in, max.const_data_ptr<acc_t>(), sum.const_data_ptr<acc_t>(), o, s.width});
+      }),
+      AT_EXPAND(AT_FLOATING_TYPES), at::kHalf, at::kBFloat16);
+  return out.view(data.sizes());
+}
+
+at::Tensor segment_softmax_cuda(const at::Tensor& data, const at::Tensor& first_idx) {
+  return softmax_cuda<false>(data, first_idx);
+}
+
+at::Tensor segment_log_softmax_cuda(const at::Tensor& data, const at::Tensor& first_idx) {
+  return softmax_cuda<true>(data, first_idx);
+}
+
+at::Tensor segment_softmax_backward_cuda(const at::Tensor& grad_output, const at::Tensor& output,
+                                         const at::Tensor& first_idx, bool log) {
+  constexpr std::string_view op = "segment_softmax_backward";
+  const c10::cuda::CUDAGuard guard(output.device());
+  const CudaSegments s = cuda_segments(op, output, first_idx, SegmentDtypes::kFloating);
+  TORCH_CHECK_VALUE(grad_output.sizes() == output.sizes() &&
+                        grad_output.scalar_type() == output.scalar_type() &&
+                        grad_output.device() == output.device(),
+                    "torch_ragged.", op, ": grad_output must match output (shape ", output.sizes(),
+                    ", dtype ", output.scalar_type(), ", device ", output.device(), ")");
+  const at::Tensor grad = grad_output.contiguous();
+  at::Tensor grad_input = at::empty_like(s.data);
+  AT_DISPATCH_V2(
+      output.scalar_type(), "segment_softmax_backward_cuda", AT_WRAP([&] {
+        using acc_t = at::opmath_type<scalar_t>;
+        at::Tensor sum = at::empty({s.num_segments, s.width},
+                                   output.options().dtype(c10::CppTypeToScalarType<acc_t>::value));
+        const scalar_t* g = grad.const_data_ptr<scalar_t>();
+        const scalar_t* y = s.data.const_data_ptr<scalar_t>();
+        const RowBlocks blocks = s.blocks();
+        reduce_segments<SumReducer<acc_t>>(blocks, s.width, output,
+                                           LoadGradTerm<scalar_t>{g, log ? nullptr : y, s.width},
+                                           WriteAcc<acc_t>{sum.mutable_data_ptr<acc_t>(), s.width});
+        scalar_t* gi = grad_input.mutable_data_ptr<scalar_t>();
+        if (log) {
+          map_rows(
+              blocks, s.width,
+              SoftmaxGradInput<scalar_t, true>{g, y, sum.const_data_ptr<acc_t>(), gi, s.width});
+        } else {
+          map_rows(
+              blocks, s.width,
+              SoftmaxGradInput<scalar_t, false>{g, y, sum.const_data_ptr<acc_t>(), gi, s.width});
+        }
+      }),
+      AT_EXPAND(AT_FLOATING_TYPES), at::kHalf, at::kBFloat16);
+  return grad_input.view(output.sizes());
+}
+
+// ---- expand, ids ----
+
+// One thread per output element: row e / row_elems copies row b of `in` (b: the row's segment).
+template <typename Element>
+__global__ void expand_rows_kernel(const int64_t* __restrict__ first_idx, int64_t num_segments,
+                                   const Element* __restrict__ in, Element* __restrict__ out,
+                                   int64_t total, int64_t row_elems) {
+  for (int64_t e = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; e < total;
+       e += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t b = segment_of_row(first_idx, num_segments, e / row_elems);
+    out[e] = in[b * row_elems + e % row_elems];
+  }
+}
+
+void expand_rows(const at::Tensor& values, at::Tensor& out, const at::Tensor& first_idx) {
   const int64_t total = out.numel();
-  if (total == 0) return out;
-  const at::Tensor src = data.contiguous();
-  const at::Tensor offsets = first_idx.to(data.device(), at::kLong).contiguous();
-  const int64_t width = total / segments;
-  const int64_t grid = std::min<int64_t>((total + kThreads - 1) / kThreads, 1 << 20);
-  AT_DISPATCH_ALL_TYPES_AND_COMPLEX_AND2(
-      at::kHalf, at::kBFloat16, data.scalar_type(), "segment_sum_cuda", [&] {
-        segment_sum_kernel<scalar_t><<<grid, kThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
-            src.const_data_ptr<scalar_t>(), offsets.const_data_ptr<int64_t>(),
-            out.mutable_data_ptr<scalar_t>(), total, width);
-        C10_CUDA_KERNEL_LAUNCH_CHECK();
-      });
+  if (total == 0) return;  // also zero-width rows
+  const int64_t row_elems = total / out.size(0);
+  with_element_type("segment_expand", values.element_size(), [&](auto element) {
+    using Element = decltype(element);
+    expand_rows_kernel<Element><<<cuda_grid_for(total), kCudaThreads, 0, stream()>>>(
+        first_idx.const_data_ptr<int64_t>(), first_idx.numel() - 1,
+        static_cast<const Element*>(values.const_data_ptr()),
+        static_cast<Element*>(out.mutable_data_ptr()), total, row_elems);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  });
+}
+
+// first_idx on `device` and the row count: given (checked on the device when first_idx lives
+// there), or read with first_idx on the host (one device-to-host copy).
+std::pair<at::Tensor, int64_t> expand_offsets(std::string_view op, const at::Tensor& first_idx,
+                                              const std::optional<c10::SymInt>& num_rows,
+                                              at::Device device) {
+  std::optional<int64_t> rows;
+  if (num_rows.has_value()) {
+    rows = num_rows->maybe_as_int();
+    TORCH_CHECK(rows.has_value(), "torch_ragged.", op, ": num_rows must be concrete here");
+    TORCH_CHECK_VALUE(*rows >= 0, "torch_ragged.", op, ": num_rows must be >= 0, got ", *rows);
+  }
+  if (first_idx.is_cpu() || !rows.has_value()) {
+    const std::vector<int64_t> offsets = checked_first_idx(op, first_idx, rows);
+    return {at::tensor(offsets, at::kLong).pin_memory().to(device, /*non_blocking=*/true),
+            offsets.back()};
+  }
+  return {checked_first_idx_on_device(op, first_idx, *rows, device, false), *rows};
+}
+
+at::Tensor segment_expand_cuda(const at::Tensor& values, const at::Tensor& first_idx,
+                               std::optional<c10::SymInt> num_rows) {
+  constexpr std::string_view op = "segment_expand";
+  check_defined(op, "values", values);
+  check_first_idx_tensor(op, first_idx, values);
+  TORCH_CHECK_VALUE(values.is_cuda(), "torch_ragged.", op,
+                    ": values must be on the GPU when first_idx is, got ", values.device());
+  const c10::cuda::CUDAGuard guard(values.device());
+  const auto [offsets, rows] = expand_offsets(op, first_idx, num_rows, values.device());
+  at::Tensor out =
+      at::empty(expanded_sizes(op, values, first_idx.size(0) - 1, rows), values.options());
+  expand_rows(values.contiguous(), out, offsets);
+  return out;
+}
+
+at::Tensor segment_ids_cuda(const at::Tensor& first_idx, std::optional<c10::SymInt> num_rows) {
+  constexpr std::string_view op = "segment_ids";
+  check_index_tensor(op, "first_idx", first_idx, 1);
+  TORCH_CHECK_VALUE(first_idx.size(0) >= 1, "torch_ragged.", op,
+                    ": first_idx needs at least 1 entry (num_segments + 1), got 0");
+  const c10::cuda::CUDAGuard guard(first_idx.device());
+  const auto [offsets, rows] = expand_offsets(op, first_idx, num_rows, first_idx.device());
+  const auto longs = first_idx.options().dtype(at::kLong);
+  at::Tensor out = at::empty({rows}, longs);
+  expand_rows(at::arange(first_idx.size(0) - 1, longs), out, offsets);
   return out;
 }
 
@@ -76,6 +434,14 @@ at::Tensor segment_sum_cuda(const at::Tensor& data, const at::Tensor& first_idx)
 TORCH_LIBRARY_IMPL(torch_ragged, CUDA, m) {
   m.impl("get_first_idx", &get_first_idx_cuda);
   m.impl("segment_sum", &segment_sum_cuda);
+  m.impl("segment_mean", &segment_mean_cuda);
+  m.impl("segment_max", &segment_max_cuda);
+  m.impl("segment_min", &segment_min_cuda);
+  m.impl("segment_softmax", &segment_softmax_cuda);
+  m.impl("segment_log_softmax", &segment_log_softmax_cuda);
+  m.impl("segment_softmax_backward", &segment_softmax_backward_cuda);
+  m.impl("segment_expand", &segment_expand_cuda);
+  m.impl("segment_ids", &segment_ids_cuda);
 }
 
 }  // namespace torch_ragged

@@ -6,6 +6,9 @@
 #include "batch/batch_ops.h"
 #include "batch/layout.h"
 #include "common/checks.h"
+#include "common/missing_cuda.h"
+#include "common/op_handle.h"
+#include "segment/segment_ops.h"
 
 namespace torch_ragged {
 
@@ -39,12 +42,14 @@ TORCH_LIBRARY_FRAGMENT(torch_ragged, m) {
         tags);
 }
 
-namespace {
-
-template <typename Signature>
-c10::TypedOperatorHandle<Signature> op_handle(const char* name) {
-  return c10::Dispatcher::singleton().findSchemaOrThrow(name, "").typed<Signature>();
+#ifndef TORCH_RAGGED_WITH_CUDA
+TORCH_LIBRARY_IMPL(torch_ragged, CUDA, m) {
+  register_missing_cuda(
+      m, {"list_to_packed", "list_to_padded", "packed_to_padded", "padded_to_packed"});
 }
+#endif
+
+namespace {
 
 // Whether the index tensor has no readable data (fake / meta / functional tensors under
 // torch.compile), so sizes must stay symbolic.
@@ -153,6 +158,25 @@ std::vector<at::Tensor> padded_to_list_impl(const at::Tensor& padded,
   return out;
 }
 
+// ---- tile_to_packed: Kaolin's name for segment_expand over counts (CompositeImplicitAutograd)
+// ----
+
+at::Tensor tile_to_packed_impl(const at::Tensor& values, const at::Tensor& numel_per_tensor,
+                               std::optional<c10::SymInt> num_rows) {
+  constexpr std::string_view op = "tile_to_packed";
+  check_index_tensor(op, "numel_per_tensor", numel_per_tensor, 1);
+  TORCH_CHECK_VALUE(values.dim() >= 1 && values.sym_size(0) == numel_per_tensor.sym_size(0),
+                    "torch_ragged.tile_to_packed: values must have numel_per_tensor.size(0) = ",
+                    numel_per_tensor.sym_size(0), " entries in dim 0, got shape ",
+                    values.sym_sizes());
+  // On a GPU with num_rows given, segment_expand checks the offsets on the device (a negative
+  // count shows as a decrease), so the scan need not read a validation flag on the host.
+  const bool validate = !(numel_per_tensor.is_cuda() && num_rows.has_value());
+  const at::Tensor first_idx = ops::get_first_idx(numel_per_tensor, validate);
+  const at::Tensor out = ops::segment_expand(values, first_idx, std::move(num_rows));
+  return values.dim() == 1 ? out.unsqueeze(1) : out;  // Kaolin: (B,) -> (rows, 1)
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(torch_ragged, CompositeExplicitAutograd, m) {
@@ -163,6 +187,7 @@ TORCH_LIBRARY_IMPL(torch_ragged, CompositeExplicitAutograd, m) {
 TORCH_LIBRARY_IMPL(torch_ragged, CompositeImplicitAutograd, m) {
   m.impl("packed_to_list", &packed_to_list_impl);
   m.impl("padded_to_list", &padded_to_list_impl);
+  m.impl("tile_to_packed", &tile_to_packed_impl);
 }
 
 // ---- Typed dispatcher calls ----

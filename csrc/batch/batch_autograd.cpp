@@ -1,7 +1,7 @@
 // Autograd of the batch family (Autograd dispatch key), so C++ and TorchScript callers get
 // gradients too. Each backward calls the family's own ops, which are differentiable in turn: that
 // gives double backward. Pairs: packed_to_padded <-> padded_to_packed, list_to_packed <->
-// packed_to_list, list_to_padded <-> padded_to_list, tile_to_packed <-> segment_sum.
+// packed_to_list, list_to_padded <-> padded_to_list. tile_to_packed is composite (segment_expand).
 // Gradients never flow into padding: the backward kernels only read the data region.
 
 #include <torch/autograd.h>
@@ -111,25 +111,6 @@ class PaddedToPacked : public torch::autograd::Function<PaddedToPacked> {
   }
 };
 
-class TileToPacked : public torch::autograd::Function<TileToPacked> {
- public:
-  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& values,
-                            const at::Tensor& numel_per_tensor,
-                            std::optional<c10::SymInt> num_rows) {
-    at::AutoDispatchBelowADInplaceOrView guard;
-    ctx->save_for_backward({numel_per_tensor});
-    ctx->saved_data["values_sizes"] = values.sym_sizes();
-    return ops::tile_to_packed(values, numel_per_tensor, std::move(num_rows));
-  }
-
-  static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    const at::Tensor first_idx = ops::get_first_idx(ctx->get_saved_variables()[0]);
-    const std::vector<c10::SymInt> sizes = ctx->saved_data["values_sizes"].toSymIntVector();
-    at::Tensor grad = ops::segment_sum(grads[0], first_idx).reshape_symint(sizes);
-    return with_undefined_tail({grad}, 2);
-  }
-};
-
 std::tuple<at::Tensor, at::Tensor> list_to_packed_autograd(at::TensorList tensor_list) {
   const variable_list out = ListToPacked::apply(tensor_list);
   return {out[0], out[1]};
@@ -160,11 +141,6 @@ at::Tensor padded_to_packed_autograd(const at::Tensor& padded_tensor,
   return PaddedToPacked::apply(padded_tensor, shape_per_tensor, padding_side, std::move(num_rows));
 }
 
-at::Tensor tile_to_packed_autograd(const at::Tensor& values, const at::Tensor& numel_per_tensor,
-                                   std::optional<c10::SymInt> num_rows) {
-  return TileToPacked::apply(values, numel_per_tensor, std::move(num_rows));
-}
-
 }  // namespace
 
 TORCH_LIBRARY_IMPL(torch_ragged, Autograd, m) {
@@ -172,7 +148,6 @@ TORCH_LIBRARY_IMPL(torch_ragged, Autograd, m) {
   m.impl("list_to_padded", &list_to_padded_autograd);
   m.impl("packed_to_padded", &packed_to_padded_autograd);
   m.impl("padded_to_packed", &padded_to_packed_autograd);
-  m.impl("tile_to_packed", &tile_to_packed_autograd);
 }
 
 }  // namespace torch_ragged

@@ -1,6 +1,6 @@
 // CPU kernels of the batch family.
 //
-// Every kernel is dtype-agnostic: it moves bytes (memcpy of whole lines, see ragged_index.h) and
+// Every kernel is dtype-agnostic: it moves bytes (memcpy of whole lines, see batch_index.h) and
 // fills padding with the padding value's byte pattern, so one instantiation serves every dtype.
 // Work is split by output *elements*, not by sub-tensor, so a few huge sub-tensors still spread
 // evenly over the threads.
@@ -10,15 +10,14 @@
 
 #include <cstring>
 
+#include "batch/batch_index.h"
 #include "batch/layout.h"
-#include "common/checks.h"
-#include "common/ragged_index.h"
-#include "segment/segment_cpu.h"
+#include "common/fill.h"
+#include "common/parallel.h"
+#include "segment/segment_index.h"
 
 namespace torch_ragged {
 namespace {
-
-constexpr int64_t kGrainElems = 1 << 15;
 
 // Writes the padded tensor: every output element exactly once, copied from sub-tensor b (rows laid
 // out contiguously from item_source[b]) or filled with `pad`.
@@ -150,30 +149,6 @@ at::Tensor padded_to_packed_cpu(const at::Tensor& padded_tensor, const at::Tenso
   return packed;
 }
 
-at::Tensor tile_to_packed_cpu(const at::Tensor& values, const at::Tensor& numel_per_tensor,
-                              std::optional<c10::SymInt> num_rows) {
-  const TileLayout tile = tile_to_packed_layout(values, numel_per_tensor, num_rows);
-  const std::vector<int64_t>& first_row = tile.first_row;
-  const int64_t batch = static_cast<int64_t>(first_row.size()) - 1;
-  const std::vector<int64_t>& out_sizes = tile.out_sizes;
-  const at::Tensor src = values.contiguous();
-  at::Tensor out = at::empty(out_sizes, src.options());
-  const int64_t row_bytes =
-      (values.dim() == 1 ? 1 : src.numel() / std::max<int64_t>(batch, 1)) * src.element_size();
-  const char* in = static_cast<const char*>(src.const_data_ptr());
-  char* dst = static_cast<char*>(out.mutable_data_ptr());
-  at::parallel_for(0, first_row.back(), kGrainElems, [&](int64_t begin, int64_t end) {
-    int64_t b = segment_of_row(first_row.data(), batch, begin);
-    for (int64_t row = begin; row < end;) {
-      while (first_row[b + 1] <= row) ++b;
-      const int64_t n = std::min(end, first_row[b + 1]) - row;
-      cpu::fill_pattern(dst + row * row_bytes, n, in + b * row_bytes, row_bytes);
-      row += n;
-    }
-  });
-  return out;
-}
-
 }  // namespace
 
 TORCH_LIBRARY_IMPL(torch_ragged, CPU, m) {
@@ -181,7 +156,6 @@ TORCH_LIBRARY_IMPL(torch_ragged, CPU, m) {
   m.impl("list_to_padded", &list_to_padded_cpu);
   m.impl("packed_to_padded", &packed_to_padded_cpu);
   m.impl("padded_to_packed", &padded_to_packed_cpu);
-  m.impl("tile_to_packed", &tile_to_packed_cpu);
 }
 
 }  // namespace torch_ragged

@@ -1,7 +1,7 @@
 #include "batch/layout.h"
 
 #include "common/checks.h"
-#include "segment/segment_cpu.h"
+#include "segment/offsets.h"
 
 namespace torch_ragged {
 
@@ -16,13 +16,18 @@ at::Tensor RaggedLayout::shape_per_tensor() const {
   return at::tensor(shapes, at::kLong).view({batch, rank});
 }
 
-static void fill_first_rows(RaggedLayout& layout) {
-  layout.first_row.assign(layout.batch + 1, 0);
+// first_row: the offsets of prod(shape) per sub-tensor (overflow-checked).
+static void fill_first_rows(std::string_view op, std::string_view arg, RaggedLayout& layout) {
+  std::vector<int64_t> rows(layout.batch);
   for (int64_t b = 0; b < layout.batch; ++b) {
-    int64_t rows = 1;
-    for (int64_t j = 0; j < layout.rank; ++j) rows *= layout.shape_of(b)[j];
-    layout.first_row[b + 1] = layout.first_row[b] + rows;
+    uint64_t product = 1;
+    TORCH_CHECK_VALUE(
+        !c10::safe_multiplies_u64(layout.shape_of(b), layout.shape_of(b) + layout.rank, &product) &&
+            product <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max()),
+        "torch_ragged.", op, ": ", arg, " gives sub-tensor ", b, " more than 2^63 - 1 rows");
+    rows[b] = static_cast<int64_t>(product);
   }
+  layout.first_row = offsets_from_counts(op, arg, rows.data(), layout.batch);
 }
 
 RaggedLayout layout_from_shape_per_tensor(std::string_view op, const at::Tensor& shape_per_tensor,
@@ -41,7 +46,7 @@ RaggedLayout layout_from_shape_per_tensor(std::string_view op, const at::Tensor&
                         " for sub-tensor ", b, " in dim ", j);
     }
   }
-  fill_first_rows(layout);
+  fill_first_rows(op, "shape_per_tensor", layout);
   return layout;
 }
 
@@ -158,7 +163,7 @@ RaggedLayout layout_from_tensor_list(std::string_view op, at::TensorList tensors
                       layout.elem, " but tensor ", b, " has ", t.size(-1));
     for (int64_t j = 0; j < layout.rank; ++j) layout.shapes.push_back(t.size(j));
   }
-  fill_first_rows(layout);
+  fill_first_rows(op, "tensor_list", layout);
   return layout;
 }
 
@@ -224,21 +229,6 @@ RaggedLayout padded_to_packed_layout(const at::Tensor& padded_tensor,
   adopt_padded_shape(op, layout, padded_tensor, left);
   check_num_rows(op, num_rows, layout.num_rows());
   return layout;
-}
-
-TileLayout tile_to_packed_layout(const at::Tensor& values, const at::Tensor& numel_per_tensor,
-                                 const std::optional<c10::SymInt>& num_rows) {
-  constexpr std::string_view op = "tile_to_packed";
-  TileLayout tile{cpu::offsets_from_counts(op, "numel_per_tensor", numel_per_tensor)};
-  const int64_t batch = static_cast<int64_t>(tile.first_row.size()) - 1;
-  TORCH_CHECK_VALUE(values.dim() >= 1 && values.size(0) == batch, "torch_ragged.tile_to_packed: ",
-                    "values must have numel_per_tensor.size(0) = ", batch,
-                    " entries in dim 0, got shape ", values.sizes());
-  check_num_rows(op, num_rows, tile.first_row.back());
-  tile.out_sizes = {tile.first_row.back()};
-  tile.out_sizes.insert(tile.out_sizes.end(), values.sizes().begin() + 1, values.sizes().end());
-  if (values.dim() == 1) tile.out_sizes.push_back(1);  // Kaolin: (B,) -> (sum, 1)
-  return tile;
 }
 
 }  // namespace torch_ragged

@@ -2,7 +2,7 @@
 
 // Host-side description of a ragged batch, built from the index tensors after validating them.
 // Backends (CPU now, CUDA later) validate with these functions before any kernel runs, then hand
-// the flat arrays to the index math of csrc/common/ragged_index.h.
+// the flat arrays to the index math of batch/batch_index.h.
 
 #include <ATen/ATen.h>
 
@@ -66,13 +66,6 @@ RaggedLayout padded_to_packed_layout(const at::Tensor& padded_tensor,
                                      const at::Tensor& shape_per_tensor,
                                      std::string_view padding_side,
                                      const std::optional<c10::SymInt>& num_rows);
-
-// tile_to_packed: the first row of each segment (B + 1 entries) and the output sizes.
-struct TileLayout {
-  std::vector<int64_t> first_row, out_sizes;
-};
-TileLayout tile_to_packed_layout(const at::Tensor& values, const at::Tensor& numel_per_tensor,
-                                 const std::optional<c10::SymInt>& num_rows);
 
 // ---- host helpers shared by the CPU and CUDA kernels of the family ----
 

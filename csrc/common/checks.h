@@ -6,16 +6,24 @@
 
 #include <ATen/ATen.h>
 #include <c10/util/irange.h>
+#include <c10/util/safe_numerics.h>
 
+#include <limits>
 #include <string_view>
 #include <vector>
 
 namespace torch_ragged {
 
+// A required tensor argument given as None arrives undefined: say so before anything reads it
+// (torch's autograd would report "tensor does not have a device").
+inline void check_defined(std::string_view op, std::string_view arg, const at::Tensor& t) {
+  TORCH_CHECK_TYPE(t.defined(), "torch_ragged.", op, ": ", arg, " must be a tensor, got None");
+}
+
 // Checks that an index argument is a defined integer tensor with `expected_dim` dims.
 inline void check_index_tensor(std::string_view op, std::string_view arg, const at::Tensor& t,
                                int64_t expected_dim) {
-  TORCH_CHECK_TYPE(t.defined(), "torch_ragged.", op, ": ", arg, " must be a tensor, got None");
+  check_defined(op, arg, t);
   TORCH_CHECK_TYPE(at::isIntegralType(t.scalar_type(), /*includeBool=*/false), "torch_ragged.", op,
                    ": ", arg, " must be an integer (int64) tensor, got dtype ", t.scalar_type());
   TORCH_CHECK_VALUE(t.dim() == expected_dim, "torch_ragged.", op, ": ", arg, " must be ",
@@ -46,6 +54,16 @@ inline std::vector<int64_t> concrete_sizes(std::string_view op, std::string_view
     out.push_back(*v);
   }
   return out;
+}
+
+// An output of `sizes` must have at most 2^63 - 1 elements (torch's own message would not name the
+// op): ValueError naming op and what.
+inline void check_numel_fits(std::string_view op, std::string_view what, at::IntArrayRef sizes) {
+  uint64_t numel = 1;
+  TORCH_CHECK_VALUE(!c10::safe_multiplies_u64(sizes, &numel) &&
+                        numel <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max()),
+                    "torch_ragged.", op, ": ", what,
+                    " would have more than 2^63 - 1 elements (shape ", sizes, ")");
 }
 
 }  // namespace torch_ragged

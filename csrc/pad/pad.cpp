@@ -16,6 +16,8 @@
 #include <limits>
 
 #include "common/checks.h"
+#include "common/missing_cuda.h"
+#include "common/op_handle.h"
 #include "pad/pad_ops.h"
 #include "pad/pad_plan.h"
 
@@ -33,6 +35,12 @@ TORCH_LIBRARY_FRAGMENT(torch_ragged, m) {
       tags);
   m.def("pad_index_backward(Tensor grad_output, SymInt[] pad_width, str mode) -> Tensor", tags);
 }
+
+#ifndef TORCH_RAGGED_WITH_CUDA
+TORCH_LIBRARY_IMPL(torch_ragged, CUDA, m) {
+  register_missing_cuda(m, {"pad_index", "pad_index_backward"});
+}
+#endif
 
 namespace {
 
@@ -345,11 +353,6 @@ at::Tensor pad_composite(const at::Tensor& self, c10::SymIntArrayRef pad_width,
   if (index_mode.has_value()) return pad_odd(self, widths, mode);
   if (mode == PadMode::kLinearRamp) return pad_linear_ramp(self, widths, end_values);
   return pad_statistic(self, widths, mode, stat_lengths);
-}
-
-template <typename Signature>
-c10::TypedOperatorHandle<Signature> op_handle(const char* name) {
-  return c10::Dispatcher::singleton().findSchemaOrThrow(name, "").typed<Signature>();
 }
 
 }  // namespace

@@ -17,13 +17,12 @@
 #include <type_traits>
 
 #include "common/element_type.h"
+#include "common/fill.h"
+#include "common/parallel.h"
 #include "pad/pad_plan.h"
-#include "segment/segment_cpu.h"
 
 namespace torch_ragged {
 namespace {
-
-constexpr int64_t kGrainElems = 1 << 15;
 
 // Per merged axis, the source index of every output position (kNoSource: a constant).
 std::vector<std::vector<int64_t>> source_tables(const PadGeometry& g) {

@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "common/pad_index.h"
+#include "pad/pad_index.h"
 
 namespace torch_ragged {
 

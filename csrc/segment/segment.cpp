@@ -3,40 +3,135 @@
 #include <torch/library.h>
 #include <torch_ragged/segment.h>
 
+#include "common/missing_cuda.h"
+#include "common/op_handle.h"
 #include "segment/segment_ops.h"
 
 namespace torch_ragged {
 
 TORCH_LIBRARY_FRAGMENT(torch_ragged, m) {
   const std::vector<at::Tag> tags{at::Tag::pt2_compliant_tag};
-  m.def("get_first_idx(Tensor numel_per_tensor) -> Tensor", tags);
+  m.def("get_first_idx(Tensor numel_per_tensor, bool validate=True) -> Tensor", tags);
   m.def("segment_sum(Tensor data, Tensor first_idx) -> Tensor", tags);
+  m.def("segment_mean(Tensor data, Tensor first_idx) -> Tensor", tags);
+  m.def("segment_max(Tensor data, Tensor first_idx) -> (Tensor values, Tensor arg)", tags);
+  m.def("segment_min(Tensor data, Tensor first_idx) -> (Tensor values, Tensor arg)", tags);
+  m.def("segment_softmax(Tensor data, Tensor first_idx) -> Tensor", tags);
+  m.def("segment_log_softmax(Tensor data, Tensor first_idx) -> Tensor", tags);
+  m.def(
+      "segment_softmax_backward(Tensor grad_output, Tensor output, Tensor first_idx, bool log) "
+      "-> Tensor",
+      tags);
+  m.def("segment_expand(Tensor values, Tensor first_idx, SymInt? num_rows=None) -> Tensor", tags);
+  m.def("segment_ids(Tensor first_idx, SymInt? num_rows=None) -> Tensor", tags);
 }
+
+#ifndef TORCH_RAGGED_WITH_CUDA
+TORCH_LIBRARY_IMPL(torch_ragged, CUDA, m) {
+  register_missing_cuda(m, {"get_first_idx", "segment_sum", "segment_mean", "segment_max",
+                            "segment_min", "segment_softmax", "segment_log_softmax",
+                            "segment_softmax_backward", "segment_expand", "segment_ids"});
+}
+#endif
 
 namespace ops {
 
-at::Tensor get_first_idx(const at::Tensor& numel_per_tensor) {
-  static auto op = c10::Dispatcher::singleton()
-                       .findSchemaOrThrow("torch_ragged::get_first_idx", "")
-                       .typed<at::Tensor(const at::Tensor&)>();
-  return op.call(numel_per_tensor);
+using Tensor = at::Tensor;
+using TensorPair = std::tuple<at::Tensor, at::Tensor>;
+using OptionalRows = std::optional<c10::SymInt>;
+
+at::Tensor get_first_idx(const Tensor& numel_per_tensor, bool validate) {
+  static auto op = op_handle<Tensor(const Tensor&, bool)>("torch_ragged::get_first_idx");
+  return op.call(numel_per_tensor, validate);
 }
 
-at::Tensor segment_sum(const at::Tensor& data, const at::Tensor& first_idx) {
-  static auto op = c10::Dispatcher::singleton()
-                       .findSchemaOrThrow("torch_ragged::segment_sum", "")
-                       .typed<at::Tensor(const at::Tensor&, const at::Tensor&)>();
+at::Tensor segment_sum(const Tensor& data, const Tensor& first_idx) {
+  static auto op = op_handle<Tensor(const Tensor&, const Tensor&)>("torch_ragged::segment_sum");
   return op.call(data, first_idx);
+}
+
+at::Tensor segment_mean(const Tensor& data, const Tensor& first_idx) {
+  static auto op = op_handle<Tensor(const Tensor&, const Tensor&)>("torch_ragged::segment_mean");
+  return op.call(data, first_idx);
+}
+
+TensorPair segment_max(const Tensor& data, const Tensor& first_idx) {
+  static auto op = op_handle<TensorPair(const Tensor&, const Tensor&)>("torch_ragged::segment_max");
+  return op.call(data, first_idx);
+}
+
+TensorPair segment_min(const Tensor& data, const Tensor& first_idx) {
+  static auto op = op_handle<TensorPair(const Tensor&, const Tensor&)>("torch_ragged::segment_min");
+  return op.call(data, first_idx);
+}
+
+at::Tensor segment_softmax(const Tensor& data, const Tensor& first_idx) {
+  static auto op = op_handle<Tensor(const Tensor&, const Tensor&)>("torch_ragged::segment_softmax");
+  return op.call(data, first_idx);
+}
+
+at::Tensor segment_log_softmax(const Tensor& data, const Tensor& first_idx) {
+  static auto op =
+      op_handle<Tensor(const Tensor&, const Tensor&)>("torch_ragged::segment_log_softmax");
+  return op.call(data, first_idx);
+}
+
+at::Tensor segment_softmax_backward(const Tensor& grad_output, const Tensor& output,
+                                    const Tensor& first_idx, bool log) {
+  static auto op = op_handle<Tensor(const Tensor&, const Tensor&, const Tensor&, bool)>(
+      "torch_ragged::segment_softmax_backward");
+  return op.call(grad_output, output, first_idx, log);
+}
+
+at::Tensor segment_expand(const Tensor& values, const Tensor& first_idx, OptionalRows num_rows) {
+  static auto op =
+      op_handle<Tensor(const Tensor&, const Tensor&, OptionalRows)>("torch_ragged::segment_expand");
+  return op.call(values, first_idx, std::move(num_rows));
+}
+
+at::Tensor segment_ids(const Tensor& first_idx, OptionalRows num_rows) {
+  static auto op = op_handle<Tensor(const Tensor&, OptionalRows)>("torch_ragged::segment_ids");
+  return op.call(first_idx, std::move(num_rows));
 }
 
 }  // namespace ops
 
-at::Tensor get_first_idx(const at::Tensor& numel_per_tensor) {
-  return ops::get_first_idx(numel_per_tensor);
+// ---- Public C++ API (int sizes, converted to the schema's SymInts) ----
+
+static std::optional<c10::SymInt> as_sym(std::optional<int64_t> n) {
+  if (!n.has_value()) return std::nullopt;
+  return c10::SymInt(*n);
 }
 
+at::Tensor get_first_idx(const at::Tensor& numel_per_tensor, bool validate) {
+  return ops::get_first_idx(numel_per_tensor, validate);
+}
 at::Tensor segment_sum(const at::Tensor& data, const at::Tensor& first_idx) {
   return ops::segment_sum(data, first_idx);
+}
+at::Tensor segment_mean(const at::Tensor& data, const at::Tensor& first_idx) {
+  return ops::segment_mean(data, first_idx);
+}
+std::tuple<at::Tensor, at::Tensor> segment_max(const at::Tensor& data,
+                                               const at::Tensor& first_idx) {
+  return ops::segment_max(data, first_idx);
+}
+std::tuple<at::Tensor, at::Tensor> segment_min(const at::Tensor& data,
+                                               const at::Tensor& first_idx) {
+  return ops::segment_min(data, first_idx);
+}
+at::Tensor segment_softmax(const at::Tensor& data, const at::Tensor& first_idx) {
+  return ops::segment_softmax(data, first_idx);
+}
+at::Tensor segment_log_softmax(const at::Tensor& data, const at::Tensor& first_idx) {
+  return ops::segment_log_softmax(data, first_idx);
+}
+at::Tensor segment_expand(const at::Tensor& values, const at::Tensor& first_idx,
+                          std::optional<int64_t> num_rows) {
+  return ops::segment_expand(values, first_idx, as_sym(num_rows));
+}
+at::Tensor segment_ids(const at::Tensor& first_idx, std::optional<int64_t> num_rows) {
+  return ops::segment_ids(first_idx, as_sym(num_rows));
 }
 
 }  // namespace torch_ragged

@@ -1,12 +1,25 @@
 #pragma once
 
-// Typed dispatcher calls of the segment-core ops (see batch/batch_ops.h for why).
+// Typed dispatcher calls of the segment-core ops with their schema's types (common/op_handle.h).
 
 #include <ATen/ATen.h>
 
+#include <optional>
+#include <tuple>
+
 namespace torch_ragged::ops {
 
-at::Tensor get_first_idx(const at::Tensor& numel_per_tensor);
+at::Tensor get_first_idx(const at::Tensor& numel_per_tensor, bool validate = true);
 at::Tensor segment_sum(const at::Tensor& data, const at::Tensor& first_idx);
+at::Tensor segment_mean(const at::Tensor& data, const at::Tensor& first_idx);
+std::tuple<at::Tensor, at::Tensor> segment_max(const at::Tensor& data, const at::Tensor& first_idx);
+std::tuple<at::Tensor, at::Tensor> segment_min(const at::Tensor& data, const at::Tensor& first_idx);
+at::Tensor segment_softmax(const at::Tensor& data, const at::Tensor& first_idx);
+at::Tensor segment_log_softmax(const at::Tensor& data, const at::Tensor& first_idx);
+at::Tensor segment_softmax_backward(const at::Tensor& grad_output, const at::Tensor& output,
+                                    const at::Tensor& first_idx, bool log);
+at::Tensor segment_expand(const at::Tensor& values, const at::Tensor& first_idx,
+                          std::optional<c10::SymInt> num_rows);
+at::Tensor segment_ids(const at::Tensor& first_idx, std::optional<c10::SymInt> num_rows);
 
 }  // namespace torch_ragged::ops

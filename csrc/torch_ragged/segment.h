@@ -1,18 +1,53 @@
 #pragma once
 
 // The segment core: offsets and per-segment reductions over `first_idx`.
+//
+// A segment b is the run of rows [first_idx[b], first_idx[b + 1]) of `data` (rows, ...). first_idx
+// has B + 1 non-decreasing entries from 0 to data.size(0), int64 or int32, on the CPU or on data's
+// device. Reductions return (B, ...) and reduce each feature column separately. Results are
+// deterministic: the summation order depends on neither the thread count nor the run.
 
 #include <ATen/core/Tensor.h>
 #include <torch_ragged/export.h>
 
+#include <optional>
+#include <tuple>
+
 namespace torch_ragged {
 
 // Exclusive prefix sum with the total appended: numel_per_tensor (B,) -> first_idx (B + 1,) int64,
-// on numel_per_tensor's device. Kaolin's get_first_idx.
-TORCH_RAGGED_API at::Tensor get_first_idx(const at::Tensor& numel_per_tensor);
+// on numel_per_tensor's device. Kaolin's get_first_idx. On a GPU, validate (no negative count, no
+// overflow) reads one flag on the host; validate=false skips it (no synchronisation).
+TORCH_RAGGED_API at::Tensor get_first_idx(const at::Tensor& numel_per_tensor, bool validate = true);
 
-// Sums rows [first_idx[b], first_idx[b + 1]) of data (N, D...) into row b of the result (B, D...).
-// Differentiable; its backward is tile_to_packed.
+// Sum of each segment's rows: (B, ...). Empty segments give 0. Differentiable (backward:
+// segment_expand).
 TORCH_RAGGED_API at::Tensor segment_sum(const at::Tensor& data, const at::Tensor& first_idx);
+
+// Mean of each segment's rows (floating / complex data). Empty segments give 0.
+TORCH_RAGGED_API at::Tensor segment_mean(const at::Tensor& data, const at::Tensor& first_idx);
+
+// (values, arg): the max / min of each segment per column and the row of data holding it (the
+// first on ties; NaN propagates, as torch.amax). Empty segments give value 0 and arg -1. The
+// gradient flows to the rows in arg.
+TORCH_RAGGED_API std::tuple<at::Tensor, at::Tensor> segment_max(const at::Tensor& data,
+                                                                const at::Tensor& first_idx);
+TORCH_RAGGED_API std::tuple<at::Tensor, at::Tensor> segment_min(const at::Tensor& data,
+                                                                const at::Tensor& first_idx);
+
+// Softmax / log-softmax within each segment, per column: same shape as data (floating dtypes;
+// half and bfloat16 accumulate in float). Twice differentiable.
+TORCH_RAGGED_API at::Tensor segment_softmax(const at::Tensor& data, const at::Tensor& first_idx);
+TORCH_RAGGED_API at::Tensor segment_log_softmax(const at::Tensor& data,
+                                                const at::Tensor& first_idx);
+
+// Row r of the result is values[b] for the segment b holding r: (num_rows, ...). num_rows (=
+// first_idx[-1]) may be given to skip reading it (on a GPU: no synchronisation).
+TORCH_RAGGED_API at::Tensor segment_expand(const at::Tensor& values, const at::Tensor& first_idx,
+                                           std::optional<int64_t> num_rows = std::nullopt);
+
+// The segment of every row: (num_rows,) int64.
+TORCH_RAGGED_API at::Tensor segment_ids(const at::Tensor& first_idx,
+                                        std::optional<int64_t> num_rows = std::nullopt);
 
 }  // namespace torch_ragged

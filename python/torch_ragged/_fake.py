@@ -1,8 +1,8 @@
 """Fake (meta) kernels: output shapes for torch.compile / torch.export without running the op.
 
-Sizes that depend on index-tensor *values* (packed_to_padded without max_shape, padded_to_packed
-and tile_to_packed without num_rows) are unbacked: ``ctx.new_dynamic_size()``. Callers that pass
-the size keep the graph static.
+The segment core's fake kernels live beside its wrappers (segment.py). Sizes that depend on
+index-tensor *values* (packed_to_padded without max_shape, padded_to_packed without num_rows) are
+unbacked: ``ctx.new_dynamic_size()``. Callers that pass the size keep the graph static.
 """
 
 import math
@@ -17,16 +17,6 @@ def _dynamic_size():
 
 def _known(entry) -> bool:
     return entry is not None and not (isinstance(entry, int) and entry == -1)
-
-
-@register_fake("torch_ragged::get_first_idx")
-def _get_first_idx(numel_per_tensor):
-    return numel_per_tensor.new_empty((numel_per_tensor.shape[0] + 1,), dtype=torch.long)
-
-
-@register_fake("torch_ragged::segment_sum")
-def _segment_sum(data, first_idx):
-    return data.new_empty((first_idx.shape[0] - 1, *data.shape[1:]))
 
 
 @register_fake("torch_ragged::get_shape_per_tensor")
@@ -79,13 +69,6 @@ def _packed_to_padded(packed_tensor, shape_per_tensor, first_idx, padding_value,
 def _padded_to_packed(padded_tensor, shape_per_tensor, padding_side="right", num_rows=None):
     rows = num_rows if num_rows is not None else _dynamic_size()
     return padded_tensor.new_empty((rows, padded_tensor.shape[-1]))
-
-
-@register_fake("torch_ragged::tile_to_packed")
-def _tile_to_packed(values, numel_per_tensor, num_rows=None):
-    rows = num_rows if num_rows is not None else _dynamic_size()
-    trailing = values.shape[1:] if values.dim() > 1 else (1,)
-    return values.new_empty((rows, *trailing))
 
 
 @register_fake("torch_ragged::pad_index")

@@ -11,6 +11,8 @@ from collections.abc import Sequence
 
 import torch
 
+from .segment import get_first_idx
+
 __all__ = [
     "fill_max_shape",
     "get_first_idx",
@@ -47,15 +49,6 @@ def _tensor_list(op: str, tensor_list) -> list:
         raise ValueError(f"torch_ragged.{op}: tensor_list must hold at least one tensor (the dtype and "
                          "element size of an empty batch are unknown)")
     return tensors
-
-
-def get_first_idx(numel_per_tensor: torch.Tensor) -> torch.Tensor:
-    """First row of each sub-tensor in the packed tensor, and the total: (B,) -> (B + 1,).
-
-    >>> get_first_idx(torch.LongTensor([2, 3, 5]))
-    tensor([ 0,  2,  5, 10])
-    """
-    return _ops.get_first_idx(numel_per_tensor)
 
 
 def get_shape_per_tensor(tensor_list: Sequence[torch.Tensor]) -> torch.Tensor:

@@ -1,15 +1,205 @@
-"""The segment core: offsets and reductions over ``first_idx``."""
+"""The segment core: offsets and per-segment reductions over ``first_idx``.
+
+A packed batch ``data`` of shape ``(rows, ...)`` holds B segments: segment ``b`` is rows
+``first_idx[b]:first_idx[b + 1]``. ``first_idx`` has B + 1 non-decreasing entries from 0 to ``rows``
+(int64 or int32, on the CPU or on ``data``'s device), as :func:`get_first_idx` builds from counts.
+Reductions return ``(B, ...)``, one result per segment and feature column; softmax keeps ``data``'s
+shape. Empty segments: sum and mean give 0, max / min give 0 with ``arg = -1``. Every result is
+deterministic (bitwise identical run to run and across thread counts). See docs/segment.md.
+"""
+
+from collections.abc import Sequence
+from typing import NamedTuple
 
 import torch
+from torch.library import register_fake
+
+__all__ = [
+    "get_first_idx",
+    "segment_expand",
+    "segment_ids",
+    "segment_log_softmax",
+    "segment_max",
+    "segment_mean",
+    "segment_min",
+    "segment_softmax",
+    "segment_sum",
+]
+
+_ops = torch.ops.torch_ragged
 
 
-def segment_sum(data: torch.Tensor, first_idx: torch.Tensor) -> torch.Tensor:
-    """Sums rows ``[first_idx[b], first_idx[b + 1])`` of ``data`` (N, D...) into row b of (B, D...).
+class SegmentExtremum(NamedTuple):
+    """The result of :func:`segment_max` / :func:`segment_min`."""
 
-    Differentiable (its backward is :func:`torch_ragged.tile_to_packed`).
+    values: torch.Tensor
+    arg: torch.Tensor
 
-    >>> import torch, torch_ragged
-    >>> torch_ragged.segment_sum(torch.arange(5.0), torch.tensor([0, 2, 2, 5]))
+
+def _first_idx(first_idx) -> torch.Tensor:
+    if isinstance(first_idx, Sequence):
+        return torch.tensor(first_idx, dtype=torch.long)
+    return first_idx
+
+
+def get_first_idx(numel_per_tensor: torch.Tensor, validate: bool = True) -> torch.Tensor:
+    """First row of each sub-tensor in the packed tensor, and the total: (B,) -> (B + 1,) int64.
+
+    On a GPU, ``validate`` (no negative count, no overflow) reads one flag on the host;
+    ``validate=False`` skips that synchronisation.
+
+    >>> get_first_idx(torch.LongTensor([2, 3, 5]))
+    tensor([ 0,  2,  5, 10])
+    """
+    return _ops.get_first_idx(numel_per_tensor, validate)
+
+
+def segment_sum(data: torch.Tensor, first_idx) -> torch.Tensor:
+    """Sum of each segment's rows: (rows, ...) -> (B, ...); empty segments give 0.
+
+    >>> segment_sum(torch.arange(5.0), torch.tensor([0, 2, 2, 5]))
     tensor([1., 0., 9.])
     """
-    return torch.ops.torch_ragged.segment_sum(data, first_idx)
+    return _ops.segment_sum(data, _first_idx(first_idx))
+
+
+def segment_mean(data: torch.Tensor, first_idx) -> torch.Tensor:
+    """Mean of each segment's rows (floating / complex data); empty segments give 0.
+
+    >>> segment_mean(torch.arange(5.0), torch.tensor([0, 2, 2, 5]))
+    tensor([0.5000, 0.0000, 3.0000])
+    """
+    return _ops.segment_mean(data, _first_idx(first_idx))
+
+
+def segment_max(data: torch.Tensor, first_idx) -> SegmentExtremum:
+    """Max of each segment per column and the row of ``data`` holding it (first on ties, NaN wins).
+
+    Empty segments give value 0 and arg -1. The gradient flows to the ``arg`` rows.
+
+    >>> segment_max(torch.tensor([1.0, 3.0, 3.0, 2.0]), torch.tensor([0, 3, 3, 4]))
+    SegmentExtremum(values=tensor([3., 0., 2.]), arg=tensor([ 1, -1,  3]))
+    """
+    return SegmentExtremum(*_ops.segment_max(data, _first_idx(first_idx)))
+
+
+def segment_min(data: torch.Tensor, first_idx) -> SegmentExtremum:
+    """Min of each segment per column and the row of ``data`` holding it (see :func:`segment_max`).
+
+    >>> segment_min(torch.tensor([1.0, 3.0, 0.5]), torch.tensor([0, 2, 3]))
+    SegmentExtremum(values=tensor([1.0000, 0.5000]), arg=tensor([0, 2]))
+    """
+    return SegmentExtremum(*_ops.segment_min(data, _first_idx(first_idx)))
+
+
+def segment_softmax(data: torch.Tensor, first_idx) -> torch.Tensor:
+    """Softmax within each segment, per column: same shape as ``data`` (floating dtypes).
+
+    >>> segment_softmax(torch.tensor([0.0, 0.0, 5.0]), torch.tensor([0, 2, 3]))
+    tensor([0.5000, 0.5000, 1.0000])
+    """
+    return _ops.segment_softmax(data, _first_idx(first_idx))
+
+
+def segment_log_softmax(data: torch.Tensor, first_idx) -> torch.Tensor:
+    """Log-softmax within each segment, per column: same shape as ``data`` (floating dtypes).
+
+    >>> segment_log_softmax(torch.tensor([0.0, 0.0, 5.0]), torch.tensor([0, 2, 3]))
+    tensor([-0.6931, -0.6931,  0.0000])
+    """
+    return _ops.segment_log_softmax(data, _first_idx(first_idx))
+
+
+def segment_expand(values: torch.Tensor, first_idx, num_rows: int | None = None) -> torch.Tensor:
+    """Row r of the result is ``values[b]`` for the segment b holding r: (B, ...) -> (rows, ...).
+
+    Pass ``num_rows`` (= ``first_idx[-1]``) to keep torch.compile graphs static and, on a GPU, to
+    skip reading ``first_idx[-1]`` on the host.
+
+    >>> segment_expand(torch.tensor([10, 20, 30]), torch.tensor([0, 2, 2, 3]))
+    tensor([10, 10, 30])
+    """
+    return _ops.segment_expand(values, _first_idx(first_idx), num_rows)
+
+
+def segment_ids(first_idx, num_rows: int | None = None) -> torch.Tensor:
+    """The segment of every row: (rows,) int64, on ``first_idx``'s device.
+
+    >>> segment_ids(torch.tensor([0, 2, 2, 3]))
+    tensor([0, 0, 2])
+    """
+    return _ops.segment_ids(_first_idx(first_idx), num_rows)
+
+
+# ---- fake kernels (torch.compile / torch.export) ----
+
+def _check_first_idx_device(op: str, data: torch.Tensor, first_idx: torch.Tensor) -> None:
+    # A meta first_idx with real data (or the reverse) would otherwise reach this fake kernel
+    # eagerly and return uninitialised memory.
+    if first_idx.device.type != "cpu" and first_idx.device != data.device:
+        raise ValueError(f"torch_ragged.{op}: first_idx must be on the CPU or on the data's device "
+                         f"{data.device}, got {first_idx.device}")
+
+
+def _per_segment(op, data, first_idx, dtype=None):
+    _check_first_idx_device(op, data, first_idx)
+    torch._check(data.dim() >= 1, lambda: f"torch_ragged.{op}: data must have at least 1 dim")
+    return data.new_empty((first_idx.shape[0] - 1, *data.shape[1:]), dtype=dtype)
+
+
+@register_fake("torch_ragged::get_first_idx")
+def _get_first_idx_fake(numel_per_tensor, validate=True):
+    return numel_per_tensor.new_empty((numel_per_tensor.shape[0] + 1,), dtype=torch.long)
+
+
+@register_fake("torch_ragged::segment_sum")
+def _segment_sum_fake(data, first_idx):
+    return _per_segment("segment_sum", data, first_idx)
+
+
+@register_fake("torch_ragged::segment_mean")
+def _segment_mean_fake(data, first_idx):
+    return _per_segment("segment_mean", data, first_idx)
+
+
+@register_fake("torch_ragged::segment_max")
+def _segment_max_fake(data, first_idx):
+    return _per_segment("segment_max", data, first_idx), _per_segment("segment_max", data, first_idx, torch.long)
+
+
+@register_fake("torch_ragged::segment_min")
+def _segment_min_fake(data, first_idx):
+    return _per_segment("segment_min", data, first_idx), _per_segment("segment_min", data, first_idx, torch.long)
+
+
+@register_fake("torch_ragged::segment_softmax")
+def _segment_softmax_fake(data, first_idx):
+    _check_first_idx_device("segment_softmax", data, first_idx)
+    return torch.empty_like(data, memory_format=torch.contiguous_format)
+
+
+@register_fake("torch_ragged::segment_log_softmax")
+def _segment_log_softmax_fake(data, first_idx):
+    _check_first_idx_device("segment_log_softmax", data, first_idx)
+    return torch.empty_like(data, memory_format=torch.contiguous_format)
+
+
+@register_fake("torch_ragged::segment_softmax_backward")
+def _segment_softmax_backward_fake(grad_output, output, first_idx, log):
+    _check_first_idx_device("segment_softmax_backward", output, first_idx)
+    return torch.empty_like(output, memory_format=torch.contiguous_format)
+
+
+def _rows(num_rows):
+    return num_rows if num_rows is not None else torch.library.get_ctx().new_dynamic_size()
+
+
+@register_fake("torch_ragged::segment_expand")
+def _segment_expand_fake(values, first_idx, num_rows=None):
+    _check_first_idx_device("segment_expand", values, first_idx)
+    return values.new_empty((_rows(num_rows), *values.shape[1:]))
+
+
+@register_fake("torch_ragged::segment_ids")
+def _segment_ids_fake(first_idx, num_rows=None):
+    return first_idx.new_empty((_rows(num_rows),), dtype=torch.long)

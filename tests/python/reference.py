@@ -1,5 +1,7 @@
 """Slow, obviously-correct reference implementations (Python loops over sub-tensors)."""
 
+import math
+
 import torch
 
 
@@ -82,3 +84,65 @@ def random_batch(generator, batch, rank, elem, dtype, max_size=5, allow_empty=Tr
         data = torch.randint(-50, 50, (*shape, elem), generator=generator)
         tensors.append(data.to(dtype) if dtype != torch.bool else data > 0)
     return tensors
+
+
+# ---- segment core: loops over segments, rows and columns ----
+
+def segments_of(first_idx):
+    bounds = [int(v) for v in first_idx]
+    return list(zip(bounds[:-1], bounds[1:], strict=True))
+
+
+def segment_reduce(data, first_idx, op):
+    """op in sum / mean: float64 (complex128) sums of each segment's rows, 0 for empty segments."""
+    wide = torch.complex128 if data.is_complex() else (torch.float64 if data.is_floating_point() else torch.int64)
+    out = torch.zeros((len(first_idx) - 1, *data.shape[1:]), dtype=wide)
+    for b, (start, stop) in enumerate(segments_of(first_idx)):
+        for row in range(start, stop):
+            out[b] += data[row].to(wide)
+        if op == "mean" and stop > start:
+            out[b] /= stop - start
+    return out
+
+
+def segment_extremum(data, first_idx, largest):
+    """(values, arg) by scanning rows in order: the first strictly better value wins, the first NaN beats all."""
+    flat = data.reshape(data.shape[0], math.prod(data.shape[1:]))
+    values = torch.zeros((len(first_idx) - 1, flat.shape[1]), dtype=data.dtype)
+    arg = torch.full((len(first_idx) - 1, flat.shape[1]), -1, dtype=torch.long)
+    for b, (start, stop) in enumerate(segments_of(first_idx)):
+        for c in range(flat.shape[1]):
+            best = None
+            for row in range(start, stop):
+                v = flat[row, c].item()
+                if best is None or (v != v and best == best) or (
+                        v == v and best == best and (v > best if largest else v < best)):
+                    best, arg[b, c] = v, row
+            if best is not None:
+                values[b, c] = best
+    return values.reshape(len(first_idx) - 1, *data.shape[1:]), arg.reshape(len(first_idx) - 1, *data.shape[1:])
+
+
+def segment_softmax(data, first_idx, log=False):
+    """torch.softmax of each segment's rows along dim 0, in float64."""
+    out = torch.empty(data.shape, dtype=torch.float64)
+    for start, stop in segments_of(first_idx):
+        piece = data[start:stop].double()
+        out[start:stop] = torch.log_softmax(piece, 0) if log else torch.softmax(piece, 0)
+    return out
+
+
+def segment_expand(values, first_idx):
+    rows = [values[b] for b, (start, stop) in enumerate(segments_of(first_idx)) for _ in range(start, stop)]
+    return torch.stack(rows) if rows else values.new_empty((0, *values.shape[1:]))
+
+
+def segment_ids(first_idx):
+    return torch.tensor([b for b, (start, stop) in enumerate(segments_of(first_idx)) for _ in range(start, stop)],
+                        dtype=torch.long)
+
+
+def random_first_idx(generator, segments, max_len, allow_empty=True):
+    low = 0 if allow_empty else 1
+    lengths = torch.randint(low, max_len + 1, (segments,), generator=generator)
+    return torch.cat([torch.zeros(1, dtype=torch.long), lengths.cumsum(0)])

@@ -68,20 +68,4 @@ C10_HOST_DEVICE inline int64_t line_column_offset(const int64_t* offset, int64_t
   return k > 0 ? offset[k - 1] * elem : 0;
 }
 
-// Index of the segment holding `row`: the largest b with first_idx[b] <= row, among segments
-// [0, num_segments). Empty segments are skipped, as rows never fall into them.
-C10_HOST_DEVICE inline int64_t segment_of_row(const int64_t* first_idx, int64_t num_segments,
-                                              int64_t row) {
-  int64_t lo = 0, hi = num_segments;  // invariant: first_idx[lo] <= row < first_idx[hi]
-  while (hi - lo > 1) {
-    const int64_t mid = lo + (hi - lo) / 2;
-    if (first_idx[mid] <= row) {
-      lo = mid;
-    } else {
-      hi = mid;
-    }
-  }
-  return lo;
-}
-
 }  // namespace torch_ragged

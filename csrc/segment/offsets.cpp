@@ -1,0 +1,58 @@
+#include "segment/offsets.h"
+
+#include <c10/util/safe_numerics.h>
+
+#include "common/checks.h"
+
+namespace torch_ragged {
+
+std::vector<int64_t> offsets_from_counts(std::string_view op, std::string_view arg,
+                                         const int64_t* counts, int64_t n) {
+  std::vector<int64_t> offsets(n + 1, 0);
+  for (int64_t i = 0; i < n; ++i) {
+    TORCH_CHECK_VALUE(counts[i] >= 0, "torch_ragged.", op, ": ", arg, " must be non-negative, got ",
+                      counts[i], " at index ", i);
+    TORCH_CHECK_VALUE(!c10::add_overflows(offsets[i], counts[i], &offsets[i + 1]), "torch_ragged.",
+                      op, ": ", arg, " adds up to more than 2^63 - 1 rows (overflow at index ", i,
+                      ")");
+  }
+  return offsets;
+}
+
+std::vector<int64_t> offsets_from_counts(std::string_view op, std::string_view arg,
+                                         const at::Tensor& counts) {
+  const at::Tensor host = index_tensor_on_host(op, arg, counts, 1);
+  return offsets_from_counts(op, arg, host.const_data_ptr<int64_t>(), host.numel());
+}
+
+std::vector<int64_t> checked_first_idx(std::string_view op, const at::Tensor& first_idx,
+                                       std::optional<int64_t> num_rows) {
+  const at::Tensor host = index_tensor_on_host(op, "first_idx", first_idx, 1);
+  TORCH_CHECK_VALUE(host.numel() >= 1, "torch_ragged.", op,
+                    ": first_idx needs at least 1 entry (num_segments + 1), got 0");
+  const int64_t* idx = host.const_data_ptr<int64_t>();
+  const int64_t segments = host.numel() - 1;
+  TORCH_CHECK_VALUE(idx[0] == 0, "torch_ragged.", op, ": first_idx[0] must be 0, got ", idx[0]);
+  for (int64_t b = 0; b < segments; ++b) {
+    TORCH_CHECK_VALUE(idx[b] <= idx[b + 1], "torch_ragged.", op,
+                      ": first_idx must be non-decreasing, got first_idx[", b, "] = ", idx[b],
+                      " > first_idx[", b + 1, "] = ", idx[b + 1]);
+  }
+  if (num_rows.has_value()) {
+    TORCH_CHECK_VALUE(idx[segments] == *num_rows, "torch_ragged.", op, ": num_rows = ", *num_rows,
+                      " but the segments hold first_idx[-1] = ", idx[segments], " rows");
+  }
+  return std::vector<int64_t>(idx, idx + segments + 1);
+}
+
+void check_first_idx_tensor(std::string_view op, const at::Tensor& first_idx,
+                            const at::Tensor& data) {
+  check_index_tensor(op, "first_idx", first_idx, 1);
+  TORCH_CHECK_VALUE(first_idx.size(0) >= 1, "torch_ragged.", op,
+                    ": first_idx needs at least 1 entry (num_segments + 1), got 0");
+  TORCH_CHECK_VALUE(first_idx.is_cpu() || first_idx.device() == data.device(), "torch_ragged.", op,
+                    ": first_idx must be on the CPU or on the data's device ", data.device(),
+                    ", got ", first_idx.device());
+}
+
+}  // namespace torch_ragged

@@ -1,0 +1,77 @@
+#include "segment/segment_args.h"
+
+#include "common/checks.h"
+#include "segment/offsets.h"
+
+namespace torch_ragged {
+
+static bool accepts(SegmentDtypes dtypes, at::ScalarType t) {
+  const bool is_bool = t == at::kBool, is_complex = at::isComplexType(t);
+  const bool is_float = at::isFloatingType(t);
+  switch (dtypes) {
+    case SegmentDtypes::kSummable:
+      return !is_bool;
+    case SegmentDtypes::kAveraging:
+      return is_float || is_complex;
+    case SegmentDtypes::kOrdered:
+      return !is_complex;
+    case SegmentDtypes::kFloating:
+      return is_float;
+  }
+  return false;
+}
+
+static const char* expected_dtypes(SegmentDtypes dtypes) {
+  switch (dtypes) {
+    case SegmentDtypes::kSummable:
+      return "a number dtype (bool is not summed: convert it, e.g. data.long())";
+    case SegmentDtypes::kAveraging:
+      return "a floating or complex dtype (as torch.mean)";
+    case SegmentDtypes::kOrdered:
+      return "a real dtype (bool, integer or floating)";
+    case SegmentDtypes::kFloating:
+      return "a floating dtype";
+  }
+  return "";
+}
+
+void check_segment_args(std::string_view op, const at::Tensor& data, const at::Tensor& first_idx,
+                        SegmentDtypes dtypes) {
+  TORCH_CHECK_TYPE(data.defined(), "torch_ragged.", op, ": data must be a tensor, got None");
+  TORCH_CHECK_VALUE(data.dim() >= 1, "torch_ragged.", op,
+                    ": data must have at least 1 dim (rows, ...), got a 0-D tensor");
+  TORCH_CHECK_TYPE(accepts(dtypes, data.scalar_type()), "torch_ragged.", op, ": data must have ",
+                   expected_dtypes(dtypes), ", got ", data.scalar_type());
+  check_first_idx_tensor(op, first_idx, data);
+}
+
+void check_last_offset_is_rows(std::string_view op, int64_t last_offset, const at::Tensor& data) {
+  TORCH_CHECK_VALUE(last_offset == data.size(0), "torch_ragged.", op,
+                    ": first_idx must run from 0 to data.size(0) = ", data.size(0),
+                    ", got first_idx[-1] = ", last_offset);
+}
+
+std::vector<int64_t> per_segment_sizes(const at::Tensor& data, int64_t num_segments) {
+  std::vector<int64_t> sizes{num_segments};
+  sizes.insert(sizes.end(), data.sizes().begin() + 1, data.sizes().end());
+  return sizes;
+}
+
+int64_t row_width(const at::Tensor& data) {
+  int64_t width = 1;
+  for (int64_t d = 1; d < data.dim(); ++d) width *= data.size(d);
+  return width;
+}
+
+std::vector<int64_t> expanded_sizes(std::string_view op, const at::Tensor& values,
+                                    int64_t num_segments, int64_t num_rows) {
+  TORCH_CHECK_VALUE(values.dim() >= 1 && values.size(0) == num_segments, "torch_ragged.", op,
+                    ": values must have one row per segment (first_idx.size(0) - 1 = ",
+                    num_segments, "), got shape ", values.sizes());
+  std::vector<int64_t> sizes{num_rows};
+  sizes.insert(sizes.end(), values.sizes().begin() + 1, values.sizes().end());
+  check_numel_fits(op, "the output", sizes);
+  return sizes;
+}
+
+}  // namespace torch_ragged

@@ -1,0 +1,38 @@
+#pragma once
+
+// Argument checks and output shapes of the segment ops, shared by their CPU and CUDA kernels.
+
+#include <ATen/ATen.h>
+
+#include <string_view>
+#include <vector>
+
+namespace torch_ragged {
+
+// Which dtypes an op accepts (checked before any kernel, with a message naming the op).
+enum class SegmentDtypes {
+  kSummable,   // numbers (integers, floating, complex), not bool
+  kAveraging,  // floating and complex, as torch.mean
+  kOrdered,    // bool, integers, floating: max / min
+  kFloating,   // softmax
+};
+
+// data: at least 1-D with an accepted dtype; first_idx: an integer 1-D tensor with >= 1 entry on
+// the CPU or data's device.
+void check_segment_args(std::string_view op, const at::Tensor& data, const at::Tensor& first_idx,
+                        SegmentDtypes dtypes);
+
+// first_idx[-1] (read on the host) must be data.size(0).
+void check_last_offset_is_rows(std::string_view op, int64_t last_offset, const at::Tensor& data);
+
+// (num_segments, *data.shape[1:]).
+std::vector<int64_t> per_segment_sizes(const at::Tensor& data, int64_t num_segments);
+
+// Elements per row: prod(data.shape[1:]).
+int64_t row_width(const at::Tensor& data);
+
+// segment_expand: values (num_segments, ...) -> (num_rows, ...); checks values' rank and size.
+std::vector<int64_t> expanded_sizes(std::string_view op, const at::Tensor& values,
+                                    int64_t num_segments, int64_t num_rows);
+
+}  // namespace torch_ragged

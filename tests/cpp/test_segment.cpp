@@ -1,0 +1,66 @@
+// The C++ API of the segment core, through the public headers only.
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+#include <torch_ragged/torch_ragged.h>
+
+namespace {
+
+at::Tensor longs(std::vector<int64_t> values) { return torch::tensor(values, torch::kLong); }
+
+// Three segments of a (5, 2) batch, the middle one empty.
+const std::vector<int64_t> kFirstIdx{0, 2, 2, 5};
+at::Tensor data() { return torch::arange(10, torch::kDouble).view({5, 2}); }
+
+TEST(Segment, SumAndMean) {
+  const auto sums = torch_ragged::segment_sum(data(), longs(kFirstIdx));
+  EXPECT_TRUE(torch::equal(sums, torch::tensor({2., 4., 0., 0., 18., 21.}).view({3, 2})));
+  const auto means = torch_ragged::segment_mean(data(), longs(kFirstIdx).to(torch::kInt));
+  EXPECT_TRUE(torch::equal(means, torch::tensor({1., 2., 0., 0., 6., 7.}).view({3, 2})));
+}
+
+TEST(Segment, MaxAndMinWithArgAndEmptySegments) {
+  auto [values, arg] = torch_ragged::segment_max(data(), longs(kFirstIdx));
+  EXPECT_TRUE(torch::equal(values, torch::tensor({2., 3., 0., 0., 8., 9.}).view({3, 2})));
+  EXPECT_TRUE(torch::equal(arg, longs({1, 1, -1, -1, 4, 4}).view({3, 2})));
+  auto [min_values, min_arg] = torch_ragged::segment_min(data(), longs(kFirstIdx));
+  EXPECT_TRUE(torch::equal(min_arg, longs({0, 0, -1, -1, 2, 2}).view({3, 2})));
+}
+
+TEST(Segment, SoftmaxMatchesTorchPerSegment) {
+  const auto x = torch::randn({5, 3}, torch::kDouble);
+  const auto out = torch_ragged::segment_softmax(x, longs(kFirstIdx));
+  EXPECT_TRUE(torch::allclose(out.slice(0, 0, 2), torch::softmax(x.slice(0, 0, 2), 0)));
+  EXPECT_TRUE(torch::allclose(out.slice(0, 2, 5), torch::softmax(x.slice(0, 2, 5), 0)));
+  const auto log_out = torch_ragged::segment_log_softmax(x, longs(kFirstIdx));
+  EXPECT_TRUE(torch::allclose(log_out.exp(), out));
+}
+
+TEST(Segment, ExpandAndIdsAreTheRowsSegments) {
+  EXPECT_TRUE(torch::equal(torch_ragged::segment_ids(longs(kFirstIdx)), longs({0, 0, 2, 2, 2})));
+  const auto expanded = torch_ragged::segment_expand(longs({7, 8, 9}), longs(kFirstIdx), 5);
+  EXPECT_TRUE(torch::equal(expanded, longs({7, 7, 9, 9, 9})));
+}
+
+TEST(Segment, GradientsFlowThroughTheCppApi) {
+  const auto x = data().requires_grad_(true);
+  const auto values = std::get<0>(torch_ragged::segment_max(x, longs(kFirstIdx)));
+  (torch_ragged::segment_sum(x, longs(kFirstIdx)).sum() + values.sum()).backward();
+  // every row gets 1 from the sum; rows 1 and 4 (the maxima) get 1 more
+  const auto expected = torch::tensor({1., 1., 2., 2., 1., 1., 1., 1., 2., 2.}).view({5, 2});
+  EXPECT_TRUE(torch::equal(x.grad(), expected));
+}
+
+TEST(Segment, BadFirstIdxRaisesValueErrorNamingTheOp) {
+  try {
+    torch_ragged::segment_sum(data(), longs({0, 3, 2, 5}));
+    FAIL() << "expected an error";
+  } catch (const c10::ValueError& e) {
+    EXPECT_NE(
+        std::string(e.what()).find("torch_ragged.segment_sum: first_idx must be non-decreasing"),
+        std::string::npos);
+  }
+  EXPECT_THROW(torch_ragged::get_first_idx(longs({1, -1})), c10::ValueError);
+}
+
+}  // namespace

@@ -1,0 +1,161 @@
+"""The segment core's autograd (gradcheck / gradgradcheck in float64), registration (opcheck), torch.compile
+and TorchScript."""
+
+import warnings
+
+import pytest
+import torch
+import torch_ragged
+from devices import DEVICES
+from torch.autograd import gradcheck, gradgradcheck
+from torch.library import opcheck
+
+ops = torch.ops.torch_ragged
+FIRST_IDX = [0, 2, 2, 5, 6]  # an empty segment and a single-row one
+
+
+def leaf(*shape, device="cpu"):
+    generator = torch.Generator().manual_seed(sum(shape) + len(shape))
+    return torch.randn(*shape, generator=generator, dtype=torch.float64).to(device).requires_grad_(True)
+
+
+def segment_samples():
+    first_idx = torch.tensor(FIRST_IDX)
+    data = leaf(6, 3)
+    return [
+        (ops.get_first_idx, (torch.tensor([2, 0, 3]), True)),
+        (ops.segment_sum, (data, first_idx)),
+        (ops.segment_mean, (data, first_idx.to(torch.int32))),
+        (ops.segment_max, (data, first_idx)),
+        (ops.segment_min, (leaf(6), first_idx)),
+        (ops.segment_softmax, (data, first_idx)),
+        (ops.segment_log_softmax, (leaf(6, 2, 2), first_idx)),
+        (ops.segment_softmax_backward, (leaf(6, 3), leaf(6, 3), first_idx, False)),
+        (ops.segment_softmax_backward, (leaf(6, 3), leaf(6, 3), first_idx, True)),
+        (ops.segment_expand, (leaf(4, 3), first_idx, None)),
+        (ops.segment_expand, (leaf(4), first_idx, 6)),
+        (ops.segment_ids, (first_idx, None)),
+        (ops.segment_ids, (first_idx, 6)),
+    ]
+
+
+@pytest.mark.parametrize("op,args", segment_samples(), ids=lambda v: getattr(v, "__name__", ""))
+def test_opcheck(op, args):
+    opcheck(op, args)
+
+
+def differentiable_ops():
+    return {
+        "sum": torch_ragged.segment_sum,
+        "mean": torch_ragged.segment_mean,
+        "max": lambda d, f: torch_ragged.segment_max(d, f).values,
+        "min": lambda d, f: torch_ragged.segment_min(d, f).values,
+        "softmax": torch_ragged.segment_softmax,
+        "log_softmax": torch_ragged.segment_log_softmax,
+    }
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("name", list(differentiable_ops()))
+@pytest.mark.parametrize("feature", [(), (3,)])
+def test_gradcheck_and_gradgradcheck(device, name, feature):
+    op = differentiable_ops()[name]
+    first_idx = torch.tensor(FIRST_IDX)
+    data = leaf(6, *feature, device=device)
+    assert gradcheck(lambda d: op(d, first_idx), (data,))
+    assert gradgradcheck(lambda d: op(d, first_idx), (data,))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_expand_gradients(device):
+    first_idx = torch.tensor(FIRST_IDX, device=device)
+    values = leaf(4, 2, device=device)
+    assert gradcheck(lambda v: torch_ragged.segment_expand(v, first_idx), (values,))
+    assert gradgradcheck(lambda v: torch_ragged.segment_expand(v, first_idx, 6), (values,))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_softmax_backward_is_twice_differentiable(device):
+    # the fused backward op's own backward (written with sum / expand), checked directly
+    first_idx = torch.tensor(FIRST_IDX)
+    for log in (False, True):
+        grad, output = leaf(6, 2, device=device), leaf(6, 2, device=device)
+        assert gradcheck(lambda g, y, log=log: ops.segment_softmax_backward(g, y, first_idx, log), (grad, output))
+        assert gradgradcheck(lambda g, y, log=log: ops.segment_softmax_backward(g, y, first_idx, log),
+                             (grad, output))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_max_gradient_goes_to_the_arg_rows_only(device):
+    data = torch.tensor([[1.0, 5.0], [3.0, 5.0], [2.0, 0.0]], device=device, requires_grad=True)
+    first_idx = torch.tensor([0, 0, 3])  # an empty segment first
+    values, arg = torch_ragged.segment_max(data, first_idx)
+    (values * torch.tensor([[10.0, 10.0], [1.0, 2.0]], device=device)).sum().backward()
+    assert torch.equal(data.grad.cpu(), torch.tensor([[0.0, 2.0], [1.0, 0.0], [0.0, 0.0]]))
+    assert not arg.requires_grad
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_mean_gradient_divides_by_the_count(device):
+    data = torch.ones(5, 2, device=device, requires_grad=True)
+    torch_ragged.segment_mean(data, torch.tensor([0, 1, 1, 5])).sum().backward()
+    expected = torch.tensor([1.0, 0.25, 0.25, 0.25, 0.25]).unsqueeze(1).expand(5, 2)
+    assert torch.equal(data.grad.cpu(), expected)
+
+
+def test_half_precision_gradients_accumulate_in_float():
+    data = torch.randn(40, 4, dtype=torch.float64)
+    first_idx = torch.tensor([0, 10, 40])
+    for op in (torch_ragged.segment_softmax, torch_ragged.segment_log_softmax):
+        half = data.to(torch.bfloat16).requires_grad_(True)
+        wide = half.detach().double().requires_grad_(True)
+        weight = torch.randn(40, 4, dtype=torch.float64)
+        (op(half, first_idx).double() * weight).sum().backward()
+        (op(wide, first_idx) * weight).sum().backward()
+        torch.testing.assert_close(half.grad.double(), wide.grad, rtol=2e-2, atol=2e-2)
+
+
+def attention_pool(points, scores, first_idx):
+    """Per-cloud softmax attention over a packed point batch (the docs example)."""
+    weights = torch_ragged.segment_softmax(scores, first_idx)
+    return torch_ragged.segment_sum(points * weights, first_idx)
+
+
+def test_compile_fullgraph_with_backward():
+    compiled = torch.compile(attention_pool, fullgraph=True)
+    points = torch.randn(9, 3, requires_grad=True)
+    scores = torch.randn(9, 1, requires_grad=True)
+    first_idx = torch.tensor([0, 4, 4, 9])
+    out = compiled(points, scores, first_idx)
+    expected = attention_pool(points, scores, first_idx)
+    torch.testing.assert_close(out, expected)
+    grads = torch.autograd.grad(out.square().sum(), (points, scores))
+    expected_grads = torch.autograd.grad(expected.square().sum(), (points, scores))
+    for a, b in zip(grads, expected_grads, strict=True):
+        torch.testing.assert_close(a, b)
+
+
+def test_compile_fullgraph_expand_ids_and_extrema():
+    def fn(data, first_idx):
+        values, arg = torch_ragged.segment_max(data, first_idx)
+        centred = data - torch_ragged.segment_expand(torch_ragged.segment_mean(data, first_idx), first_idx,
+                                                     data.shape[0])
+        return values, arg, centred, torch_ragged.segment_ids(first_idx, data.shape[0])
+
+    data, first_idx = torch.randn(7, 2), torch.tensor([0, 3, 3, 7])
+    for a, b in zip(torch.compile(fn, fullgraph=True)(data, first_idx), fn(data, first_idx), strict=True):
+        torch.testing.assert_close(a, b)
+
+
+def scripted_pool(points: torch.Tensor, scores: torch.Tensor, first_idx: torch.Tensor) -> torch.Tensor:
+    weights = torch.ops.torch_ragged.segment_softmax(scores, first_idx)
+    values, arg = torch.ops.torch_ragged.segment_max(points, first_idx)
+    return torch.ops.torch_ragged.segment_sum(points * weights, first_idx) + values
+
+
+def test_torchscript():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # torch.jit.script is deprecated but supported
+        scripted = torch.jit.script(scripted_pool)
+    points, scores, first_idx = torch.randn(6, 3), torch.randn(6, 1), torch.tensor([0, 2, 6])
+    torch.testing.assert_close(scripted(points, scores, first_idx), scripted_pool(points, scores, first_idx))
