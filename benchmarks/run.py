@@ -1,6 +1,6 @@
 """Runs a family's benchmarks and prints a ratio table (baseline time / ours; > 1 means faster).
 
-    python benchmarks/run.py --family batch|pad [--device cpu|cuda] [--json out.json] [--quick]
+    python benchmarks/run.py --family batch|pad|segment [--device cpu|cuda] [--json out.json] [--quick]
 
 Ratios, not absolute times, are the result: the machines are shared and noisy, but every row's baseline,
 ours and memcpy are timed in the same run. "% memcpy" compares our bandwidth (bytes read + written)
@@ -21,10 +21,10 @@ import torch  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-FAMILIES = ("batch", "pad")
+FAMILIES = ("batch", "pad", "segment")
 
 
-def print_table(rows):
+def print_table(rows, floor_note=True):
     header = ("case", "op", "baseline", "baseline ms", "ours ms", "ratio", "ours GB/s", "memcpy GB/s", "% memcpy")
     lines = [header]
     for r in rows:
@@ -38,6 +38,8 @@ def print_table(rows):
     for line in lines[1:]:
         print("| " + " | ".join(line) + " |")
     print()
+    if not floor_note:
+        return
     for case in dict.fromkeys(r["case"] for r in rows):
         full_ms = next(r["padded_full_s"] for r in rows if r["case"] == case) * 1e3
         print(f"{case}: torch.full of the padded output alone takes {full_ms:.3f} ms (floor for *_to_padded)")
@@ -60,6 +62,13 @@ def main():
 
         rows = bench_pad.run_all(args.device, min_run_time)
         bench_pad.print_table(rows)
+    elif args.family == "segment":
+        import bench_segment
+
+        rows = []
+        for name, params in bench_segment.CASES.items():
+            rows += bench_segment.run_case(name, device=args.device, min_run_time=min_run_time, **params)
+        print_table(rows, floor_note=False)
     else:
         rows = run_batch(args.device, min_run_time)
     if args.json:
