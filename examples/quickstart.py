@@ -1,5 +1,5 @@
 """torch_ragged quick start: point clouds of different sizes, packed, padded (right and left), unpadded,
-and a gradient flowing back. Run with `bash scripts/demo.sh`."""
+reduced per cloud, and a gradient flowing back. Run with `bash scripts/demo.sh`."""
 
 import torch
 import torch_ragged
@@ -35,6 +35,13 @@ print("d(sum |centroid|^2)/d(points) matches 2*centroid/n per cloud:", torch.all
 
 per_cloud_sum = torch_ragged.segment_sum(packed, first_idx)
 print("segment_sum over first_idx equals padded.sum(1):", torch.allclose(per_cloud_sum, right.sum(dim=1)))
+
+# The segment core: per-cloud reductions and softmax straight on the packed rows, no padding.
+print("segment_mean (centroids):", torch_ragged.segment_mean(packed, first_idx).tolist())
+highest = torch_ragged.segment_max(packed, first_idx)
+print("segment_max: highest z per cloud", highest.values[:, 2].tolist(), "in rows", highest.arg[:, 2].tolist())
+attention = torch_ragged.segment_softmax(packed[:, 2:], first_idx)  # weights sum to 1 within each cloud
+print("segment_softmax of z sums to 1 per cloud:", torch_ragged.segment_sum(attention, first_idx).flatten().tolist())
 
 # numpy.pad, every mode, on tensors: pads wider than the axis, odd reflections, statistics.
 signal = torch.tensor([1.0, 2.0, 4.0], requires_grad=True)

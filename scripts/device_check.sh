@@ -28,10 +28,11 @@ export PYTHONPATH="$PWD/python${PYTHONPATH:+:$PYTHONPATH}"
 step "CUDA tests"
 # CUDA-only tests plus every test parametrised over devices (their "cuda" cases).
 timeout 180 "$PYTHON" -m pytest -q -p no:cacheprovider -x -k "cuda" tests/python/test_cuda.py \
-  tests/python/test_batch.py tests/python/test_pad.py tests/python/test_pad_autograd.py >"$OUT/test_cuda.log" 2>&1
+  tests/python/test_batch.py tests/python/test_pad.py tests/python/test_pad_autograd.py \
+  tests/python/test_segment.py tests/python/test_segment_autograd.py >"$OUT/test_cuda.log" 2>&1
 echo "exit $?: $(tail -n 1 "$OUT/test_cuda.log")" | tee -a "$OUT/summary.log"
 
-for family in pad batch; do
+for family in segment pad batch; do
   step "GPU benchmark $family"
   timeout 200 "$PYTHON" benchmarks/run.py --family "$family" --device cuda --json "$OUT/bench_${family}_cuda.json" \
     >"$OUT/bench_${family}_cuda.log" 2>&1
@@ -42,7 +43,7 @@ if command -v compute-sanitizer >/dev/null; then
   step "compute-sanitizer memcheck"
   timeout 150 compute-sanitizer --tool memcheck --error-exitcode 1 "$PYTHON" -m pytest -q -p no:cacheprovider \
     -k "cuda and not two_to_the_31 and not opcheck and not synchronise" tests/python/test_cuda.py \
-    tests/python/test_pad_autograd.py >"$OUT/memcheck.log" 2>&1
+    tests/python/test_pad_autograd.py tests/python/test_segment.py >"$OUT/memcheck.log" 2>&1
   echo "exit $?" | tee -a "$OUT/summary.log"
 fi
 

@@ -4,9 +4,13 @@
 
 #include <ATen/Dispatch_v2.h>
 #include <ATen/Parallel.h>
+#include <c10/util/SmallVector.h>
 #include <torch/library.h>
 
+#include <limits>
+
 #include "common/checks.h"
+#include "common/cpu_clones.h"
 #include "common/fill.h"
 #include "common/parallel.h"
 #include "segment/offsets.h"
@@ -41,10 +45,35 @@ CpuSegments cpu_segments(std::string_view op, const at::Tensor& data, const at::
   return CpuSegments{std::move(offsets), data.contiguous(), row_width(data)};
 }
 
-// write(b, c, reduction of load(b, row, c) over the rows of segment b, rows in b) for every
-// segment and column; empty segments get the reducer's identity and count 0.
-template <typename Reducer, typename Load, typename Write>
-void reduce_segments(const RowBlocks& blocks, int64_t width, const Load& load, const Write& write) {
+// ---- the two loops every CPU kernel is made of ----
+
+// Segments spanning blocks: the block holding a segment's tail merges the heads of the following
+// blocks into its tail slot, in block order (so the result does not depend on the thread count).
+template <typename Acc, typename Merge>
+void merge_spanning_segments(const RowBlocks& blocks, int64_t width, const std::vector<Acc>& heads,
+                             std::vector<Acc>& tails, const Merge& merge) {
+  at::parallel_for(0, blocks.count(), 64, [&](int64_t first_block, int64_t last_block) {
+    for (int64_t k = first_block; k < last_block; ++k) {
+      const int64_t b = blocks.tail_segment(k);
+      if (b < 0) continue;
+      const int64_t last = blocks.last_block_of(b);
+      for (int64_t c = 0; c < width; ++c) {
+        for (int64_t j = k + 1; j <= last; ++j) merge(tails[k * width + c], heads[j * width + c]);
+      }
+    }
+  });
+}
+
+// The tail slot holding the merged result of segment b (after merge_spanning_segments).
+int64_t merged_slot(const RowBlocks& blocks, int64_t b) {
+  return blocks.block_of_row(blocks.first_idx[b]);
+}
+
+// Reductions: reduce_part(b, lo, hi, acc) reduces rows [lo, hi) of segment b into acc[0..width);
+// write(b, c, acc, count) stores a finished one. Empty segments get the identity and count 0.
+template <typename Reducer, typename ReducePart, typename Write>
+void reduce_segments(const RowBlocks& blocks, int64_t width, const ReducePart& reduce_part,
+                     const Write& write) {
   using Acc = typename Reducer::Acc;
   const int64_t num_blocks = blocks.count();
   std::vector<Acc> heads(num_blocks * width), tails(num_blocks * width);
@@ -52,13 +81,9 @@ void reduce_segments(const RowBlocks& blocks, int64_t width, const Load& load, c
     std::vector<Acc> acc(width);
     for (int64_t k = first_block; k < last_block; ++k) {
       blocks.for_each_part(k, [&](int64_t b, int64_t lo, int64_t hi, SegmentPart part) {
-        std::fill(acc.begin(), acc.end(), Reducer::identity());
-        for (int64_t row = lo; row < hi; ++row) {
-          for (int64_t c = 0; c < width; ++c) Reducer::add(acc[c], load(b, row, c), row);
-        }
+        reduce_part(b, lo, hi, acc.data());
         if (part == SegmentPart::kWhole) {
-          const int64_t count = hi - lo;
-          for (int64_t c = 0; c < width; ++c) write(b, c, acc[c], count);
+          for (int64_t c = 0; c < width; ++c) write(b, c, acc[c], hi - lo);
         } else {
           Acc* slot = (part == SegmentPart::kHead ? heads : tails).data() + k * width;
           std::copy(acc.begin(), acc.end(), slot);
@@ -66,18 +91,13 @@ void reduce_segments(const RowBlocks& blocks, int64_t width, const Load& load, c
       });
     }
   });
-  // Segments spanning blocks: the block holding the tail merges the later heads in block order.
+  merge_spanning_segments(blocks, width, heads, tails, &Reducer::merge);
   at::parallel_for(0, num_blocks, 64, [&](int64_t first_block, int64_t last_block) {
     for (int64_t k = first_block; k < last_block; ++k) {
       const int64_t b = blocks.tail_segment(k);
       if (b < 0) continue;
-      const int64_t last = blocks.last_block_of(b);
       const int64_t count = blocks.first_idx[b + 1] - blocks.first_idx[b];
-      for (int64_t c = 0; c < width; ++c) {
-        Acc acc = tails[k * width + c];
-        for (int64_t j = k + 1; j <= last; ++j) Reducer::merge(acc, heads[j * width + c]);
-        write(b, c, acc, count);
-      }
+      for (int64_t c = 0; c < width; ++c) write(b, c, tails[k * width + c], count);
     }
   });
   at::parallel_for(0, blocks.num_segments, kGrainElems, [&](int64_t begin, int64_t end) {
@@ -88,19 +108,203 @@ void reduce_segments(const RowBlocks& blocks, int64_t width, const Load& load, c
   });
 }
 
-// map(b, row, c) for every row and column, row b's segment.
-template <typename Map>
-void map_rows(const RowBlocks& blocks, int64_t width, const Map& map) {
-  at::parallel_for(0, blocks.count(), 1, [&](int64_t first_block, int64_t last_block) {
+// Per-segment statistics, then a pass over the rows that uses them (softmax and its backward).
+// Per block, into a block-sized scratch that stays in cache:
+//   op.prepare(b, lo, hi, rows, stats)   per part: first statistics, and the part's scratch rows;
+//   op.transform(scratch, n)             once for the whole block (a vectorised exp: one call per
+//                                        block, not per small segment);
+//   op.complete(b, lo, hi, rows, stats)  per part: the rest of the statistics;
+//   op.finish(b, lo, hi, stats, rows, fresh) writes the part's output rows; fresh says the scratch
+//                                        rows still match these statistics.
+// A segment inside one block is finished at once; a segment spanning blocks merges its block
+// statistics in order (Op::merge) and its rows get a second pass (fresh = false).
+template <typename Op>
+void reduce_then_map(const RowBlocks& blocks, int64_t width, const Op& op) {
+  using Stat = typename Op::Stat;
+  using acc_t = typename Op::acc_t;
+  const int64_t num_blocks = blocks.count();
+  std::vector<Stat> heads(num_blocks * width), tails(num_blocks * width);
+  const int64_t scratch_size = blocks.rows_per_block * width;
+  at::parallel_for(0, num_blocks, 1, [&](int64_t first_block, int64_t last_block) {
+    std::vector<acc_t> scratch(scratch_size);
+    std::vector<Stat> part_stats(scratch_size);  // a block has at most one part per row
     for (int64_t k = first_block; k < last_block; ++k) {
+      const int64_t begin = blocks.begin(k);
+      int64_t parts = 0;
       blocks.for_each_part(k, [&](int64_t b, int64_t lo, int64_t hi, SegmentPart) {
-        for (int64_t row = lo; row < hi; ++row) {
-          for (int64_t c = 0; c < width; ++c) map(b, row, c);
+        op.prepare(b, lo, hi, scratch.data() + (lo - begin) * width,
+                   part_stats.data() + parts++ * width);
+      });
+      op.transform(scratch.data(), (blocks.end(k) - begin) * width);
+      parts = 0;
+      blocks.for_each_part(k, [&](int64_t b, int64_t lo, int64_t hi, SegmentPart part) {
+        Stat* stats = part_stats.data() + parts++ * width;
+        acc_t* rows = scratch.data() + (lo - begin) * width;
+        op.complete(b, lo, hi, rows, stats);
+        if (part == SegmentPart::kWhole) {
+          op.finish(b, lo, hi, stats, rows, /*fresh=*/true);
+        } else {
+          Stat* slot = (part == SegmentPart::kHead ? heads : tails).data() + k * width;
+          std::copy(stats, stats + width, slot);
         }
       });
     }
   });
+  merge_spanning_segments(blocks, width, heads, tails, &Op::merge);
+  at::parallel_for(0, num_blocks, 1, [&](int64_t first_block, int64_t last_block) {
+    std::vector<acc_t> scratch(scratch_size);
+    for (int64_t k = first_block; k < last_block; ++k) {
+      blocks.for_each_part(k, [&](int64_t b, int64_t lo, int64_t hi, SegmentPart part) {
+        if (part == SegmentPart::kWhole) return;
+        op.finish(b, lo, hi, tails.data() + merged_slot(blocks, b) * width, scratch.data(),
+                  /*fresh=*/false);
+      });
+    }
+  });
 }
+
+// exp of n values in place with torch's vectorised kernel (on a block that sits in cache).
+template <typename acc_t>
+void exp_in_place(acc_t* values, int64_t n) {
+  at::from_blob(values, {n}, at::TensorOptions().dtype(c10::CppTypeToScalarType<acc_t>::value))
+      .exp_();
+}
+
+// ---- row loops: rows [lo, hi) of a (rows, width) array, vectorised over columns ----
+
+// acc[c] = sum of the rows' column c (op-math), or of grad * output when output is given.
+template <typename scalar_t, typename acc_t = at::opmath_type<scalar_t>>
+TORCH_RAGGED_CPU_CLONES void sum_rows(const scalar_t* data, const scalar_t* times, int64_t width,
+                                      int64_t lo, int64_t hi, acc_t* __restrict__ acc) {
+  std::fill(acc, acc + width, acc_t(0));
+  for (int64_t row = lo; row < hi; ++row) {
+    const scalar_t* __restrict__ x = data + row * width;
+    if (times == nullptr) {
+      for (int64_t c = 0; c < width; ++c) acc[c] += static_cast<acc_t>(x[c]);
+    } else {
+      const scalar_t* __restrict__ y = times + row * width;
+      for (int64_t c = 0; c < width; ++c) {
+        acc[c] += static_cast<acc_t>(x[c]) * static_cast<acc_t>(y[c]);
+      }
+    }
+  }
+}
+
+// Per column, the max (kMax) or min of rows [lo, hi) (non-empty), NaN winning: branch-free, so
+// the loop vectorises. ExtremumReducer's rule, written for whole rows.
+template <typename scalar_t, bool kMax, typename acc_t = at::opmath_type<scalar_t>>
+TORCH_RAGGED_CPU_CLONES void column_extremum(const scalar_t* data, int64_t width, int64_t lo,
+                                             int64_t hi, acc_t* __restrict__ best) {
+  for (int64_t c = 0; c < width; ++c) best[c] = static_cast<acc_t>(data[lo * width + c]);
+  for (int64_t row = lo + 1; row < hi; ++row) {
+    const scalar_t* __restrict__ x = data + row * width;
+    for (int64_t c = 0; c < width; ++c) {
+      const acc_t v = static_cast<acc_t>(x[c]), b = best[c];
+      best[c] = ExtremumReducer<acc_t, kMax>::beats(v, b) ? v : b;
+    }
+  }
+}
+
+// found[c] = the first row (counted from lo) whose column c equals target[c] (NaN matching NaN):
+// a backward scan, so the last match written is the first. int32 offsets are as wide as a float,
+// so the select vectorises; a part has at most rows_per_block <= kGrainElems rows.
+template <typename scalar_t, typename acc_t = at::opmath_type<scalar_t>>
+TORCH_RAGGED_CPU_CLONES void first_occurrence(const scalar_t* data, int64_t width, int64_t lo,
+                                              int64_t hi, const acc_t* __restrict__ target,
+                                              int32_t* __restrict__ found) {
+  for (int64_t row = hi - 1; row >= lo; --row) {
+    const scalar_t* __restrict__ x = data + row * width;
+    const int32_t offset = static_cast<int32_t>(row - lo);
+    for (int64_t c = 0; c < width; ++c) {
+      const acc_t v = static_cast<acc_t>(x[c]);
+      const bool same = (v == target[c]) | (at::_isnan(v) & at::_isnan(target[c]));
+      found[c] = same ? offset : found[c];
+    }
+  }
+}
+
+// out[row - lo] = x - shift per column (op-math), for rows [lo, hi).
+template <typename scalar_t, typename acc_t = at::opmath_type<scalar_t>>
+TORCH_RAGGED_CPU_CLONES void shifted_rows(const scalar_t* data, int64_t width, int64_t lo,
+                                          int64_t hi, const acc_t* __restrict__ shift,
+                                          acc_t* __restrict__ out) {
+  for (int64_t row = lo; row < hi; ++row) {
+    const scalar_t* __restrict__ x = data + row * width;
+    acc_t* __restrict__ o = out + (row - lo) * width;
+    for (int64_t c = 0; c < width; ++c) o[c] = static_cast<acc_t>(x[c]) - shift[c];
+  }
+}
+
+// out rows [lo, hi) = terms * scale per column (terms: the part's rows, from row lo).
+template <typename scalar_t, typename acc_t = at::opmath_type<scalar_t>>
+TORCH_RAGGED_CPU_CLONES void scaled_rows(const acc_t* terms, int64_t width, int64_t lo, int64_t hi,
+                                         const acc_t* __restrict__ scale, scalar_t* out) {
+  for (int64_t row = lo; row < hi; ++row) {
+    const acc_t* __restrict__ t = terms + (row - lo) * width;
+    scalar_t* __restrict__ o = out + row * width;
+    for (int64_t c = 0; c < width; ++c) o[c] = static_cast<scalar_t>(t[c] * scale[c]);
+  }
+}
+
+// out rows [lo, hi) = x - shift per column.
+template <typename scalar_t, typename acc_t = at::opmath_type<scalar_t>>
+TORCH_RAGGED_CPU_CLONES void subtracted_rows(const scalar_t* data, int64_t width, int64_t lo,
+                                             int64_t hi, const acc_t* __restrict__ shift,
+                                             scalar_t* out) {
+  for (int64_t row = lo; row < hi; ++row) {
+    const scalar_t* __restrict__ x = data + row * width;
+    scalar_t* __restrict__ o = out + row * width;
+    for (int64_t c = 0; c < width; ++c)
+      o[c] = static_cast<scalar_t>(static_cast<acc_t>(x[c]) - shift[c]);
+  }
+}
+
+// softmax's gradient y * (g - s), or log_softmax's g - e * s (e = exp(y), the part's rows).
+template <typename scalar_t, bool kLog, typename acc_t = at::opmath_type<scalar_t>>
+TORCH_RAGGED_CPU_CLONES void softmax_grad_rows(const scalar_t* grad, const scalar_t* output,
+                                               const acc_t* exp_output, int64_t width, int64_t lo,
+                                               int64_t hi, const acc_t* __restrict__ sum,
+                                               scalar_t* grad_input) {
+  for (int64_t row = lo; row < hi; ++row) {
+    const scalar_t* __restrict__ g = grad + row * width;
+    const scalar_t* __restrict__ y = output + row * width;
+    const acc_t* __restrict__ e = exp_output + (row - lo) * width;
+    scalar_t* __restrict__ gi = grad_input + row * width;
+    for (int64_t c = 0; c < width; ++c) {
+      const acc_t gc = static_cast<acc_t>(g[c]);
+      gi[c] = static_cast<scalar_t>(kLog ? gc - e[c] * sum[c]
+                                         : static_cast<acc_t>(y[c]) * (gc - sum[c]));
+    }
+  }
+}
+
+// ---- part reducers ----
+
+template <typename scalar_t>
+struct SumRows {
+  using acc_t = at::opmath_type<scalar_t>;
+  const scalar_t* data;
+  int64_t width;
+  void operator()(int64_t /*segment*/, int64_t lo, int64_t hi, acc_t* acc) const {
+    sum_rows(data, static_cast<const scalar_t*>(nullptr), width, lo, hi, acc);
+  }
+};
+
+// max / min and the first row holding it: the extremum per column, then a scan of the (cached)
+// rows for its first occurrence.
+template <typename scalar_t, bool kMax>
+struct ExtremumRows {
+  using acc_t = at::opmath_type<scalar_t>;
+  const scalar_t* data;
+  int64_t width;
+  void operator()(int64_t /*segment*/, int64_t lo, int64_t hi, ValueAndRow<acc_t>* acc) const {
+    c10::SmallVector<acc_t, 64> best(width);
+    c10::SmallVector<int32_t, 64> found(width);
+    column_extremum<scalar_t, kMax>(data, width, lo, hi, best.data());
+    first_occurrence(data, width, lo, hi, best.data(), found.data());
+    for (int64_t c = 0; c < width; ++c) acc[c] = ValueAndRow<acc_t>{best[c], lo + found[c]};
+  }
+};
 
 // ---- reductions ----
 
@@ -114,7 +318,7 @@ at::Tensor sum_or_mean_cpu(const at::Tensor& data, const at::Tensor& first_idx) 
                    using acc_t = at::opmath_type<scalar_t>;
                    reduce_segments<SumReducer<acc_t>>(
                        s.blocks(), s.width,
-                       LoadRows<scalar_t>{s.data.const_data_ptr<scalar_t>(), s.width},
+                       SumRows<scalar_t>{s.data.const_data_ptr<scalar_t>(), s.width},
                        WriteSum<scalar_t, kMean>{out.mutable_data_ptr<scalar_t>(), s.width});
                  }),
                  AT_EXPAND(AT_ALL_TYPES_AND_COMPLEX), AT_EXPAND(AT_BAREBONES_UNSIGNED_TYPES),
@@ -142,7 +346,7 @@ std::tuple<at::Tensor, at::Tensor> extremum_cpu(const at::Tensor& data,
                    using acc_t = at::opmath_type<scalar_t>;
                    reduce_segments<ExtremumReducer<acc_t, kMax>>(
                        s.blocks(), s.width,
-                       LoadRows<scalar_t>{s.data.const_data_ptr<scalar_t>(), s.width},
+                       ExtremumRows<scalar_t, kMax>{s.data.const_data_ptr<scalar_t>(), s.width},
                        WriteExtremum<scalar_t>{values.mutable_data_ptr<scalar_t>(),
                                                arg.mutable_data_ptr<int64_t>(), s.width});
                  }),
@@ -161,36 +365,107 @@ std::tuple<at::Tensor, at::Tensor> segment_min_cpu(const at::Tensor& data,
   return extremum_cpu<false>(data, first_idx);
 }
 
-// ---- softmax: segment max, sum of exp(x - max), normalise ----
+// ---- softmax ----
+
+// Statistics (max m, sum of exp(x - m)) per column; parts merge as in the online softmax:
+// M = max(m1, m2), S = s1 exp(m1 - M) + s2 exp(m2 - M). A part of only -inf has sum 0 (it is
+// shifted by 0, not by -inf), so it adds nothing; a segment of only -inf ends with NaN, as torch.
+template <typename scalar_t, bool kLog>
+struct SoftmaxRows {
+  using acc_t = at::opmath_type<scalar_t>;
+  struct Stat {
+    acc_t max, sum;
+  };
+  const scalar_t* data;
+  scalar_t* out;
+  int64_t width;
+
+  static acc_t shift_of(acc_t max) {
+    return max == -std::numeric_limits<acc_t>::infinity() ? acc_t(0) : max;
+  }
+  static void merge(Stat& acc, const Stat& later) {
+    const acc_t m = ExtremumReducer<acc_t, true>::beats(later.max, acc.max) ? later.max : acc.max;
+    acc.sum = acc.sum * std::exp(acc.max - m) + later.sum * std::exp(later.max - m);
+    acc.max = m;
+  }
+  // rows = x - shift(max) for the part (exp'd by transform), stats = the column maxima.
+  void prepare(int64_t /*segment*/, int64_t lo, int64_t hi, acc_t* rows, Stat* stats) const {
+    c10::SmallVector<acc_t, 64> max(width), shift(width);
+    column_extremum<scalar_t, true>(data, width, lo, hi, max.data());
+    for (int64_t c = 0; c < width; ++c) {
+      shift[c] = shift_of(max[c]);
+      stats[c].max = max[c];
+    }
+    shifted_rows(data, width, lo, hi, shift.data(), rows);
+  }
+  void transform(acc_t* scratch, int64_t n) const { exp_in_place(scratch, n); }
+  void complete(int64_t /*segment*/, int64_t lo, int64_t hi, const acc_t* rows, Stat* stats) const {
+    c10::SmallVector<acc_t, 64> sum(width);
+    sum_rows(rows, static_cast<const acc_t*>(nullptr), width, 0, hi - lo, sum.data());
+    for (int64_t c = 0; c < width; ++c) stats[c].sum = sum[c];
+  }
+  void finish(int64_t /*segment*/, int64_t lo, int64_t hi, const Stat* stats, acc_t* rows,
+              bool fresh) const {
+    c10::SmallVector<acc_t, 64> shift(width), scale(width);
+    for (int64_t c = 0; c < width; ++c) {
+      shift[c] = kLog ? stats[c].max + std::log(stats[c].sum) : shift_of(stats[c].max);
+      scale[c] = acc_t(1) / stats[c].sum;
+    }
+    if (kLog) return subtracted_rows(data, width, lo, hi, shift.data(), out);
+    if (!fresh) {  // rows = exp(x - merged max)
+      shifted_rows(data, width, lo, hi, shift.data(), rows);
+      exp_in_place(rows, (hi - lo) * width);
+    }
+    scaled_rows(rows, width, lo, hi, scale.data(), out);
+  }
+};
+
+// softmax: y * (g - sum(g * y)); log_softmax: g - exp(y) * sum(g), exp(y) in the scratch rows.
+template <typename scalar_t, bool kLog>
+struct SoftmaxGradRows {
+  using acc_t = at::opmath_type<scalar_t>;
+  using Stat = acc_t;
+  const scalar_t* grad;
+  const scalar_t* output;
+  scalar_t* grad_input;
+  int64_t width;
+
+  static void merge(Stat& acc, const Stat& later) { acc += later; }
+  void copy_output(int64_t lo, int64_t hi, acc_t* rows) const {
+    const scalar_t* y = output + lo * width;
+    std::transform(y, y + (hi - lo) * width, rows,
+                   [](scalar_t v) { return static_cast<acc_t>(v); });
+  }
+  void prepare(int64_t /*segment*/, int64_t lo, int64_t hi, acc_t* rows, Stat* sum) const {
+    sum_rows(grad, kLog ? nullptr : output, width, lo, hi, sum);
+    if (kLog) copy_output(lo, hi, rows);
+  }
+  void transform(acc_t* scratch, int64_t n) const {
+    if (kLog) exp_in_place(scratch, n);
+  }
+  void complete(int64_t, int64_t, int64_t, const acc_t*, Stat*) const {}
+  void finish(int64_t /*segment*/, int64_t lo, int64_t hi, const Stat* sum, acc_t* rows,
+              bool fresh) const {
+    if (kLog && !fresh) {
+      copy_output(lo, hi, rows);
+      exp_in_place(rows, (hi - lo) * width);
+    }
+    softmax_grad_rows<scalar_t, kLog>(grad, output, rows, width, lo, hi, sum, grad_input);
+  }
+};
 
 template <bool kLog>
 at::Tensor softmax_cpu(const at::Tensor& data, const at::Tensor& first_idx) {
   const CpuSegments s = cpu_segments(kLog ? "segment_log_softmax" : "segment_softmax", data,
                                      first_idx, SegmentDtypes::kFloating);
   at::Tensor out = at::empty_like(s.data);
-  AT_DISPATCH_V2(
-      data.scalar_type(), "segment_softmax_cpu", AT_WRAP([&] {
-        using acc_t = at::opmath_type<scalar_t>;
-        const auto acc_options = data.options().dtype(c10::CppTypeToScalarType<acc_t>::value);
-        at::Tensor max = at::empty({s.num_segments(), s.width}, acc_options);
-        at::Tensor sum = at::empty({s.num_segments(), s.width}, acc_options);
-        const scalar_t* in = s.data.const_data_ptr<scalar_t>();
-        scalar_t* o = out.mutable_data_ptr<scalar_t>();
-        const RowBlocks blocks = s.blocks();
-        reduce_segments<ExtremumReducer<acc_t, true>>(
-            blocks, s.width, LoadRows<scalar_t>{in, s.width},
-            WriteAcc<acc_t>{max.mutable_data_ptr<acc_t>(), s.width});
-        using Output = SoftmaxOutput<scalar_t, kLog>;
-        reduce_segments<SumReducer<acc_t>>(
-            blocks, s.width,
-            LoadShiftedExp<scalar_t>{in, max.const_data_ptr<acc_t>(),
-                                     Output::kTermsKept ? o : nullptr, s.width},
-            WriteAcc<acc_t>{sum.mutable_data_ptr<acc_t>(), s.width});
-        if (kLog) sum.log_();
-        map_rows(blocks, s.width,
-                 Output{in, max.const_data_ptr<acc_t>(), sum.const_data_ptr<acc_t>(), o, s.width});
-      }),
-      AT_EXPAND(AT_FLOATING_TYPES), at::kHalf, at::kBFloat16);
+  AT_DISPATCH_V2(data.scalar_type(), "segment_softmax_cpu", AT_WRAP([&] {
+                   reduce_then_map(
+                       s.blocks(), s.width,
+                       SoftmaxRows<scalar_t, kLog>{s.data.const_data_ptr<scalar_t>(),
+                                                   out.mutable_data_ptr<scalar_t>(), s.width});
+                 }),
+                 AT_EXPAND(AT_FLOATING_TYPES), at::kHalf, at::kBFloat16);
   return out.view(data.sizes());
 }
 
@@ -215,24 +490,13 @@ at::Tensor segment_softmax_backward_cpu(const at::Tensor& grad_output, const at:
   at::Tensor grad_input = at::empty_like(s.data);
   AT_DISPATCH_V2(
       output.scalar_type(), "segment_softmax_backward_cpu", AT_WRAP([&] {
-        using acc_t = at::opmath_type<scalar_t>;
-        at::Tensor sum = at::empty({s.num_segments(), s.width},
-                                   output.options().dtype(c10::CppTypeToScalarType<acc_t>::value));
         const scalar_t* g = grad.const_data_ptr<scalar_t>();
         const scalar_t* y = s.data.const_data_ptr<scalar_t>();
-        const RowBlocks blocks = s.blocks();
-        reduce_segments<SumReducer<acc_t>>(blocks, s.width,
-                                           LoadGradTerm<scalar_t>{g, log ? nullptr : y, s.width},
-                                           WriteAcc<acc_t>{sum.mutable_data_ptr<acc_t>(), s.width});
         scalar_t* gi = grad_input.mutable_data_ptr<scalar_t>();
         if (log) {
-          map_rows(
-              blocks, s.width,
-              SoftmaxGradInput<scalar_t, true>{g, y, sum.const_data_ptr<acc_t>(), gi, s.width});
+          reduce_then_map(s.blocks(), s.width, SoftmaxGradRows<scalar_t, true>{g, y, gi, s.width});
         } else {
-          map_rows(
-              blocks, s.width,
-              SoftmaxGradInput<scalar_t, false>{g, y, sum.const_data_ptr<acc_t>(), gi, s.width});
+          reduce_then_map(s.blocks(), s.width, SoftmaxGradRows<scalar_t, false>{g, y, gi, s.width});
         }
       }),
       AT_EXPAND(AT_FLOATING_TYPES), at::kHalf, at::kBFloat16);
