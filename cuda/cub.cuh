@@ -3,27 +3,56 @@
 // CUB, wrapped: built with -DCUB_WRAPPED_NAMESPACE=torch_ragged_cub so our CUB symbols never
 // collide with the CUB torch itself was built with. Temporary storage comes from torch's caching
 // allocator and every call runs on the current stream. Never pass CUB objects across the library
-// boundary.
+// boundary. Item counts are int64 (these CUB entry points take 64-bit counts).
 
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 
+#include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_scan.cuh>
 
 // CUB_NS_QUALIFIER is CUB's own spelling of its (wrapped) namespace: ::torch_ragged_cub::cub.
 namespace torch_ragged::cuda {
+
+// Runs a CUB device call twice: once to size its temporary storage, once for real.
+template <typename Call>
+void with_cub_temp_storage(const Call& call) {
+  size_t temp_bytes = 0;
+  C10_CUDA_CHECK(call(nullptr, temp_bytes));
+  auto temp = c10::cuda::CUDACachingAllocator::get()->allocate(temp_bytes);
+  C10_CUDA_CHECK(call(temp.get(), temp_bytes));
+}
 
 // out[i] = sum(in[0..i]) for i < n, on the current stream.
 template <typename In, typename Out>
 void inclusive_sum(const In* in, Out* out, int64_t n) {
   if (n == 0) return;
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
-  size_t temp_bytes = 0;
-  C10_CUDA_CHECK(
-      CUB_NS_QUALIFIER::DeviceScan::InclusiveSum(nullptr, temp_bytes, in, out, n, stream));
-  auto temp = c10::cuda::CUDACachingAllocator::get()->allocate(temp_bytes);
-  C10_CUDA_CHECK(
-      CUB_NS_QUALIFIER::DeviceScan::InclusiveSum(temp.get(), temp_bytes, in, out, n, stream));
+  with_cub_temp_storage([&](void* temp, size_t& bytes) {
+    return CUB_NS_QUALIFIER::DeviceScan::InclusiveSum(temp, bytes, in, out, n, stream);
+  });
+}
+
+// out[i] = sum(in[0..i)) for i < n.
+template <typename In, typename Out>
+void exclusive_sum(const In* in, Out* out, int64_t n) {
+  if (n == 0) return;
+  const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+  with_cub_temp_storage([&](void* temp, size_t& bytes) {
+    return CUB_NS_QUALIFIER::DeviceScan::ExclusiveSum(temp, bytes, in, out, n, stream);
+  });
+}
+
+// Stable sort of (key, value) pairs by the key's bits [0, end_bit).
+template <typename Key, typename Value>
+void sort_pairs(const Key* keys_in, Key* keys_out, const Value* values_in, Value* values_out,
+                int64_t n, int end_bit) {
+  if (n == 0) return;
+  const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+  with_cub_temp_storage([&](void* temp, size_t& bytes) {
+    return CUB_NS_QUALIFIER::DeviceRadixSort::SortPairs(temp, bytes, keys_in, keys_out, values_in,
+                                                        values_out, n, 0, end_bit, stream);
+  });
 }
 
 }  // namespace torch_ragged::cuda

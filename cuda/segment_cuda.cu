@@ -21,6 +21,7 @@
 #include "segment/offsets.h"
 #include "segment/segment_args.h"
 #include "segment/segment_index.h"
+#include "segment/sort.h"
 
 namespace torch_ragged {
 
@@ -429,7 +430,92 @@ at::Tensor segment_ids_cuda(const at::Tensor& first_idx, std::optional<c10::SymI
   return out;
 }
 
+// ---- sort by key, runs of equal keys ----
+
+__global__ void iota_kernel(int64_t* out, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    out[i] = i;
+  }
+}
+
+__global__ void run_heads_kernel(const int64_t* keys, int64_t n, int64_t* heads) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    heads[i] = i == 0 || keys[i] != keys[i - 1];
+  }
+}
+
+// first_idx[slot[i]] = i at every run head; first_idx[runs] = n.
+__global__ void scatter_run_starts_kernel(const int64_t* heads, const int64_t* slots, int64_t n,
+                                          int64_t runs, int64_t* first_idx) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    if (heads[i]) first_idx[slots[i]] = i;
+    if (i == 0) first_idx[runs] = n;
+  }
+}
+
 }  // namespace
+
+namespace cuda {
+
+KeyOrder sort_keys(const at::Tensor& keys, int key_bits) {
+  const int64_t n = keys.numel();
+  at::Tensor sorted = at::empty_like(keys), permutation = at::empty_like(keys);
+  if (n == 0) return {sorted, permutation};
+  at::Tensor identity = at::empty_like(keys);
+  iota_kernel<<<cuda_grid_for(n), kCudaThreads, 0, stream()>>>(identity.mutable_data_ptr<int64_t>(),
+                                                               n);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  // Non-negative keys: sorting their bits as unsigned is their order.
+  sort_pairs(reinterpret_cast<const uint64_t*>(keys.const_data_ptr<int64_t>()),
+             reinterpret_cast<uint64_t*>(sorted.mutable_data_ptr<int64_t>()),
+             identity.const_data_ptr<int64_t>(), permutation.mutable_data_ptr<int64_t>(), n,
+             std::max(key_bits, 1));
+  return {sorted, permutation};
+}
+
+at::Tensor run_offsets(const at::Tensor& sorted_keys) {
+  const int64_t n = sorted_keys.numel();
+  if (n == 0) return at::zeros({1}, sorted_keys.options());
+  at::Tensor heads = at::empty_like(sorted_keys), slots = at::empty_like(sorted_keys);
+  run_heads_kernel<<<cuda_grid_for(n), kCudaThreads, 0, stream()>>>(
+      sorted_keys.const_data_ptr<int64_t>(), n, heads.mutable_data_ptr<int64_t>());
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  exclusive_sum(heads.const_data_ptr<int64_t>(), slots.mutable_data_ptr<int64_t>(), n);
+  const int64_t runs = (slots[n - 1] + heads[n - 1]).item<int64_t>();  // the one host read
+  at::Tensor first_idx = at::empty({runs + 1}, sorted_keys.options());
+  scatter_run_starts_kernel<<<cuda_grid_for(n), kCudaThreads, 0, stream()>>>(
+      heads.const_data_ptr<int64_t>(), slots.const_data_ptr<int64_t>(), n, runs,
+      first_idx.mutable_data_ptr<int64_t>());
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  return first_idx;
+}
+
+at::Tensor segment_sum_rows(const at::Tensor& data, const at::Tensor& index,
+                            const at::Tensor& first_idx) {
+  const at::Tensor src = data.contiguous();
+  const int64_t runs = first_idx.numel() - 1, width = row_width(data);
+  const int64_t rows = index.defined() ? index.numel() : data.size(0);
+  const RowBlocks blocks{first_idx.const_data_ptr<int64_t>(), runs, rows,
+                         cuda_rows_per_block(width)};
+  at::Tensor out = at::empty(per_segment_sizes(data, runs), data.options());
+  AT_DISPATCH_V2(
+      data.scalar_type(), "segment_sum_rows_cuda", AT_WRAP([&] {
+        using acc_t = at::opmath_type<scalar_t>;
+        reduce_segments<SumReducer<acc_t>>(
+            blocks, width, data,
+            LoadRows<scalar_t>{src.const_data_ptr<scalar_t>(), width,
+                               index.defined() ? index.const_data_ptr<int64_t>() : nullptr},
+            WriteSum<scalar_t, false>{out.mutable_data_ptr<scalar_t>(), width});
+      }),
+      AT_EXPAND(AT_ALL_TYPES_AND_COMPLEX), AT_EXPAND(AT_BAREBONES_UNSIGNED_TYPES), at::kHalf,
+      at::kBFloat16);
+  return out;
+}
+
+}  // namespace cuda
 
 TORCH_LIBRARY_IMPL(torch_ragged, CUDA, m) {
   m.impl("get_first_idx", &get_first_idx_cuda);

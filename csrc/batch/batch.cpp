@@ -51,13 +51,6 @@ TORCH_LIBRARY_IMPL(torch_ragged, CUDA, m) {
 
 namespace {
 
-// Whether the index tensor has no readable data (fake / meta / functional tensors under
-// torch.compile), so sizes must stay symbolic.
-bool is_symbolic(const at::Tensor& t) {
-  return t.is_meta() || t.key_set().has(c10::DispatchKey::Python) ||
-         t.key_set().has(c10::DispatchKey::Functionalize);
-}
-
 c10::SymInt entry(const at::Tensor& t, int64_t i, int64_t j) {
   return t.select(0, i).select(0, j).item().toSymInt();
 }

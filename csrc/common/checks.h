@@ -20,6 +20,13 @@ inline void check_defined(std::string_view op, std::string_view arg, const at::T
   TORCH_CHECK_TYPE(t.defined(), "torch_ragged.", op, ": ", arg, " must be a tensor, got None");
 }
 
+// Whether a tensor has no readable data (fake / meta / functional tensors under torch.compile):
+// composite ops then keep sizes symbolic and check values on the device instead of reading them.
+inline bool is_symbolic(const at::Tensor& t) {
+  return t.is_meta() || t.key_set().has(c10::DispatchKey::Python) ||
+         t.key_set().has(c10::DispatchKey::Functionalize);
+}
+
 // Checks that an index argument is a defined integer tensor with `expected_dim` dims.
 inline void check_index_tensor(std::string_view op, std::string_view arg, const at::Tensor& t,
                                int64_t expected_dim) {

@@ -16,6 +16,7 @@
 #include "segment/offsets.h"
 #include "segment/segment_args.h"
 #include "segment/segment_index.h"
+#include "segment/sort.h"
 
 namespace torch_ragged {
 namespace {
@@ -172,13 +173,15 @@ void exp_in_place(acc_t* values, int64_t n) {
 
 // ---- row loops: rows [lo, hi) of a (rows, width) array, vectorised over columns ----
 
-// acc[c] = sum of the rows' column c (op-math), or of grad * output when output is given.
+// acc[c] = sum of the rows' column c (op-math), or of data * times when times is given; row r
+// reads data row index[r] when index is given (a gathered sum: coalesce's duplicates).
 template <typename scalar_t, typename acc_t = at::opmath_type<scalar_t>>
-TORCH_RAGGED_CPU_CLONES void sum_rows(const scalar_t* data, const scalar_t* times, int64_t width,
-                                      int64_t lo, int64_t hi, acc_t* __restrict__ acc) {
+TORCH_RAGGED_CPU_CLONES void sum_rows(const scalar_t* data, const scalar_t* times,
+                                      const int64_t* index, int64_t width, int64_t lo, int64_t hi,
+                                      acc_t* __restrict__ acc) {
   std::fill(acc, acc + width, acc_t(0));
   for (int64_t row = lo; row < hi; ++row) {
-    const scalar_t* __restrict__ x = data + row * width;
+    const scalar_t* __restrict__ x = data + (index == nullptr ? row : index[row]) * width;
     if (times == nullptr) {
       for (int64_t c = 0; c < width; ++c) acc[c] += static_cast<acc_t>(x[c]);
     } else {
@@ -285,8 +288,9 @@ struct SumRows {
   using acc_t = at::opmath_type<scalar_t>;
   const scalar_t* data;
   int64_t width;
+  const int64_t* index = nullptr;  // gathered rows, see sum_rows
   void operator()(int64_t /*segment*/, int64_t lo, int64_t hi, acc_t* acc) const {
-    sum_rows(data, static_cast<const scalar_t*>(nullptr), width, lo, hi, acc);
+    sum_rows(data, static_cast<const scalar_t*>(nullptr), index, width, lo, hi, acc);
   }
 };
 
@@ -401,7 +405,7 @@ struct SoftmaxRows {
   void transform(acc_t* scratch, int64_t n) const { exp_in_place(scratch, n); }
   void complete(int64_t /*segment*/, int64_t lo, int64_t hi, const acc_t* rows, Stat* stats) const {
     c10::SmallVector<acc_t, 64> sum(width);
-    sum_rows(rows, static_cast<const acc_t*>(nullptr), width, 0, hi - lo, sum.data());
+    sum_rows(rows, static_cast<const acc_t*>(nullptr), nullptr, width, 0, hi - lo, sum.data());
     for (int64_t c = 0; c < width; ++c) stats[c].sum = sum[c];
   }
   void finish(int64_t /*segment*/, int64_t lo, int64_t hi, const Stat* stats, acc_t* rows,
@@ -437,7 +441,7 @@ struct SoftmaxGradRows {
                    [](scalar_t v) { return static_cast<acc_t>(v); });
   }
   void prepare(int64_t /*segment*/, int64_t lo, int64_t hi, acc_t* rows, Stat* sum) const {
-    sum_rows(grad, kLog ? nullptr : output, width, lo, hi, sum);
+    sum_rows(grad, kLog ? nullptr : output, nullptr, width, lo, hi, sum);
     if (kLog) copy_output(lo, hi, rows);
   }
   void transform(acc_t* scratch, int64_t n) const {
@@ -565,6 +569,31 @@ at::Tensor get_first_idx_cpu(const at::Tensor& numel_per_tensor, bool validate) 
 }
 
 }  // namespace
+
+namespace cpu {
+
+at::Tensor segment_sum_rows(const at::Tensor& data, const at::Tensor& index,
+                            const at::Tensor& first_idx) {
+  const at::Tensor src = data.contiguous();
+  const int64_t runs = first_idx.numel() - 1, width = row_width(data);
+  const int64_t* offsets = first_idx.const_data_ptr<int64_t>();
+  const RowBlocks blocks{offsets, runs, offsets[runs], cpu_rows_per_block(width)};
+  at::Tensor out = at::empty(per_segment_sizes(data, runs), data.options());
+  AT_DISPATCH_V2(
+      data.scalar_type(), "segment_sum_rows_cpu", AT_WRAP([&] {
+        using acc_t = at::opmath_type<scalar_t>;
+        reduce_segments<SumReducer<acc_t>>(
+            blocks, width,
+            SumRows<scalar_t>{src.const_data_ptr<scalar_t>(), width,
+                              index.defined() ? index.const_data_ptr<int64_t>() : nullptr},
+            WriteSum<scalar_t, false>{out.mutable_data_ptr<scalar_t>(), width});
+      }),
+      AT_EXPAND(AT_ALL_TYPES_AND_COMPLEX), AT_EXPAND(AT_BAREBONES_UNSIGNED_TYPES), at::kHalf,
+      at::kBFloat16);
+  return out;
+}
+
+}  // namespace cpu
 
 TORCH_LIBRARY_IMPL(torch_ragged, CPU, m) {
   m.impl("get_first_idx", &get_first_idx_cpu);

@@ -1,7 +1,9 @@
 #pragma once
 
 // Index arithmetic and reduction rules of the segment core, shared by the CPU and CUDA kernels
-// (C10_HOST_DEVICE), so the CPU tests exercise the decomposition the GPU runs.
+// (C10_HOST_DEVICE), so the CPU tests exercise the decomposition and the reduction rules the GPU
+// runs. The loads, writes and row maps at the end are the CUDA kernels' per-element functors (the
+// CPU runs the same arithmetic as whole-row loops, vectorised: segment_cpu.cpp).
 //
 // Segment b holds rows [first_idx[b], first_idx[b + 1]) of data (rows, width). Reductions are cut
 // into fixed blocks of rows, not into segments, so one huge segment spreads over every thread and
@@ -124,13 +126,15 @@ struct ExtremumReducer {
 
 // ---- Loads: the value a row contributes to its segment's reduction, per column.
 
+// Row `row` of data, or row index[row] when index is set (a gathered reduction).
 template <typename scalar_t>
 struct LoadRows {
   using acc_t = at::opmath_type<scalar_t>;
   const scalar_t* data;
   int64_t width;
+  const int64_t* index = nullptr;
   C10_HOST_DEVICE acc_t operator()(int64_t /*segment*/, int64_t row, int64_t column) const {
-    return static_cast<acc_t>(data[row * width + column]);
+    return static_cast<acc_t>(data[(index == nullptr ? row : index[row]) * width + column]);
   }
 };
 

@@ -9,6 +9,7 @@
 #include <torch_ragged/export.h>
 #include <torch_ragged/pad.h>
 #include <torch_ragged/segment.h>
+#include <torch_ragged/sparse.h>
 
 #include <cstdint>
 #include <string>

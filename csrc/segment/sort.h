@@ -1,0 +1,46 @@
+#pragma once
+
+// Sorting by key and runs of equal keys: the segment core's answer to "group these entries" (the
+// duplicates coalesce sums, the pools sparse softmax normalises). Kernels the families call
+// directly, after checking their arguments; not ops.
+//
+//   keys (n,) int64 in [0, 2^key_bits)  --sort_keys-->  permutation: sorted position -> input
+//   sorted keys  --run_offsets-->  first_idx over sorted positions (one segment per distinct key)
+//   segment_sum_rows(data, permutation, first_idx): each run's rows summed, in input order
+//
+// The sort is stable, so equal keys keep their input order and every result is deterministic.
+
+#include <ATen/ATen.h>
+
+#include <cstdint>
+
+namespace torch_ragged {
+
+struct KeyOrder {
+  at::Tensor sorted_keys;  // (n,) int64
+  at::Tensor permutation;  // (n,) int64; undefined when the keys were already sorted (identity)
+};
+
+namespace cpu {
+// LSD radix sort over the low key_bits bits (8-bit digits, parallel histograms, digits on which
+// every key agrees skipped); keys already non-decreasing are detected in one pass and not moved.
+KeyOrder sort_keys(const at::Tensor& keys, int key_bits);
+// first_idx (runs + 1,) int64 of the runs of equal keys in sorted_keys.
+at::Tensor run_offsets(const at::Tensor& sorted_keys);
+// out[r] = sum over i in [first_idx[r], first_idx[r + 1]) of data[index[i]] (data[i] when index is
+// undefined), rows of data (n, ...) in op-math, in order: (runs, ...).
+at::Tensor segment_sum_rows(const at::Tensor& data, const at::Tensor& index,
+                            const at::Tensor& first_idx);
+}  // namespace cpu
+
+namespace cuda {
+// The same on the GPU (cub::DeviceRadixSort, 64-bit item counts; never skips the sort).
+KeyOrder sort_keys(const at::Tensor& keys, int key_bits);
+// run_offsets also returns its count without a second pass; `runs` is read on the host (the one
+// synchronisation a data-dependent size needs).
+at::Tensor run_offsets(const at::Tensor& sorted_keys);
+at::Tensor segment_sum_rows(const at::Tensor& data, const at::Tensor& index,
+                            const at::Tensor& first_idx);
+}  // namespace cuda
+
+}  // namespace torch_ragged

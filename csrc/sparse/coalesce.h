@@ -1,0 +1,33 @@
+#pragma once
+
+// coalesce, written once for both backends: flattened keys -> stable sort -> runs of equal keys ->
+// each run's values summed in input order (the segment core), indices taken at the run heads.
+// The backends differ only in the four kernels below.
+
+#include <ATen/ATen.h>
+
+#include <string_view>
+#include <tuple>
+
+#include "segment/sort.h"
+#include "sparse/sparse_index.h"
+
+namespace torch_ragged {
+
+struct CoalesceBackend {
+  // Keys of the entries (sparse_flat_keys' kernel); IndexError when validate and out of range.
+  at::Tensor (*flat_keys)(std::string_view op, const at::Tensor& indices, const KeyGeometry& g,
+                          bool validate);
+  KeyOrder (*sort_keys)(const at::Tensor& keys, int key_bits);
+  at::Tensor (*run_offsets)(const at::Tensor& sorted_keys);
+  at::Tensor (*segment_sum_rows)(const at::Tensor& data, const at::Tensor& index,
+                                 const at::Tensor& first_idx);
+};
+
+// (indices, values, permutation, first_idx): see sparse_coalesce's schema (sparse.cpp).
+using CoalesceResult = std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor>;
+
+CoalesceResult coalesce_with(const CoalesceBackend& backend, const at::Tensor& indices,
+                             const at::Tensor& values, c10::SymIntArrayRef size, bool validate);
+
+}  // namespace torch_ragged

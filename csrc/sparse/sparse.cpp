@@ -1,0 +1,338 @@
+// Schemas of the sparse family, its composite ops and its C++ API.
+//
+// The ops work on COO triplets — indices (sparse_dim, nnz) int32 or int64 (kept as given), values
+// (nnz, *dense sizes), size — so C++ and TorchScript callers need no sparse layout; the Python
+// wrappers (torch_ragged.sparse) take and return torch.sparse_coo_tensor. Two ops have kernels
+// (sparse_flat_keys, sparse_coalesce: sparse_cpu.cpp, cuda/sparse_cuda.cu); the rest are
+// compositions of them, the segment core and ATen, so they run on every device, differentiate, and
+// trace for torch.compile through their parts.
+
+#include <torch/library.h>
+#include <torch_ragged/sparse.h>
+
+#include "common/checks.h"
+#include "common/missing_cuda.h"
+#include "common/op_handle.h"
+#include "segment/segment_ops.h"
+#include "sparse/sparse_args.h"
+#include "sparse/sparse_ops.h"
+
+namespace torch_ragged {
+
+TORCH_LIBRARY_FRAGMENT(torch_ragged, m) {
+  const std::vector<at::Tag> tags{at::Tag::pt2_compliant_tag};
+  m.def("sparse_flat_keys(Tensor indices, SymInt[] sparse_size, bool validate=True) -> Tensor",
+        tags);
+  m.def(
+      "sparse_coalesce(Tensor indices, Tensor values, SymInt[] size, bool validate=True) -> "
+      "(Tensor indices, Tensor values, Tensor permutation, Tensor first_idx)",
+      tags);
+  m.def(
+      "sparse_sum(Tensor indices, Tensor values, SymInt[] size, int[]? dim=None, "
+      "bool validate=True) -> (Tensor indices, Tensor values)",
+      tags);
+  m.def("sparse_mask(Tensor dense, Tensor indices, bool validate=True) -> Tensor", tags);
+  m.def(
+      "sparse_to_dense(Tensor indices, Tensor values, SymInt[] size, bool validate=True) -> "
+      "Tensor",
+      tags);
+  m.def("sparse_from_dense(Tensor dense, int? sparse_dim=None) -> (Tensor indices, Tensor values)",
+        tags);
+  m.def(
+      "sparse_index_select(Tensor indices, Tensor values, SymInt[] size, int dim, Tensor index) "
+      "-> (Tensor indices, Tensor values)",
+      tags);
+}
+
+#ifndef TORCH_RAGGED_WITH_CUDA
+TORCH_LIBRARY_IMPL(torch_ragged, CUDA, m) {
+  register_missing_cuda(m, {"sparse_flat_keys", "sparse_coalesce"});
+}
+#endif
+
+namespace {
+
+using TensorPair = std::tuple<at::Tensor, at::Tensor>;
+
+int64_t normalized_dim(std::string_view op, int64_t dim, int64_t ndim) {
+  TORCH_CHECK_INDEX(dim >= -ndim && dim < ndim, "torch_ragged.", op, ": dim ", dim,
+                    " is out of range for a ", ndim, "-D tensor (expected [", -ndim, ", ", ndim - 1,
+                    "])");
+  return dim < 0 ? dim + ndim : dim;
+}
+
+// Runs an inner op for the composite `op`: an IndexError it raises about the indices (out of range)
+// is re-raised under the name of the op the caller called.
+template <typename F>
+auto as_op(std::string_view op, F&& inner) {
+  try {
+    return inner();
+  } catch (const c10::IndexError& e) {
+    const std::string& message = e.msg();
+    const size_t colon = message.find(": ");
+    TORCH_CHECK_INDEX(false, "torch_ragged.", op,
+                      message.substr(colon == std::string::npos ? 0 : colon));
+  }
+}
+
+c10::SymDimVector as_symints(at::IntArrayRef sizes) {
+  return c10::SymDimVector(sizes.begin(), sizes.end());
+}
+
+// The (prod(sparse sizes), *dense sizes) view of a dense tensor: one row per sparse position.
+at::Tensor rows_of(const at::Tensor& dense, int64_t sparse_dim) {
+  c10::SymInt rows = 1;
+  for (int64_t d = 0; d < sparse_dim; ++d) rows = rows * dense.sym_size(d);
+  c10::SymDimVector shape{rows};
+  shape.insert(shape.end(), dense.sym_sizes().begin() + sparse_dim, dense.sym_sizes().end());
+  return dense.reshape_symint(shape);
+}
+
+// ---- sparse_sum: torch.sparse.sum over any dims ----
+
+TensorPair sparse_sum_impl(const at::Tensor& indices, const at::Tensor& values,
+                           c10::SymIntArrayRef size, at::OptionalIntArrayRef dim, bool validate) {
+  constexpr std::string_view op = "sparse_sum";
+  const SparseShape shape = check_sparse_args(op, indices, values, size);
+  const int64_t ndim = static_cast<int64_t>(shape.size.size());
+  std::vector<bool> reduced(ndim, !dim.has_value());
+  if (dim.has_value()) {
+    for (const int64_t d : *dim) {
+      const int64_t k = normalized_dim(op, d, ndim);
+      TORCH_CHECK_VALUE(!reduced[k], "torch_ragged.", op, ": dim ", k,
+                        " appears more than once in dim ", *dim);
+      reduced[k] = true;
+    }
+  }
+  std::vector<int64_t> dense_dims, kept_sparse, out_size;
+  for (int64_t d = 0; d < ndim; ++d) {
+    if (d >= shape.sparse_dim && reduced[d]) dense_dims.push_back(d - shape.sparse_dim + 1);
+    if (d < shape.sparse_dim && !reduced[d]) kept_sparse.push_back(d);
+    if (!reduced[d]) out_size.push_back(shape.size[d]);
+  }
+  at::Tensor summed = dense_dims.empty() ? values : values.sum(dense_dims);
+  if (kept_sparse.empty()) {  // every sparse dim reduced: one entry, the dense result
+    if (validate && key_geometry(shape.sparse_sizes()).has_value()) {
+      as_op(op,
+            [&] { return ops::sparse_flat_keys(indices, as_symints(shape.sparse_sizes()), true); });
+    }
+    if (summed.scalar_type() == at::kBool) summed = summed.to(at::kLong);
+    // first_idx [0, nnz]: built from the (possibly symbolic) nnz, on the CPU.
+    const at::Tensor all_rows =
+        at::cat({at::zeros({1}, at::kLong), at::full({1}, c10::Scalar(shape.nnz), at::kLong)});
+    return {at::empty({0, 1}, indices.options()), ops::segment_sum(summed, all_rows)};
+  }
+  std::vector<at::Tensor> kept_rows;  // (no index tensor from host data: it would not trace)
+  for (const int64_t d : kept_sparse) kept_rows.push_back(indices.select(0, d));
+  auto [out_indices, out_values, permutation, first_idx] = as_op(op, [&] {
+    return ops::sparse_coalesce(at::stack(kept_rows), summed, as_symints(out_size), validate);
+  });
+  return {out_indices, out_values};
+}
+
+// ---- sparse_mask: values of a dense tensor at indices ----
+
+at::Tensor sparse_mask_impl(const at::Tensor& dense, const at::Tensor& indices, bool validate) {
+  constexpr std::string_view op = "sparse_mask";
+  check_defined(op, "dense", dense);
+  check_defined(op, "indices", indices);
+  TORCH_CHECK_VALUE(indices.dim() == 2 && indices.sym_size(0) <= dense.dim(), "torch_ragged.", op,
+                    ": indices must be (sparse_dim, nnz) with sparse_dim <= dense.dim() = ",
+                    dense.dim(), ", got shape ", indices.sym_sizes());
+  const int64_t sparse_dim = indices.sym_size(0).guard_int(__FILE__, __LINE__);
+  const at::Tensor keys = as_op(op, [&] {
+    return ops::sparse_flat_keys(indices, dense.sym_sizes().slice(0, sparse_dim), validate);
+  });
+  return rows_of(dense, sparse_dim).index_select(0, keys);
+}
+
+// ---- sparse_to_dense: one accumulating copy per entry ----
+
+// index_put with accumulate adds duplicates serially in input order on the CPU and through a sort
+// on CUDA: deterministic either way; its backward is a gather. (Coalescing first would also do, but
+// its data-dependent nnz would be a size the dense output does not expose to torch.compile.)
+at::Tensor sparse_to_dense_impl(const at::Tensor& indices, const at::Tensor& values,
+                                c10::SymIntArrayRef size, bool validate) {
+  constexpr std::string_view op = "sparse_to_dense";
+  const SparseShape shape = check_sparse_args(op, indices, values, size);
+  const at::Tensor keys = as_op(op, [&] {
+    return ops::sparse_flat_keys(indices, as_symints(shape.sparse_sizes()), validate);
+  });
+  const at::Tensor zeros = at::zeros(shape.size, values.options());
+  return at::index_put(rows_of(zeros, shape.sparse_dim), {keys}, values, /*accumulate=*/true)
+      .view(shape.size);
+}
+
+// ---- sparse_from_dense: the entries of a dense tensor that are not exactly zero ----
+
+TensorPair sparse_from_dense_impl(const at::Tensor& dense, std::optional<int64_t> sparse_dim) {
+  constexpr std::string_view op = "sparse_from_dense";
+  check_defined(op, "dense", dense);
+  const int64_t dims = sparse_dim.value_or(dense.dim());
+  TORCH_CHECK_VALUE(dims >= 1 && dims <= dense.dim(), "torch_ragged.", op,
+                    ": sparse_dim must be in [1, dense.dim() = ", dense.dim(), "], got ", dims);
+  at::Tensor nonzero = dense.ne(0);
+  if (dims < dense.dim()) nonzero = nonzero.flatten(dims).any(-1);  // any dense value
+  const at::Tensor indices = nonzero.nonzero().t().contiguous();    // row-major: coalesced
+  const at::Tensor keys = ops::sparse_flat_keys(indices, dense.sym_sizes().slice(0, dims), false);
+  return {indices, rows_of(dense, dims).index_select(0, keys)};
+}
+
+// ---- sparse_index_select ----
+
+// index values must lie in [0, size): read on the host, or asserted on the device while tracing.
+void check_index_values(std::string_view op, const at::Tensor& index, int64_t size) {
+  if (is_symbolic(index)) {
+    at::_assert_async(index.ge(0).logical_and(index.lt(size)).all(),
+                      "torch_ragged.sparse_index_select: index out of range");
+    return;
+  }
+  if (index.numel() == 0) return;
+  const auto [low, high] = at::aminmax(index);
+  TORCH_CHECK_INDEX(low.item<int64_t>() >= 0 && high.item<int64_t>() < size, "torch_ragged.", op,
+                    ": index must lie in [0, ", size, "), got values from ", low.item<int64_t>(),
+                    " to ", high.item<int64_t>());
+}
+
+// Entry e with index j along `dim` yields one output entry per position p with index[p] == j, in
+// the order of e, then p; values are copied with segment_expand (its backward, a segment sum, is
+// deterministic).
+TensorPair sparse_index_select_impl(const at::Tensor& indices, const at::Tensor& values,
+                                    c10::SymIntArrayRef size, int64_t dim,
+                                    const at::Tensor& index) {
+  constexpr std::string_view op = "sparse_index_select";
+  const SparseShape shape = check_sparse_args(op, indices, values, size);
+  const int64_t d = normalized_dim(op, dim, static_cast<int64_t>(shape.size.size()));
+  check_index_tensor(op, "index", index, 1);
+  const at::Tensor positions = index.to(indices.device(), at::kLong);
+  check_index_values(op, positions, shape.size[d]);
+  if (d >= shape.sparse_dim) {
+    return {indices.clone(), values.index_select(d - shape.sparse_dim + 1, positions)};
+  }
+  const at::Tensor by_value = std::get<1>(at::sort(positions, /*stable=*/true, 0, false));
+  const at::Tensor counts = at::zeros({shape.size[d]}, positions.options())
+                                .index_add(0, positions, at::ones_like(positions));
+  const at::Tensor value_first = ops::get_first_idx(counts);
+  const at::Tensor entry_index = indices.select(0, d).to(at::kLong);
+  const at::Tensor entry_first = ops::get_first_idx(counts.index_select(0, entry_index));
+  const at::Tensor entry_of = ops::segment_ids(entry_first, std::nullopt);
+  const c10::SymInt total = entry_of.sym_size(0);
+  const at::Tensor rank =
+      at::arange(c10::Scalar(total), entry_of.options()) - entry_first.index_select(0, entry_of);
+  const at::Tensor slot = value_first.index_select(0, entry_index.index_select(0, entry_of)) + rank;
+  at::Tensor out_indices = indices.index_select(1, entry_of);
+  out_indices.select(0, d).copy_(by_value.index_select(0, slot));
+  return {out_indices, ops::segment_expand(values, entry_first, total)};
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(torch_ragged, CompositeImplicitAutograd, m) {
+  m.impl("sparse_sum", &sparse_sum_impl);
+  m.impl("sparse_mask", &sparse_mask_impl);
+  m.impl("sparse_to_dense", &sparse_to_dense_impl);
+  m.impl("sparse_from_dense", &sparse_from_dense_impl);
+  m.impl("sparse_index_select", &sparse_index_select_impl);
+}
+
+// ---- Typed dispatcher calls ----
+
+namespace ops {
+
+using Tensor = at::Tensor;
+using Quad = std::tuple<Tensor, Tensor, Tensor, Tensor>;
+using SymSizes = c10::SymIntArrayRef;
+
+at::Tensor sparse_flat_keys(const Tensor& indices, SymSizes sparse_size, bool validate) {
+  static auto op =
+      op_handle<Tensor(const Tensor&, SymSizes, bool)>("torch_ragged::sparse_flat_keys");
+  return op.call(indices, sparse_size, validate);
+}
+
+Quad sparse_coalesce(const Tensor& indices, const Tensor& values, SymSizes size, bool validate) {
+  static auto op = op_handle<Quad(const Tensor&, const Tensor&, SymSizes, bool)>(
+      "torch_ragged::sparse_coalesce");
+  return op.call(indices, values, size, validate);
+}
+
+TensorPair sparse_sum(const Tensor& indices, const Tensor& values, SymSizes size,
+                      at::OptionalIntArrayRef dim, bool validate) {
+  static auto op =
+      op_handle<TensorPair(const Tensor&, const Tensor&, SymSizes, at::OptionalIntArrayRef, bool)>(
+          "torch_ragged::sparse_sum");
+  return op.call(indices, values, size, dim, validate);
+}
+
+at::Tensor sparse_mask(const Tensor& dense, const Tensor& indices, bool validate) {
+  static auto op =
+      op_handle<Tensor(const Tensor&, const Tensor&, bool)>("torch_ragged::sparse_mask");
+  return op.call(dense, indices, validate);
+}
+
+at::Tensor sparse_to_dense(const Tensor& indices, const Tensor& values, SymSizes size,
+                           bool validate) {
+  static auto op = op_handle<Tensor(const Tensor&, const Tensor&, SymSizes, bool)>(
+      "torch_ragged::sparse_to_dense");
+  return op.call(indices, values, size, validate);
+}
+
+TensorPair sparse_from_dense(const Tensor& dense, std::optional<int64_t> sparse_dim) {
+  static auto op = op_handle<TensorPair(const Tensor&, std::optional<int64_t>)>(
+      "torch_ragged::sparse_from_dense");
+  return op.call(dense, sparse_dim);
+}
+
+TensorPair sparse_index_select(const Tensor& indices, const Tensor& values, SymSizes size,
+                               int64_t dim, const Tensor& index) {
+  static auto op =
+      op_handle<TensorPair(const Tensor&, const Tensor&, SymSizes, int64_t, const Tensor&)>(
+          "torch_ragged::sparse_index_select");
+  return op.call(indices, values, size, dim, index);
+}
+
+}  // namespace ops
+
+// ---- Public C++ API (int sizes; torch sparse tensors in the convenience overloads) ----
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> sparse_coalesce(
+    const at::Tensor& indices, const at::Tensor& values, at::IntArrayRef size, bool validate) {
+  return ops::sparse_coalesce(indices, values, c10::fromIntArrayRefSlow(size), validate);
+}
+
+std::tuple<at::Tensor, at::Tensor> sparse_sum(const at::Tensor& indices, const at::Tensor& values,
+                                              at::IntArrayRef size, at::OptionalIntArrayRef dim,
+                                              bool validate) {
+  return ops::sparse_sum(indices, values, c10::fromIntArrayRefSlow(size), dim, validate);
+}
+
+at::Tensor sparse_mask(const at::Tensor& dense, const at::Tensor& indices, bool validate) {
+  return ops::sparse_mask(dense, indices, validate);
+}
+
+at::Tensor sparse_to_dense(const at::Tensor& indices, const at::Tensor& values,
+                           at::IntArrayRef size, bool validate) {
+  return ops::sparse_to_dense(indices, values, c10::fromIntArrayRefSlow(size), validate);
+}
+
+std::tuple<at::Tensor, at::Tensor> sparse_from_dense(const at::Tensor& dense,
+                                                     std::optional<int64_t> sparse_dim) {
+  return ops::sparse_from_dense(dense, sparse_dim);
+}
+
+std::tuple<at::Tensor, at::Tensor> sparse_index_select(const at::Tensor& indices,
+                                                       const at::Tensor& values,
+                                                       at::IntArrayRef size, int64_t dim,
+                                                       const at::Tensor& index) {
+  return ops::sparse_index_select(indices, values, c10::fromIntArrayRefSlow(size), dim, index);
+}
+
+at::Tensor coalesce(const at::Tensor& sparse) {
+  TORCH_CHECK_TYPE(sparse.layout() == at::kSparse, "torch_ragged.coalesce: expected a sparse COO ",
+                   "tensor, got layout ", sparse.layout());
+  auto [indices, values, permutation, first_idx] =
+      sparse_coalesce(sparse._indices(), sparse._values(), sparse.sizes());
+  return at::_sparse_coo_tensor_unsafe(indices.to(at::kLong), values, sparse.sizes(),
+                                       values.options().layout(at::kSparse), /*is_coalesced=*/true);
+}
+
+}  // namespace torch_ragged

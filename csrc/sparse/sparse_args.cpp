@@ -1,0 +1,126 @@
+#include "sparse/sparse_args.h"
+
+#include <c10/util/safe_numerics.h>
+
+#include <sstream>
+
+#include "common/checks.h"
+
+namespace torch_ragged {
+
+std::vector<int64_t> SparseShape::sparse_sizes() const {
+  return std::vector<int64_t>(size.begin(), size.begin() + sparse_dim);
+}
+
+std::vector<int64_t> SparseShape::dense_sizes() const {
+  return std::vector<int64_t>(size.begin() + sparse_dim, size.end());
+}
+
+std::vector<int64_t> concrete(std::string_view op, std::string_view arg,
+                              c10::SymIntArrayRef sizes) {
+  return concrete_sizes(op, arg, sizes);
+}
+
+void check_indices(std::string_view op, const at::Tensor& indices, int64_t sparse_dim) {
+  check_defined(op, "indices", indices);
+  TORCH_CHECK_TYPE(indices.scalar_type() == at::kLong || indices.scalar_type() == at::kInt,
+                   "torch_ragged.", op, ": indices must be int64 or int32, got ",
+                   indices.scalar_type());
+  TORCH_CHECK_VALUE(indices.dim() == 2, "torch_ragged.", op,
+                    ": indices must be 2-D (sparse_dim, nnz), got shape ", indices.sym_sizes());
+  // sym_size: nnz may be symbolic under torch.compile, and size() would materialise it.
+  TORCH_CHECK_VALUE(indices.sym_size(0) == sparse_dim, "torch_ragged.", op, ": indices must have ",
+                    sparse_dim, " rows (one per sparse dim), got shape ", indices.sym_sizes());
+}
+
+SparseShape check_sparse_args(std::string_view op, const at::Tensor& indices,
+                              const at::Tensor& values, c10::SymIntArrayRef size) {
+  check_defined(op, "indices", indices);
+  check_defined(op, "values", values);
+  SparseShape shape;
+  shape.size = concrete(op, "size", size);
+  TORCH_CHECK_VALUE(indices.dim() == 2, "torch_ragged.", op,
+                    ": indices must be 2-D (sparse_dim, nnz), got shape ", indices.sym_sizes());
+  shape.sparse_dim = indices.sym_size(0).guard_int(__FILE__, __LINE__);
+  shape.nnz = indices.sym_size(1);
+  check_indices(op, indices, shape.sparse_dim);
+  const int64_t ndim = static_cast<int64_t>(shape.size.size());
+  TORCH_CHECK_VALUE(ndim >= shape.sparse_dim, "torch_ragged.", op, ": size ",
+                    at::IntArrayRef(shape.size), " is shorter than sparse_dim = ", shape.sparse_dim,
+                    " (indices.size(0))");
+  for (int64_t d = 0; d < ndim; ++d) {
+    TORCH_CHECK_VALUE(shape.size[d] >= 0, "torch_ragged.", op, ": size must be non-negative, got ",
+                      at::IntArrayRef(shape.size));
+  }
+  TORCH_CHECK_VALUE(values.dim() >= 1, "torch_ragged.", op,
+                    ": values must have at least 1 dim (nnz, ...), got a 0-D tensor");
+  TORCH_CHECK_VALUE(values.sym_size(0).sym_eq(shape.nnz).expect_true(__FILE__, __LINE__),
+                    "torch_ragged.", op, ": values must have nnz = indices.size(1) = ", shape.nnz,
+                    " rows, got shape ", values.sym_sizes());
+  const std::vector<int64_t> dense = shape.dense_sizes();
+  bool dense_match = values.dim() == static_cast<int64_t>(dense.size()) + 1;
+  for (size_t k = 0; dense_match && k < dense.size(); ++k) {
+    dense_match = values.sym_size(static_cast<int64_t>(k) + 1) == dense[k];
+  }
+  std::ostringstream expected;  // "(nnz)" or "(nnz, 4, 2)"
+  expected << "(nnz";
+  for (const int64_t d : dense) expected << ", " << d;
+  expected << ")";
+  TORCH_CHECK_VALUE(dense_match, "torch_ragged.", op,
+                    ": values must have shape (nnz, *size[sparse_dim:]) = ", expected.str(),
+                    ", got ", values.sym_sizes());
+  TORCH_CHECK(indices.device() == values.device(), "torch_ragged.", op,
+              ": indices and values must be on one device, got ", indices.device(), " and ",
+              values.device());
+  return shape;
+}
+
+std::optional<KeyGeometry> key_geometry(at::IntArrayRef sparse_sizes) {
+  const int64_t dims = static_cast<int64_t>(sparse_sizes.size());
+  if (dims > kMaxKeyDims) return std::nullopt;
+  KeyGeometry g;
+  g.sparse_dim = static_cast<int>(dims);
+  uint64_t product = 1;
+  for (int64_t d = dims - 1; d >= 0; --d) {
+    g.size[d] = sparse_sizes[d];
+    g.stride[d] = static_cast<int64_t>(product);
+    if (c10::mul_overflows(product, static_cast<uint64_t>(sparse_sizes[d]), &product) ||
+        product > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+      return std::nullopt;
+    }
+  }
+  g.key_bits = product <= 1 ? 0 : 64 - __builtin_clzll(product - 1);
+  return g;
+}
+
+KeyGeometry checked_key_geometry(std::string_view op, const at::Tensor& indices,
+                                 c10::SymIntArrayRef sparse_size) {
+  const std::vector<int64_t> sizes = concrete(op, "sparse_size", sparse_size);
+  check_indices(op, indices, static_cast<int64_t>(sizes.size()));
+  for (const int64_t s : sizes) {
+    TORCH_CHECK_VALUE(s >= 0, "torch_ragged.", op, ": sizes must be non-negative, got ",
+                      at::IntArrayRef(sizes));
+  }
+  const std::optional<KeyGeometry> g = key_geometry(sizes);
+  TORCH_CHECK_VALUE(g.has_value(), "torch_ragged.", op, ": the flattened index of sparse sizes ",
+                    at::IntArrayRef(sizes), " does not fit in int64 (or there are more than ",
+                    kMaxKeyDims, " sparse dims)");
+  return *g;
+}
+
+void raise_out_of_range(std::string_view op, const at::Tensor& indices,
+                        at::IntArrayRef sparse_sizes) {
+  const at::Tensor host = indices.to(at::kCPU, at::kLong).contiguous();
+  const int64_t dims = host.size(0), nnz = host.size(1);
+  const int64_t* idx = host.const_data_ptr<int64_t>();
+  for (int64_t entry = 0; entry < nnz; ++entry) {
+    for (int64_t d = 0; d < dims; ++d) {
+      const int64_t i = idx[d * nnz + entry];
+      TORCH_CHECK_INDEX(i >= 0 && i < sparse_sizes[d], "torch_ragged.", op, ": indices[", d, "][",
+                        entry, "] = ", i, " is out of range for size[", d, "] = ", sparse_sizes[d]);
+    }
+  }
+  TORCH_INTERNAL_ASSERT(false, "torch_ragged.", op, ": no index out of range after all");
+}
+
+}  // namespace torch_ragged

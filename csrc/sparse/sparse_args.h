@@ -1,0 +1,48 @@
+#pragma once
+
+// Argument checks of the sparse ops (COO triplets: indices (sparse_dim, nnz) int32 / int64, values
+// (nnz, *dense sizes), size = sparse sizes + dense sizes), shared by their CPU and CUDA kernels.
+
+#include <ATen/ATen.h>
+
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "sparse/sparse_index.h"
+
+namespace torch_ragged {
+
+// The checked shape of a COO triplet.
+struct SparseShape {
+  int64_t sparse_dim = 0;
+  c10::SymInt nnz;  // symbolic under torch.compile (a coalesced tensor's nnz is data-dependent)
+  std::vector<int64_t> size;  // sparse sizes, then dense sizes
+  std::vector<int64_t> sparse_sizes() const;
+  std::vector<int64_t> dense_sizes() const;
+};
+
+// indices: 2-D int32 / int64; size: non-negative, at least sparse_dim entries; values: nnz rows
+// and size[sparse_dim:] as its other dims. ValueError / TypeError naming op and argument.
+SparseShape check_sparse_args(std::string_view op, const at::Tensor& indices,
+                              const at::Tensor& values, c10::SymIntArrayRef size);
+
+// indices alone (2-D, int32 / int64) against its sparse sizes.
+void check_indices(std::string_view op, const at::Tensor& indices, int64_t sparse_dim);
+
+// The key geometry of sparse sizes, or nullopt when a flattened key would not fit in int64 (or
+// there are more than kMaxKeyDims sparse dims).
+std::optional<KeyGeometry> key_geometry(at::IntArrayRef sparse_sizes);
+
+// sparse_flat_keys' arguments checked: indices (len(sparse_size), nnz), a key that fits int64.
+KeyGeometry checked_key_geometry(std::string_view op, const at::Tensor& indices,
+                                 c10::SymIntArrayRef sparse_size);
+
+// IndexError for the first entry (smallest column) of indices with an index outside its size.
+[[noreturn]] void raise_out_of_range(std::string_view op, const at::Tensor& indices,
+                                     at::IntArrayRef sparse_sizes);
+
+// Concrete integers from a SymInt[] argument (the kernels need them).
+std::vector<int64_t> concrete(std::string_view op, std::string_view arg, c10::SymIntArrayRef sizes);
+
+}  // namespace torch_ragged

@@ -1,0 +1,56 @@
+// Autograd of the sparse family's kernel ops (the composite ops differentiate through their parts).
+// sparse_coalesce: each output value is a sum of input values, so each input's gradient is the
+// gradient of the run it joined: segment_expand over the runs, put back in input order through the
+// permutation (a permutation: every row written once, deterministic, and differentiable again).
+
+#include <torch/autograd.h>
+#include <torch/library.h>
+
+#include "common/checks.h"
+#include "segment/segment_ops.h"
+#include "sparse/sparse_ops.h"
+
+namespace torch_ragged {
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+class SparseCoalesce : public torch::autograd::Function<SparseCoalesce> {
+ public:
+  static variable_list forward(AutogradContext* ctx, const at::Tensor& indices,
+                               const at::Tensor& values, c10::SymIntArrayRef size, bool validate) {
+    at::AutoDispatchBelowADInplaceOrView guard;
+    auto [out_indices, out_values, permutation, first_idx] =
+        ops::sparse_coalesce(indices, values, size, validate);
+    ctx->save_for_backward({permutation, first_idx});
+    ctx->saved_data["nnz"] = values.sym_size(0);
+    ctx->mark_non_differentiable({out_indices, permutation, first_idx});
+    return {out_indices, out_values, permutation, first_idx};
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const variable_list saved = ctx->get_saved_variables();
+    const at::Tensor &permutation = saved[0], &first_idx = saved[1];
+    const at::Tensor expanded =
+        ops::segment_expand(grads[1], first_idx, ctx->saved_data["nnz"].toSymInt());
+    return {at::Tensor(), at::index_copy(at::empty_like(expanded), 0, permutation, expanded),
+            at::Tensor(), at::Tensor()};
+  }
+};
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> sparse_coalesce_autograd(
+    const at::Tensor& indices, const at::Tensor& values, c10::SymIntArrayRef size, bool validate) {
+  check_defined("sparse_coalesce", "indices", indices);
+  check_defined("sparse_coalesce", "values", values);
+  const variable_list out = SparseCoalesce::apply(indices, values, size, validate);
+  return {out[0], out[1], out[2], out[3]};
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(torch_ragged, Autograd, m) {
+  m.impl("sparse_coalesce", &sparse_coalesce_autograd);
+}
+
+}  // namespace torch_ragged

@@ -1,0 +1,29 @@
+#pragma once
+
+// Typed dispatcher calls of the sparse ops with their schema's types (common/op_handle.h).
+
+#include <ATen/ATen.h>
+
+#include <optional>
+#include <tuple>
+
+namespace torch_ragged::ops {
+
+at::Tensor sparse_flat_keys(const at::Tensor& indices, c10::SymIntArrayRef sparse_size,
+                            bool validate);
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> sparse_coalesce(
+    const at::Tensor& indices, const at::Tensor& values, c10::SymIntArrayRef size, bool validate);
+std::tuple<at::Tensor, at::Tensor> sparse_sum(const at::Tensor& indices, const at::Tensor& values,
+                                              c10::SymIntArrayRef size, at::OptionalIntArrayRef dim,
+                                              bool validate);
+at::Tensor sparse_mask(const at::Tensor& dense, const at::Tensor& indices, bool validate);
+at::Tensor sparse_to_dense(const at::Tensor& indices, const at::Tensor& values,
+                           c10::SymIntArrayRef size, bool validate);
+std::tuple<at::Tensor, at::Tensor> sparse_from_dense(const at::Tensor& dense,
+                                                     std::optional<int64_t> sparse_dim);
+std::tuple<at::Tensor, at::Tensor> sparse_index_select(const at::Tensor& indices,
+                                                       const at::Tensor& values,
+                                                       c10::SymIntArrayRef size, int64_t dim,
+                                                       const at::Tensor& index);
+
+}  // namespace torch_ragged::ops

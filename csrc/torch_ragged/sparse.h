@@ -1,0 +1,53 @@
+#pragma once
+
+// Sparse COO on the segment core. The functions take COO triplets — indices (sparse_dim, nnz)
+// int32 or int64 (kept as given), values (nnz, *dense sizes), size (sparse sizes, then dense
+// sizes) — so no sparse layout is needed; coalesce() also takes a torch sparse COO tensor.
+// Everything is deterministic and differentiable with respect to the values.
+
+#include <ATen/core/Tensor.h>
+#include <torch_ragged/export.h>
+
+#include <optional>
+#include <tuple>
+
+namespace torch_ragged {
+
+// (indices, values, permutation, first_idx): indices unique and sorted lexicographically,
+// duplicates' values summed in input order; permutation (nnz,) maps each sorted position to its
+// input entry and first_idx (unique + 1,) cuts the sorted positions into the runs that were summed.
+// Input already sorted costs no sort. validate: indices out of range raise IndexError.
+TORCH_RAGGED_API std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> sparse_coalesce(
+    const at::Tensor& indices, const at::Tensor& values, at::IntArrayRef size,
+    bool validate = true);
+
+// A torch sparse COO tensor, coalesced by sparse_coalesce.
+TORCH_RAGGED_API at::Tensor coalesce(const at::Tensor& sparse);
+
+// torch.sparse.sum over `dim` (all dims when absent): a coalesced triplet over the kept dims; when
+// every sparse dim is reduced, indices is (0, 1) and values (1, *kept dense sizes) holds the dense
+// result.
+TORCH_RAGGED_API std::tuple<at::Tensor, at::Tensor> sparse_sum(
+    const at::Tensor& indices, const at::Tensor& values, at::IntArrayRef size,
+    at::OptionalIntArrayRef dim = std::nullopt, bool validate = true);
+
+// The values of `dense` at `indices`: (nnz, *dense.shape[sparse_dim:]).
+TORCH_RAGGED_API at::Tensor sparse_mask(const at::Tensor& dense, const at::Tensor& indices,
+                                        bool validate = true);
+
+// The dense tensor of a triplet, duplicates summed.
+TORCH_RAGGED_API at::Tensor sparse_to_dense(const at::Tensor& indices, const at::Tensor& values,
+                                            at::IntArrayRef size, bool validate = true);
+
+// The entries of `dense` that are not exactly zero (over the dense dims: any value), coalesced,
+// int64 indices. sparse_dim: dense.dim() when absent.
+TORCH_RAGGED_API std::tuple<at::Tensor, at::Tensor> sparse_from_dense(
+    const at::Tensor& dense, std::optional<int64_t> sparse_dim = std::nullopt);
+
+// index_select along `dim` (sparse or dense); for a sparse dim, entries whose index appears k times
+// in `index` appear k times, renumbered.
+TORCH_RAGGED_API std::tuple<at::Tensor, at::Tensor> sparse_index_select(
+    const at::Tensor& indices, const at::Tensor& values, at::IntArrayRef size, int64_t dim,
+    const at::Tensor& index);
+
+}  // namespace torch_ragged

@@ -1,0 +1,221 @@
+"""The sparse family against torch.sparse and dense math, over dtypes, shapes, index dtypes and devices."""
+
+import itertools
+
+import pytest
+import torch
+import torch_ragged
+from devices import DEVICES
+
+ops = torch.ops.torch_ragged
+VALUE_DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int32, torch.int64,
+                torch.int8, torch.complex64]
+# (sparse sizes, dense sizes): sparse_dim 1..4, dense dims 0..2, zero-size dims
+SHAPES = [((7,), ()), ((5, 6), ()), ((4, 3), (2,)), ((3, 4, 5), (2, 3)), ((2, 3, 2, 4), ()), ((0, 4), (2,)),
+          ((5, 6), (0,)), ((1,), ())]
+
+
+def random_triplet(sparse_sizes, dense_sizes, nnz, dtype, seed=0, index_dtype=torch.long):
+    """Entries drawn from a small range so duplicates are common; values small integers (exact in fp16)."""
+    g = torch.Generator().manual_seed(seed)
+    if 0 in sparse_sizes:
+        indices = torch.zeros((len(sparse_sizes), 0), dtype=index_dtype)
+    else:
+        indices = torch.stack([torch.randint(0, s, (nnz,), generator=g) for s in sparse_sizes]).to(index_dtype)
+    count = indices.shape[1]
+    if dtype == torch.bool:
+        values = torch.rand((count, *dense_sizes), generator=g) > 0.5
+    else:
+        values = torch.randint(-8, 9, (count, *dense_sizes), generator=g).to(dtype)
+    return indices, values, (*sparse_sizes, *dense_sizes)
+
+
+def torch_sparse(indices, values, size):
+    return torch.sparse_coo_tensor(indices.long(), values, size, check_invariants=True)
+
+
+def assert_same_sparse(actual, expected):
+    """Same coalesced structure and values (expected: torch's coalesce)."""
+    assert actual.is_coalesced()
+    expected = expected.coalesce()
+    assert torch.equal(actual._indices().cpu(), expected._indices().cpu())
+    assert actual.dtype == expected.dtype
+    torch.testing.assert_close(actual._values().cpu(), expected._values().cpu(), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("sparse_sizes,dense_sizes", SHAPES)
+@pytest.mark.parametrize("dtype", VALUE_DTYPES)
+def test_coalesce_matches_torch(device, sparse_sizes, dense_sizes, dtype):
+    indices, values, size = random_triplet(sparse_sizes, dense_sizes, 40, dtype)
+    s = torch_sparse(indices, values, size)
+    assert_same_sparse(torch_ragged.sparse.coalesce(s.to(device)), s)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("index_dtype", [torch.int32, torch.int64])
+def test_raw_coalesce_keeps_the_index_dtype_and_returns_its_order(device, index_dtype):
+    indices, values, size = random_triplet((6, 5), (3,), 60, torch.float64, seed=1, index_dtype=index_dtype)
+    out_indices, out_values, permutation, first_idx = ops.sparse_coalesce(indices.to(device), values.to(device),
+                                                                          size)
+    assert out_indices.dtype == index_dtype
+    expected = torch_sparse(indices, values, size).coalesce()
+    assert torch.equal(out_indices.cpu().long(), expected.indices())
+    # the order: each output value is the in-order sum of the permuted inputs of its run
+    permutation, first_idx = permutation.cpu(), first_idx.cpu()
+    assert sorted(permutation.tolist()) == list(range(indices.shape[1]))
+    for run in range(out_values.shape[0]):
+        members = permutation[first_idx[run]:first_idx[run + 1]]
+        assert members.tolist() == sorted(members.tolist())  # duplicates in input order
+        assert torch.equal(out_values[run].cpu(), values[members].sum(0))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_sorted_and_coalesced_inputs_take_the_fast_paths_with_the_same_result(device):
+    indices, values, size = random_triplet((50, 40), (), 500, torch.float64, seed=2)
+    coalesced = torch_sparse(indices, values, size).coalesce()
+    # already coalesced (not flagged): identity order, copies
+    i, v, permutation, first_idx = ops.sparse_coalesce(coalesced.indices().to(device), coalesced.values().to(device),
+                                                       size)
+    assert torch.equal(i.cpu(), coalesced.indices()) and torch.equal(v.cpu(), coalesced.values())
+    assert torch.equal(permutation.cpu(), torch.arange(i.shape[1]))
+    assert torch.equal(first_idx.cpu(), torch.arange(i.shape[1] + 1))
+    # sorted with duplicates: repeat every entry, keep the order
+    doubled_i = coalesced.indices().repeat_interleave(2, dim=1)
+    doubled_v = coalesced.values().repeat_interleave(2)
+    i, v, permutation, _ = ops.sparse_coalesce(doubled_i.to(device), doubled_v.to(device), size)
+    assert torch.equal(i.cpu(), coalesced.indices()) and torch.equal(v.cpu(), 2 * coalesced.values())
+    assert torch.equal(permutation.cpu(), torch.arange(doubled_i.shape[1]))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_coalesce_of_many_entries_uses_every_radix_pass(device):
+    # 1M x 1M: keys of 40 bits (5 byte digits), 200k entries with 30% duplicates, many threads' chunks
+    g = torch.Generator().manual_seed(3)
+    n = 200_000
+    base = torch.randint(0, 10**6, (2, int(n * 0.7)), generator=g)
+    indices = torch.cat([base, base[:, torch.randint(0, base.shape[1], (n - base.shape[1],), generator=g)]], 1)
+    values = torch.randn(n, generator=g, dtype=torch.float64)
+    size = (10**6, 10**6)
+    expected = torch_sparse(indices, values, size).coalesce()
+    actual = torch_ragged.sparse.coalesce(torch_sparse(indices, values, size).to(device))
+    assert torch.equal(actual._indices().cpu(), expected.indices())
+    torch.testing.assert_close(actual._values().cpu(), expected.values())
+
+
+def python_coalesce(indices, values):
+    """A dict of index tuple -> running sum, in input order, then the keys sorted: obviously coalesce."""
+    sums = {}
+    for entry, key in enumerate(map(tuple, indices.t().tolist())):
+        sums[key] = sums[key] + values[entry] if key in sums else values[entry].clone()
+    keys = sorted(sums)
+    return torch.tensor(keys, dtype=torch.long).t().reshape(indices.shape[0], len(keys)), torch.stack(
+        [sums[k] for k in keys])
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_sizes_whose_flattened_index_overflows_int64_fall_back_to_a_lexicographic_sort(device):
+    # torch itself cannot build such a tensor (numel overflows); the triplet op can coalesce it.
+    size = (2**40, 2**40, 3)
+    indices = torch.tensor([[2**39, 5, 2**39, 5, 0], [7, 2**38, 7, 1, 0], [2, 0, 2, 1, 0]])
+    values = torch.tensor([1.0, 2.0, 3.0, 4.0, 5.0])
+    out_indices, out_values, _, _ = ops.sparse_coalesce(indices.to(device), values.to(device), size)
+    expected_indices, expected_values = python_coalesce(indices, values)
+    assert torch.equal(out_indices.cpu(), expected_indices) and torch.equal(out_values.cpu(), expected_values)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_bool_values_are_or_ed(device):
+    indices = torch.tensor([[0, 0, 1, 1, 2]])
+    values = torch.tensor([True, False, False, False, True])
+    out = torch_ragged.sparse.coalesce(torch.sparse_coo_tensor(indices, values, (3,), check_invariants=True).to(device))
+    assert out._values().dtype == torch.bool and out._values().cpu().tolist() == [True, False, True]
+
+
+# ---- sum ----
+
+def sum_cases():
+    yield (5, 6), (), [None, 0, 1, -1, (0, 1)]
+    yield (4, 3, 5), (2,), [None, 0, 1, 2, 3, (0, 2), (1, 2), (2, 3), (0, 1, 2), (-1,), (0, 3)]
+    yield (3, 4), (2, 3), [2, 3, (2, 3), (0, 3), (1, 2)]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("sparse_sizes,dense_sizes,dims", list(sum_cases()))
+@pytest.mark.parametrize("dtype", [torch.float64, torch.int64, torch.float32])
+def test_sum_matches_torch_sparse_sum(device, sparse_sizes, dense_sizes, dims, dtype):
+    indices, values, size = random_triplet(sparse_sizes, dense_sizes, 50, dtype, seed=4)
+    s = torch_sparse(indices, values, size)
+    for dim in dims:
+        expected = torch.sparse.sum(s) if dim is None else torch.sparse.sum(s, dim)
+        actual = torch_ragged.sparse.sum(s.to(device), dim)
+        if expected.layout == torch.sparse_coo:
+            assert_same_sparse(actual, expected)
+        else:
+            assert actual.layout == torch.strided and actual.shape == expected.shape
+            torch.testing.assert_close(actual.cpu(), expected, check_dtype=False)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_sum_of_an_empty_tensor(device):
+    s = torch.sparse_coo_tensor(torch.zeros((2, 0), dtype=torch.long), torch.zeros(0, 3), (4, 5, 3),
+                                check_invariants=True).to(device)
+    assert torch.equal(torch_ragged.sparse.sum(s, (0, 1)).cpu(), torch.zeros(3))
+    assert torch_ragged.sparse.sum(s, 1)._nnz() == 0 and torch_ragged.sparse.sum(s, 1).shape == (4, 3)
+
+
+# ---- sparse_mask, to_dense, to_sparse, index_select ----
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("sparse_sizes,dense_sizes", SHAPES)
+def test_to_dense_sparse_mask_and_to_sparse(device, sparse_sizes, dense_sizes):
+    indices, values, size = random_triplet(sparse_sizes, dense_sizes, 30, torch.float64, seed=5)
+    s = torch_sparse(indices, values, size)
+    dense = torch_ragged.sparse.to_dense(s.to(device))
+    assert torch.equal(dense.cpu(), s.to_dense())
+    full = torch.randn(size, dtype=torch.float64)
+    masked = torch_ragged.sparse.sparse_mask(full.to(device), s.to(device))
+    assert torch.equal(masked._indices().cpu(), s._indices())
+    assert torch.equal(masked._values().cpu(), full[tuple(s._indices())])
+    for sparse_dim in range(1, len(size) + 1):
+        back = torch_ragged.sparse.to_sparse(dense, sparse_dim)
+        assert_same_sparse(back, dense.cpu().to_sparse(sparse_dim))
+
+
+def test_to_sparse_drops_exact_zeros_only():
+    dense = torch.tensor([0.0, -0.0, 1e-300, float("nan"), 0.0], dtype=torch.float64)
+    s = torch_ragged.sparse.to_sparse(dense)
+    assert s._indices().tolist() == [[2, 3]]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dim", [0, 1, 2, -1])
+def test_index_select_matches_dense(device, dim):
+    indices, values, size = random_triplet((5, 4), (3,), 25, torch.float64, seed=6)
+    s = torch_sparse(indices, values, size)
+    for index in ([2, 2, 0, 1], [], [size[dim] - 1], list(range(size[dim]))[::-1]):
+        index_t = torch.tensor(index, dtype=torch.long)
+        out = torch_ragged.sparse.index_select(s.to(device), dim, index_t.to(device))
+        assert torch.equal(out.to_dense().cpu(), s.to_dense().index_select(dim, index_t))
+
+
+def test_coalesce_and_sum_are_bitwise_identical_across_thread_counts():
+    indices, values, size = random_triplet((1000, 1000), (), 300_000, torch.float32, seed=7)
+    values = torch.randn(values.shape, generator=torch.Generator().manual_seed(8))
+    threads = torch.get_num_threads()
+    try:
+        results = []
+        for count in (1, 2, 3):
+            torch.set_num_threads(count)
+            results.append(ops.sparse_coalesce(indices, values, size)[1])
+    finally:
+        torch.set_num_threads(threads)
+    assert all(torch.equal(results[0], r) for r in results[1:])
+
+
+def test_every_combination_of_small_sizes_and_nnz():
+    # exhaustive small cases, including nnz 0 / 1 and single-position tensors
+    for sizes, nnz in itertools.product([(1,), (3,), (2, 2), (1, 3, 2)], [0, 1, 2, 9]):
+        indices, values, size = random_triplet(sizes, (), nnz, torch.float64, seed=nnz)
+        s = torch_sparse(indices, values, size)
+        assert_same_sparse(torch_ragged.sparse.coalesce(s), s)

@@ -1,0 +1,67 @@
+"""Bad input to the sparse family: a clear exception naming the op and the argument."""
+
+import torch
+import torch_ragged
+from expect import raises
+
+ops = torch.ops.torch_ragged
+INDICES = torch.tensor([[0, 1, 2], [1, 0, 1]])
+VALUES = torch.ones(3)
+
+
+def test_out_of_range_indices_raise_index_error_naming_the_entry():
+    for bad, where in (([[0, 3, 2], [1, 0, 1]], "indices[0][1] = 3"), ([[0, 1, 2], [1, -1, 1]], "indices[1][1] = -1")):
+        with raises(IndexError, "torch_ragged.sparse_coalesce", where, "out of range for size"):
+            ops.sparse_coalesce(torch.tensor(bad), VALUES, [3, 2])
+    # sizes whose flattened index overflows int64 take the lexicographic path, checked too
+    with raises(IndexError, "torch_ragged.sparse_coalesce", f"indices[1][0] = {2**40} is out of range"):
+        ops.sparse_coalesce(torch.tensor([[0], [2**40], [0]]), torch.ones(1), [2**40, 2**40, 3])
+    with raises(IndexError, "torch_ragged.sparse_to_dense", "indices[1][2] = 5"):
+        ops.sparse_to_dense(torch.tensor([[0, 1, 2], [1, 0, 5]]), VALUES, [3, 2])
+    with raises(IndexError, "torch_ragged.sparse_mask", "indices[0][0] = 7"):
+        ops.sparse_mask(torch.zeros(3, 2), torch.tensor([[7], [0]]))
+    with raises(IndexError, "torch_ragged.sparse_sum", "out of range"):
+        ops.sparse_sum(torch.tensor([[0, 9]]), torch.ones(2), [3], None)
+
+
+def test_validate_false_skips_the_check_without_touching_memory_out_of_bounds():
+    # an out-of-range index gets a meaningless key inside the key's bits: the sort and sums stay in bounds
+    indices, values, _, _ = ops.sparse_coalesce(torch.tensor([[5, 0, 5]]), torch.ones(3), [3], False)
+    assert indices.shape[1] == values.shape[0] and values.sum() == 3
+
+
+def test_argument_checks():
+    with raises(TypeError, "torch_ragged.sparse_coalesce", "indices must be int64 or int32", "Float"):
+        ops.sparse_coalesce(INDICES.float(), VALUES, [3, 2])
+    with raises(ValueError, "torch_ragged.sparse_coalesce", "indices must be 2-D"):
+        ops.sparse_coalesce(INDICES[0], VALUES, [3, 2])
+    with raises(ValueError, "torch_ragged.sparse_coalesce", "values must have nnz = indices.size(1) = 3 rows"):
+        ops.sparse_coalesce(INDICES, torch.ones(4), [3, 2])
+    with raises(ValueError, "torch_ragged.sparse_coalesce", "size [3] is shorter than sparse_dim = 2"):
+        ops.sparse_coalesce(INDICES, VALUES, [3])
+    with raises(ValueError, "torch_ragged.sparse_coalesce", "values must have shape (nnz, *size[sparse_dim:]) = (nnz, 4)"):
+        ops.sparse_coalesce(INDICES, torch.ones(3, 5), [3, 2, 4])
+    with raises(ValueError, "torch_ragged.sparse_coalesce", "size must be non-negative"):
+        ops.sparse_coalesce(INDICES, VALUES, [3, -2])
+    with raises(TypeError, "torch_ragged.sparse_coalesce", "values must be a tensor, got None"):
+        ops.sparse_coalesce(INDICES, None, [3, 2])
+    with raises(IndexError, "torch_ragged.sparse_sum", "dim 2 is out of range for a 2-D tensor"):
+        ops.sparse_sum(INDICES, VALUES, [3, 2], [2])
+    with raises(ValueError, "torch_ragged.sparse_sum", "dim 1 appears more than once"):
+        ops.sparse_sum(INDICES, VALUES, [3, 2], [1, -1])
+    with raises(ValueError, "torch_ragged.sparse_from_dense", "sparse_dim must be in [1, dense.dim() = 2]"):
+        ops.sparse_from_dense(torch.zeros(2, 2), 3)
+    with raises(IndexError, "torch_ragged.sparse_index_select", "index must lie in [0, 3)"):
+        ops.sparse_index_select(INDICES, VALUES, [3, 2], 0, torch.tensor([0, 3]))
+    with raises(IndexError, "torch_ragged.sparse_index_select", "index must lie in [0, 2)"):
+        ops.sparse_index_select(INDICES, torch.ones(3, 2), [3, 2, 2], 2, torch.tensor([-1]))
+    with raises(ValueError, "torch_ragged.sparse_flat_keys", "does not fit in int64"):
+        ops.sparse_flat_keys(INDICES, [2**40, 2**40])
+
+
+def test_wrapper_checks():
+    with raises(TypeError, "torch_ragged.sparse.coalesce", "expected a sparse COO tensor", "strided"):
+        torch_ragged.sparse.coalesce(torch.zeros(3))
+    mask = torch.sparse_coo_tensor(INDICES, VALUES, (3, 2), check_invariants=True)
+    with raises(ValueError, "torch_ragged.sparse.sparse_mask", "dense has shape (3, 3) but mask has shape (3, 2)"):
+        torch_ragged.sparse.sparse_mask(torch.zeros(3, 3), mask)
