@@ -568,6 +568,38 @@ at::Tensor get_first_idx_cpu(const at::Tensor& numel_per_tensor, bool validate) 
                     at::kLong);
 }
 
+// Runs averaging fewer rows than this are summed one run per loop iteration (balanced by runs;
+// the row-block machinery's per-part bookkeeping would cost more than the additions).
+constexpr int64_t kShortRuns = 16;
+
+// out[r] = sum of data rows index[i] (i when index is null) over i in [first[r], first[r + 1]),
+// in order: the same order whatever the thread count.
+template <typename scalar_t, typename acc_t = at::opmath_type<scalar_t>>
+TORCH_RAGGED_CPU_CLONES void sum_run_range(const scalar_t* data, const int64_t* index,
+                                           const int64_t* first, int64_t run_begin, int64_t run_end,
+                                           int64_t width, acc_t* acc, scalar_t* out) {
+  for (int64_t r = run_begin; r < run_end; ++r) {
+    std::fill(acc, acc + width, acc_t(0));
+    for (int64_t i = first[r]; i < first[r + 1]; ++i) {
+      const scalar_t* __restrict__ x = data + (index == nullptr ? i : index[i]) * width;
+      for (int64_t c = 0; c < width; ++c) acc[c] += static_cast<acc_t>(x[c]);
+    }
+    for (int64_t c = 0; c < width; ++c) out[r * width + c] = static_cast<scalar_t>(acc[c]);
+  }
+}
+
+template <typename scalar_t>
+void sum_short_runs(const scalar_t* data, const int64_t* index, const int64_t* first, int64_t runs,
+                    int64_t width, scalar_t* out) {
+  using acc_t = at::opmath_type<scalar_t>;
+  const int64_t grain =
+      std::max<int64_t>(1, kGrainElems / (kShortRuns * std::max<int64_t>(1, width)));
+  at::parallel_for(0, runs, grain, [&](int64_t begin, int64_t end) {
+    c10::SmallVector<acc_t, 64> acc(width);
+    sum_run_range(data, index, first, begin, end, width, acc.data(), out);
+  });
+}
+
 }  // namespace
 
 namespace cpu {
@@ -577,16 +609,21 @@ at::Tensor segment_sum_rows(const at::Tensor& data, const at::Tensor& index,
   const at::Tensor src = data.contiguous();
   const int64_t runs = first_idx.numel() - 1, width = row_width(data);
   const int64_t* offsets = first_idx.const_data_ptr<int64_t>();
-  const RowBlocks blocks{offsets, runs, offsets[runs], cpu_rows_per_block(width)};
+  const int64_t rows = offsets[runs];
+  const int64_t* gather = index.defined() ? index.const_data_ptr<int64_t>() : nullptr;
   at::Tensor out = at::empty(per_segment_sizes(data, runs), data.options());
   AT_DISPATCH_V2(
       data.scalar_type(), "segment_sum_rows_cpu", AT_WRAP([&] {
         using acc_t = at::opmath_type<scalar_t>;
+        const scalar_t* in = src.const_data_ptr<scalar_t>();
+        scalar_t* o = out.mutable_data_ptr<scalar_t>();
+        if (rows < kShortRuns * runs) {  // short runs (coalesce's duplicates): one loop per run
+          sum_short_runs(in, gather, offsets, runs, width, o);
+          return;
+        }
         reduce_segments<SumReducer<acc_t>>(
-            blocks, width,
-            SumRows<scalar_t>{src.const_data_ptr<scalar_t>(), width,
-                              index.defined() ? index.const_data_ptr<int64_t>() : nullptr},
-            WriteSum<scalar_t, false>{out.mutable_data_ptr<scalar_t>(), width});
+            RowBlocks{offsets, runs, rows, cpu_rows_per_block(width)}, width,
+            SumRows<scalar_t>{in, width, gather}, WriteSum<scalar_t, false>{o, width});
       }),
       AT_EXPAND(AT_ALL_TYPES_AND_COMPLEX), AT_EXPAND(AT_BAREBONES_UNSIGNED_TYPES), at::kHalf,
       at::kBFloat16);

@@ -10,7 +10,7 @@
 namespace torch_ragged::cpu {
 namespace {
 
-constexpr int kDigitBits = 8;
+constexpr int kDigitBits = 11;
 constexpr int kBuckets = 1 << kDigitBits;
 // Below this many keys one thread sorts (the per-pass histograms would cost more than they save).
 constexpr int64_t kParallelKeys = int64_t{1} << 16;
@@ -37,7 +37,8 @@ using Histogram = std::array<int64_t, kBuckets>;
 TORCH_RAGGED_CPU_CLONES void count_digits(const int64_t* keys, int64_t begin, int64_t end,
                                           int shift, Histogram& hist) {
   hist.fill(0);
-  for (int64_t i = begin; i < end; ++i) ++hist[(static_cast<uint64_t>(keys[i]) >> shift) & 255];
+  for (int64_t i = begin; i < end; ++i)
+    ++hist[(static_cast<uint64_t>(keys[i]) >> shift) & (kBuckets - 1)];
 }
 
 // One stable counting pass on the digit at `shift`; returns false (and moves nothing) when every
@@ -65,7 +66,7 @@ bool radix_pass(const Chunks& chunks, int shift, const int64_t* keys, const int6
     for (int64_t t = first; t < last; ++t) {
       Histogram& next = hist[t];
       for (int64_t i = chunks.begin(t); i < chunks.end(t); ++i) {
-        const int64_t slot = next[(static_cast<uint64_t>(keys[i]) >> shift) & 255]++;
+        const int64_t slot = next[(static_cast<uint64_t>(keys[i]) >> shift) & (kBuckets - 1)]++;
         keys_out[slot] = keys[i];
         perm_out[slot] = perm == nullptr ? i : perm[i];
       }

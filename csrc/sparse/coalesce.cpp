@@ -16,6 +16,17 @@ at::Tensor sum_runs(const CoalesceBackend& backend, const at::Tensor& values,
   return backend.segment_sum_rows(values, permutation, first_idx);
 }
 
+// indices[:, columns], one contiguous row at a time (index_select along dim 1 of a (d, nnz) tensor
+// copies element by element; along a 1-D row it is a vectorised gather).
+at::Tensor columns_of(const at::Tensor& indices, const at::Tensor& columns) {
+  at::Tensor out = at::empty({indices.size(0), columns.numel()}, indices.options());
+  for (int64_t d = 0; d < indices.size(0); ++d) {
+    at::Tensor row = out.select(0, d);
+    at::index_select_out(row, indices.select(0, d), 0, columns);
+  }
+  return out;
+}
+
 // Sparse sizes whose flattened key would overflow int64: sort by each sparse dim in turn, last
 // first (stable sorts compose into the lexicographic order), with torch's stable sort.
 CoalesceResult coalesce_lexicographic(const CoalesceBackend& backend, const at::Tensor& indices,
@@ -43,7 +54,7 @@ CoalesceResult coalesce_lexicographic(const CoalesceBackend& backend, const at::
   }
   const at::Tensor starts = heads.nonzero().flatten();
   const at::Tensor first_idx = at::cat({starts, at::full({1}, nnz, longs.options())});
-  return {indices.index_select(1, permutation.index_select(0, starts)),
+  return {columns_of(indices, permutation.index_select(0, starts)),
           sum_runs(backend, values, permutation, first_idx), permutation, first_idx};
 }
 
@@ -68,7 +79,7 @@ CoalesceResult coalesce_with(const CoalesceBackend& backend, const at::Tensor& i
   }
   at::Tensor heads = first_idx.narrow(0, 0, runs);
   if (!sorted) heads = order.permutation.index_select(0, heads);
-  return {indices.index_select(1, heads), sum_runs(backend, values, order.permutation, first_idx),
+  return {columns_of(indices, heads), sum_runs(backend, values, order.permutation, first_idx),
           permutation, first_idx};
 }
 

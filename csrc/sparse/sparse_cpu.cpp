@@ -23,10 +23,11 @@ at::Tensor flat_keys_cpu(std::string_view op, const at::Tensor& indices, const K
   AT_DISPATCH_INDEX_TYPES(src.scalar_type(), "sparse_flat_keys_cpu", [&] {
     const index_t* idx = src.const_data_ptr<index_t>();
     at::parallel_for(0, nnz, kGrainElems / std::max(1, g.sparse_dim), [&](int64_t b, int64_t e) {
+      const KeyGeometry local = g;  // a local copy: stores to `out` cannot alias it
       bool all_in_range = true;
       for (int64_t i = b; i < e; ++i) {
         bool in_range;
-        out[i] = flat_key(g, idx, nnz, i, in_range);
+        out[i] = flat_key(local, idx, nnz, i, in_range);
         all_in_range = all_in_range && in_range;
       }
       if (!all_in_range) out_of_range = true;
