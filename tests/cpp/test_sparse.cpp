@@ -1,0 +1,50 @@
+// The C++ API of the sparse family, through the public headers only.
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+#include <torch_ragged/torch_ragged.h>
+
+namespace {
+
+at::Tensor longs(std::vector<int64_t> values) { return torch::tensor(values, torch::kLong); }
+
+TEST(Sparse, CoalesceSumsDuplicatesInInputOrderAndKeepsInt32Indices) {
+  const auto indices = longs({1, 0, 1, 2, 0, 2}).view({2, 3}).to(torch::kInt);
+  const auto values = torch::tensor({3.0, 4.0, 5.0});
+  auto [unique, sums, permutation, first_idx] =
+      torch_ragged::sparse_coalesce(indices, values, {2, 3});
+  EXPECT_EQ(unique.scalar_type(), torch::kInt);
+  EXPECT_TRUE(torch::equal(unique, longs({0, 1, 0, 2}).view({2, 2}).to(torch::kInt)));
+  EXPECT_TRUE(torch::equal(sums, torch::tensor({4.0, 8.0})));
+  EXPECT_TRUE(torch::equal(permutation, longs({1, 0, 2})));
+  EXPECT_TRUE(torch::equal(first_idx, longs({0, 1, 3})));
+}
+
+TEST(Sparse, CoalesceOfATorchSparseTensorMatchesTorch) {
+  const auto s = torch::sparse_coo_tensor(longs({2, 0, 2, 1}).view({1, 4}),
+                                          torch::tensor({1.0, 2.0, 3.0, 4.0}), {3});
+  const auto ours = torch_ragged::coalesce(s);
+  const auto expected = s.coalesce();
+  EXPECT_TRUE(ours.is_coalesced());
+  EXPECT_TRUE(torch::equal(ours._indices(), expected.indices()));
+  EXPECT_TRUE(torch::equal(ours._values(), expected.values()));
+}
+
+TEST(Sparse, SumToDenseAndGradients) {
+  const auto indices = longs({0, 1, 1, 0, 2, 0}).view({2, 3});
+  const auto values = torch::tensor({1.0, 2.0, 3.0}, torch::requires_grad());
+  auto [rows, row_sums] =
+      torch_ragged::sparse_sum(indices, values, {2, 3}, std::vector<int64_t>{1});
+  EXPECT_TRUE(torch::equal(row_sums, torch::tensor({1.0, 5.0})));
+  const auto dense = torch_ragged::sparse_to_dense(indices, values, {2, 3});
+  EXPECT_TRUE(torch::equal(dense, torch::tensor({1.0, 0.0, 0.0, 3.0, 0.0, 2.0}).view({2, 3})));
+  (row_sums * torch::tensor({10.0, 100.0})).sum().backward();
+  EXPECT_TRUE(torch::equal(values.grad(), torch::tensor({10.0, 100.0, 100.0})));
+}
+
+TEST(Sparse, OutOfRangeIndexRaisesIndexError) {
+  EXPECT_THROW(torch_ragged::sparse_coalesce(longs({0, 5}).view({1, 2}), torch::ones({2}), {3}),
+               c10::IndexError);
+}
+
+}  // namespace
