@@ -42,6 +42,11 @@ TORCH_LIBRARY_FRAGMENT(torch_ragged, m) {
       "sparse_index_select(Tensor indices, Tensor values, SymInt[] size, int dim, Tensor index) "
       "-> (Tensor indices, Tensor values)",
       tags);
+  m.def(
+      "sparse_softmax(Tensor indices, Tensor values, SymInt[] size, int dim, bool log=False) -> "
+      "Tensor",
+      tags);
+  m.def("sparse_pool_sum(Tensor indices, Tensor values, SymInt[] size, int dim) -> Tensor", tags);
 }
 
 #ifndef TORCH_RAGGED_WITH_CUDA
@@ -282,6 +287,20 @@ TensorPair sparse_from_dense(const Tensor& dense, std::optional<int64_t> sparse_
   return op.call(dense, sparse_dim);
 }
 
+at::Tensor sparse_softmax(const Tensor& indices, const Tensor& values, SymSizes size, int64_t dim,
+                          bool log) {
+  static auto op = op_handle<Tensor(const Tensor&, const Tensor&, SymSizes, int64_t, bool)>(
+      "torch_ragged::sparse_softmax");
+  return op.call(indices, values, size, dim, log);
+}
+
+at::Tensor sparse_pool_sum(const Tensor& indices, const Tensor& values, SymSizes size,
+                           int64_t dim) {
+  static auto op = op_handle<Tensor(const Tensor&, const Tensor&, SymSizes, int64_t)>(
+      "torch_ragged::sparse_pool_sum");
+  return op.call(indices, values, size, dim);
+}
+
 TensorPair sparse_index_select(const Tensor& indices, const Tensor& values, SymSizes size,
                                int64_t dim, const Tensor& index) {
   static auto op =
@@ -324,6 +343,18 @@ std::tuple<at::Tensor, at::Tensor> sparse_index_select(const at::Tensor& indices
                                                        at::IntArrayRef size, int64_t dim,
                                                        const at::Tensor& index) {
   return ops::sparse_index_select(indices, values, c10::fromIntArrayRefSlow(size), dim, index);
+}
+
+at::Tensor sparse_softmax(const at::Tensor& indices, const at::Tensor& values, at::IntArrayRef size,
+                          int64_t dim, bool log) {
+  return ops::sparse_softmax(indices, values, c10::fromIntArrayRefSlow(size), dim, log);
+}
+
+at::Tensor softmax(const at::Tensor& sparse, int64_t dim, bool log) {
+  const at::Tensor s = coalesce(sparse);
+  return at::_sparse_coo_tensor_unsafe(
+      s._indices(), sparse_softmax(s._indices(), s._values(), s.sizes(), dim, log), s.sizes(),
+      s._values().options().layout(at::kSparse), /*is_coalesced=*/true);
 }
 
 at::Tensor coalesce(const at::Tensor& sparse) {

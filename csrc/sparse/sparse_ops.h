@@ -21,6 +21,10 @@ at::Tensor sparse_to_dense(const at::Tensor& indices, const at::Tensor& values,
                            c10::SymIntArrayRef size, bool validate);
 std::tuple<at::Tensor, at::Tensor> sparse_from_dense(const at::Tensor& dense,
                                                      std::optional<int64_t> sparse_dim);
+at::Tensor sparse_softmax(const at::Tensor& indices, const at::Tensor& values,
+                          c10::SymIntArrayRef size, int64_t dim, bool log);
+at::Tensor sparse_pool_sum(const at::Tensor& indices, const at::Tensor& values,
+                           c10::SymIntArrayRef size, int64_t dim);
 std::tuple<at::Tensor, at::Tensor> sparse_index_select(const at::Tensor& indices,
                                                        const at::Tensor& values,
                                                        c10::SymIntArrayRef size, int64_t dim,

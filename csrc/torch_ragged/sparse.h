@@ -46,8 +46,19 @@ TORCH_RAGGED_API std::tuple<at::Tensor, at::Tensor> sparse_from_dense(
 
 // index_select along `dim` (sparse or dense); for a sparse dim, entries whose index appears k times
 // in `index` appear k times, renumbered.
-TORCH_RAGGED_API std::tuple<at::Tensor, at::Tensor> sparse_index_select(
-    const at::Tensor& indices, const at::Tensor& values, at::IntArrayRef size, int64_t dim,
-    const at::Tensor& index);
+TORCH_RAGGED_API std::tuple<at::Tensor, at::Tensor> sparse_index_select(const at::Tensor& indices,
+                                                                        const at::Tensor& values,
+                                                                        at::IntArrayRef size,
+                                                                        int64_t dim,
+                                                                        const at::Tensor& index);
+
+// torch.sparse.softmax / log_softmax along `dim` (sparse or dense) of a *coalesced* triplet: the
+// values, in the same order. Unspecified entries count as -inf; half / bfloat16 accumulate in
+// float; deterministic; twice differentiable.
+TORCH_RAGGED_API at::Tensor sparse_softmax(const at::Tensor& indices, const at::Tensor& values,
+                                           at::IntArrayRef size, int64_t dim, bool log = false);
+
+// The same for a torch sparse COO tensor (coalesced first, duplicates summed, as torch does).
+TORCH_RAGGED_API at::Tensor softmax(const at::Tensor& sparse, int64_t dim, bool log = false);
 
 }  // namespace torch_ragged

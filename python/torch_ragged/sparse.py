@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import torch
 from torch.library import register_fake
 
-__all__ = ["coalesce", "index_select", "sparse_mask", "sum", "to_dense", "to_sparse"]
+__all__ = ["coalesce", "index_select", "log_softmax", "softmax", "sparse_mask", "sum", "to_dense", "to_sparse"]
 
 _ops = torch.ops.torch_ragged
 
@@ -152,6 +152,43 @@ def index_select(s: torch.Tensor, dim: int, index) -> torch.Tensor:
     return _sparse(indices, values, size, False)
 
 
+def _softmax(op: str, s: torch.Tensor, dim: int, dtype, log: bool) -> torch.Tensor:
+    _check_sparse(op, s)
+    values = _values(s)
+    if dtype is not None:
+        values = values.to(dtype)  # torch casts before computing
+    indices = s._indices()
+    if not s.is_coalesced():  # duplicates are summed first, as torch does
+        indices, values, _, _ = _ops.sparse_coalesce(indices, values, s.shape)
+    out = _ops.sparse_softmax(indices, values, s.shape, dim, log)
+    return _sparse(indices, out, s.shape, True)
+
+
+def softmax(s: torch.Tensor, dim: int, dtype: torch.dtype | None = None) -> torch.Tensor:
+    """``torch.sparse.softmax(s, dim, dtype)``: each slice along ``dim`` normalised over its specified entries
+    (unspecified entries count as -inf); the result keeps the (coalesced) sparsity pattern.
+
+    Along a sparse dim the pools are found by a sort of the other indices (none for the last sparse dim of a
+    coalesced tensor); along a dense dim it is a dense softmax of the values. Half and bfloat16 accumulate in float.
+
+    >>> s = torch.sparse_coo_tensor([[0, 0, 1], [0, 2, 1]], [1.0, 1.0, 5.0], (2, 3))
+    >>> softmax(s, 1).to_dense()
+    tensor([[0.5000, 0.0000, 0.5000],
+            [0.0000, 1.0000, 0.0000]])
+    """
+    return _softmax("softmax", s, dim, dtype, False)
+
+
+def log_softmax(s: torch.Tensor, dim: int, dtype: torch.dtype | None = None) -> torch.Tensor:
+    """``torch.sparse.log_softmax(s, dim, dtype)`` (see :func:`softmax`).
+
+    >>> s = torch.sparse_coo_tensor([[0, 1]], [0.0, 0.0], (3,))
+    >>> log_softmax(s, 0).values()
+    tensor([-0.6931, -0.6931])
+    """
+    return _softmax("log_softmax", s, dim, dtype, True)
+
+
 # ---- fake kernels (torch.compile / torch.export): the number of unique entries is data-dependent ----
 
 @register_fake("torch_ragged::sparse_flat_keys")
@@ -159,6 +196,16 @@ def _sparse_flat_keys_fake(indices, sparse_size, validate=True):
     torch._check(indices.dim() == 2 and indices.shape[0] == len(sparse_size),
                  lambda: "torch_ragged.sparse_flat_keys: indices must be (len(sparse_size), nnz)")
     return indices.new_empty((indices.shape[1],), dtype=torch.long)
+
+
+@register_fake("torch_ragged::sparse_softmax")
+def _sparse_softmax_fake(indices, values, size, dim, log=False):
+    return torch.empty_like(values, memory_format=torch.contiguous_format)
+
+
+@register_fake("torch_ragged::sparse_pool_sum")
+def _sparse_pool_sum_fake(indices, values, size, dim):
+    return torch.empty_like(values, memory_format=torch.contiguous_format)
 
 
 @register_fake("torch_ragged::sparse_coalesce")

@@ -14,6 +14,7 @@ ops = torch.ops.torch_ragged
 # duplicates (0, 1) x2 and (2, 0) x2, an entry alone
 INDICES = torch.tensor([[0, 2, 0, 1, 2], [1, 0, 1, 1, 0]])
 SIZE = (3, 2, 2)
+COALESCED = torch.tensor([[0, 0, 1, 2, 2], [0, 1, 1, 0, 1]])
 
 
 def leaf(*shape, device="cpu"):
@@ -36,6 +37,8 @@ def sparse_samples():
         (ops.sparse_from_dense, (dense, 2)),
         (ops.sparse_index_select, (INDICES, values, SIZE, 0, torch.tensor([2, 2, 0]))),
         (ops.sparse_index_select, (INDICES, values, SIZE, 2, torch.tensor([1]))),
+        (ops.sparse_softmax, (COALESCED, values, SIZE, 1, False)),
+        (ops.sparse_pool_sum, (COALESCED, values, SIZE, 0)),
     ]
 
 

@@ -39,7 +39,7 @@ def test_argument_checks():
         ops.sparse_coalesce(INDICES, torch.ones(4), [3, 2])
     with raises(ValueError, "torch_ragged.sparse_coalesce", "size [3] is shorter than sparse_dim = 2"):
         ops.sparse_coalesce(INDICES, VALUES, [3])
-    with raises(ValueError, "torch_ragged.sparse_coalesce", "values must have shape (nnz, *size[sparse_dim:]) = (nnz, 4)"):
+    with raises(ValueError, "torch_ragged.sparse_coalesce", "values must have shape", "= (nnz, 4), got [3, 5]"):
         ops.sparse_coalesce(INDICES, torch.ones(3, 5), [3, 2, 4])
     with raises(ValueError, "torch_ragged.sparse_coalesce", "size must be non-negative"):
         ops.sparse_coalesce(INDICES, VALUES, [3, -2])

@@ -1,0 +1,174 @@
+// Sparse softmax / log_softmax along any dim, and the pool sums its gradients are made of.
+//
+// Along a sparse dim d, the entries that share every other sparse index form a *pool*; softmax
+// normalises each pool (unspecified entries count as -inf, as torch.sparse.softmax) per dense
+// position. Pools are runs of equal keys once d is dropped from the key: sparse_coalesce of the
+// other dims' indices (with zero-width values) gives their order and offsets, and the segment core
+// normalises them. A coalesced tensor reduced along its last sparse dim is already in pool order:
+// the sorted-input check sees it and nothing is sorted. Memory: O(nnz + pools).
+//
+// Both ops take coalesced triplets (the wrappers coalesce first, as torch sums duplicates first)
+// and return values in the input's order, so their outputs have static sizes for torch.compile.
+// Their autograd is written with sparse_pool_sum, which is linear and self-adjoint:
+//   softmax:     dx = y * (g - P(g * y))        log_softmax: dx = g - exp(y) * P(g)
+// with P = sparse_pool_sum (each entry gets its pool's sum).
+
+#include <torch/autograd.h>
+#include <torch/library.h>
+
+#include "common/checks.h"
+#include "segment/segment_ops.h"
+#include "sparse/sparse_args.h"
+#include "sparse/sparse_ops.h"
+
+namespace torch_ragged {
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+// The pools along sparse dim d: (permutation, first_idx) cutting the permuted entries into pools.
+std::pair<at::Tensor, at::Tensor> pools_along(const at::Tensor& indices, const SparseShape& shape,
+                                              int64_t d) {
+  const at::Tensor longs = indices.to(at::kLong);
+  if (shape.sparse_dim == 1) {  // one pool: every entry
+    const at::Tensor all = at::arange(c10::Scalar(shape.nnz), longs.options());
+    return {all, at::cat({at::zeros({1}, longs.options()),
+                          at::full({1}, c10::Scalar(shape.nnz), longs.options())})};
+  }
+  std::vector<at::Tensor> others;
+  c10::SymDimVector other_sizes;
+  for (int64_t k = 0; k < shape.sparse_dim; ++k) {
+    if (k == d) continue;
+    others.push_back(indices.select(0, k));
+    other_sizes.push_back(shape.size[k]);
+  }
+  other_sizes.push_back(0);  // zero-width values: only the order and the runs are wanted
+  const at::Tensor no_values = at::empty_symint({shape.nnz, 0}, longs.options());
+  auto [unique, sums, permutation, first_idx] =
+      ops::sparse_coalesce(at::stack(others), no_values, other_sizes, /*validate=*/false);
+  return {permutation, first_idx};
+}
+
+// The checked dim, as an index into the triplet's dims.
+int64_t checked_dim(std::string_view op, const SparseShape& shape, int64_t dim) {
+  const int64_t ndim = static_cast<int64_t>(shape.size.size());
+  TORCH_CHECK_INDEX(dim >= -ndim && dim < ndim, "torch_ragged.", op, ": dim ", dim,
+                    " is out of range for a ", ndim, "-D tensor (expected [", -ndim, ", ", ndim - 1,
+                    "])");
+  return dim < 0 ? dim + ndim : dim;
+}
+
+// Runs f on the values in pool order and puts the result back in entry order.
+template <typename F>
+at::Tensor in_pool_order(const at::Tensor& indices, const at::Tensor& values,
+                         const SparseShape& shape, int64_t d, const F& f) {
+  auto [permutation, first_idx] = pools_along(indices, shape, d);
+  const at::Tensor pooled = f(values.index_select(0, permutation), first_idx);
+  return at::index_copy(at::empty_like(pooled), 0, permutation, pooled);
+}
+
+at::Tensor sparse_softmax_impl(const at::Tensor& indices, const at::Tensor& values,
+                               c10::SymIntArrayRef size, int64_t dim, bool log) {
+  constexpr std::string_view op = "sparse_softmax";
+  const SparseShape shape = check_sparse_args(op, indices, values, size);
+  const int64_t d = checked_dim(op, shape, dim);
+  TORCH_CHECK_TYPE(at::isFloatingType(values.scalar_type()), "torch_ragged.", op,
+                   ": values must be floating (pass dtype= to cast), got ", values.scalar_type());
+  if (d >= shape.sparse_dim) {  // a dense dim: a dense softmax of the values
+    const int64_t value_dim = d - shape.sparse_dim + 1;
+    return log ? at::log_softmax(values, value_dim) : at::softmax(values, value_dim);
+  }
+  return in_pool_order(indices, values, shape, d, [&](const at::Tensor& v, const at::Tensor& f) {
+    return log ? ops::segment_log_softmax(v, f) : ops::segment_softmax(v, f);
+  });
+}
+
+at::Tensor sparse_pool_sum_impl(const at::Tensor& indices, const at::Tensor& values,
+                                c10::SymIntArrayRef size, int64_t dim) {
+  constexpr std::string_view op = "sparse_pool_sum";
+  const SparseShape shape = check_sparse_args(op, indices, values, size);
+  const int64_t d = checked_dim(op, shape, dim);
+  if (d >= shape.sparse_dim) {
+    return values.sum(d - shape.sparse_dim + 1, /*keepdim=*/true).expand_as(values).contiguous();
+  }
+  return in_pool_order(indices, values, shape, d, [&](const at::Tensor& v, const at::Tensor& f) {
+    return ops::segment_expand(ops::segment_sum(v, f), f, v.sym_size(0));
+  });
+}
+
+// ---- autograd ----
+
+class SparsePoolSum : public torch::autograd::Function<SparsePoolSum> {
+ public:
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& indices,
+                            const at::Tensor& values, c10::SymIntArrayRef size, int64_t dim) {
+    at::AutoDispatchBelowADInplaceOrView guard;
+    ctx->save_for_backward({indices});
+    ctx->saved_data["size"] = size.vec();
+    ctx->saved_data["dim"] = dim;
+    return ops::sparse_pool_sum(indices, values, size, dim);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const std::vector<c10::SymInt> size = ctx->saved_data["size"].toSymIntVector();
+    return {at::Tensor(),
+            ops::sparse_pool_sum(ctx->get_saved_variables()[0], grads[0], size,
+                                 ctx->saved_data["dim"].toInt()),
+            at::Tensor(), at::Tensor()};
+  }
+};
+
+class SparseSoftmax : public torch::autograd::Function<SparseSoftmax> {
+ public:
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& indices,
+                            const at::Tensor& values, c10::SymIntArrayRef size, int64_t dim,
+                            bool log) {
+    at::AutoDispatchBelowADInplaceOrView guard;
+    at::Tensor out = ops::sparse_softmax(indices, values, size, dim, log);
+    ctx->save_for_backward({indices, out});
+    ctx->saved_data["size"] = size.vec();
+    ctx->saved_data["dim"] = dim;
+    ctx->saved_data["log"] = log;
+    return out;
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const variable_list saved = ctx->get_saved_variables();
+    const at::Tensor &indices = saved[0], &y = saved[1], &g = grads[0];
+    const std::vector<c10::SymInt> size = ctx->saved_data["size"].toSymIntVector();
+    const int64_t dim = ctx->saved_data["dim"].toInt();
+    auto pool_sum = [&](const at::Tensor& t) {
+      return ops::sparse_pool_sum(indices, t, size, dim);
+    };
+    const at::Tensor grad =
+        ctx->saved_data["log"].toBool() ? g - y.exp() * pool_sum(g) : y * (g - pool_sum(g * y));
+    return {at::Tensor(), grad, at::Tensor(), at::Tensor(), at::Tensor()};
+  }
+};
+
+at::Tensor sparse_softmax_autograd(const at::Tensor& indices, const at::Tensor& values,
+                                   c10::SymIntArrayRef size, int64_t dim, bool log) {
+  check_defined("sparse_softmax", "indices", indices);
+  check_defined("sparse_softmax", "values", values);
+  return SparseSoftmax::apply(indices, values, size, dim, log);
+}
+
+at::Tensor sparse_pool_sum_autograd(const at::Tensor& indices, const at::Tensor& values,
+                                    c10::SymIntArrayRef size, int64_t dim) {
+  check_defined("sparse_pool_sum", "indices", indices);
+  check_defined("sparse_pool_sum", "values", values);
+  return SparsePoolSum::apply(indices, values, size, dim);
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(torch_ragged, CompositeExplicitAutograd, m) {
+  m.impl("sparse_softmax", &sparse_softmax_impl);
+  m.impl("sparse_pool_sum", &sparse_pool_sum_impl);
+}
+
+TORCH_LIBRARY_IMPL(torch_ragged, Autograd, m) {
+  m.impl("sparse_softmax", &sparse_softmax_autograd);
+  m.impl("sparse_pool_sum", &sparse_pool_sum_autograd);
+}
+
+}  // namespace torch_ragged

@@ -1,0 +1,176 @@
+"""Sparse softmax / log_softmax against torch.sparse.softmax (and a float64 loop where torch has no kernel)."""
+
+import pytest
+import torch
+import torch_ragged
+from devices import DEVICES
+from torch.autograd import gradcheck, gradgradcheck
+from torch.library import opcheck
+
+ops = torch.ops.torch_ragged
+
+
+def random_sparse(sparse_sizes, dense_sizes, nnz, dtype=torch.float64, seed=0, coalesced=True):
+    g = torch.Generator().manual_seed(seed)
+    indices = torch.stack([torch.randint(0, s, (nnz,), generator=g) for s in sparse_sizes])
+    values = (torch.randn((nnz, *dense_sizes), generator=g, dtype=torch.float64) * 3).to(dtype)
+    s = torch.sparse_coo_tensor(indices, values, (*sparse_sizes, *dense_sizes), check_invariants=True)
+    return s.coalesce() if coalesced else s
+
+
+def pool_reference(s, dim, log):
+    """A loop over the pools of a coalesced tensor: softmax of each pool's values in float64."""
+    s = s.coalesce()
+    indices, values = s.indices(), s.values().double()
+    sparse_dim = s.sparse_dim()
+    out = torch.empty_like(values)
+    if dim >= sparse_dim:
+        return (torch.log_softmax if log else torch.softmax)(values, dim - sparse_dim + 1)
+    pools = {}
+    for entry, key in enumerate(indices.t().tolist()):
+        pools.setdefault(tuple(k for d, k in enumerate(key) if d != dim), []).append(entry)
+    for members in pools.values():
+        out[members] = (torch.log_softmax if log else torch.softmax)(values[members], 0)
+    return out
+
+
+CASES = [((6, 7), (), 30), ((5, 4, 6), (), 60), ((6, 5), (3,), 25), ((4, 3, 2), (2, 2), 20), ((9,), (), 5)]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("sparse_sizes,dense_sizes,nnz", CASES)
+@pytest.mark.parametrize("log", [False, True], ids=["softmax", "log_softmax"])
+def test_matches_torch_sparse_softmax_along_every_dim(device, sparse_sizes, dense_sizes, nnz, log):
+    s = random_sparse(sparse_sizes, dense_sizes, nnz)
+    ndim = len(sparse_sizes) + len(dense_sizes)
+    ours_fn = torch_ragged.sparse.log_softmax if log else torch_ragged.sparse.softmax
+    torch_fn = torch.sparse.log_softmax if log else torch.sparse.softmax
+    for dim in [*range(ndim), -1]:
+        expected = torch_fn(s, dim)
+        actual = ours_fn(s.to(device), dim)
+        assert actual.is_coalesced()
+        assert torch.equal(actual._indices().cpu(), expected._indices())
+        torch.testing.assert_close(actual._values().cpu(), expected._values())
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_uncoalesced_input_sums_duplicates_first(device):
+    s = random_sparse((4, 5), (), 40, coalesced=False)
+    for dim in (0, 1):
+        expected = torch.sparse.softmax(s, dim)
+        actual = torch_ragged.sparse.softmax(s.to(device), dim)
+        assert torch.equal(actual._indices().cpu(), expected._indices())
+        torch.testing.assert_close(actual._values().cpu(), expected._values())
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
+def test_half_precision_accumulates_in_float(device, dtype):
+    s = random_sparse((30, 40), (), 400, dtype=dtype)
+    tol = {torch.float16: 2e-3, torch.bfloat16: 1.6e-2, torch.float32: 1e-6}[dtype]
+    for dim in (0, 1):
+        for log in (False, True):
+            op = torch_ragged.sparse.log_softmax if log else torch_ragged.sparse.softmax
+            actual = op(s.to(device), dim)
+            assert actual.dtype == dtype
+            torch.testing.assert_close(actual._values().cpu().double(), pool_reference(s, dim, log),
+                                       rtol=tol, atol=tol)
+
+
+def test_dtype_casts_before_computing():
+    s = random_sparse((5, 5), (), 12).to(torch.float32)
+    out = torch_ragged.sparse.softmax(s, 1, dtype=torch.float64)
+    assert out.dtype == torch.float64
+    torch.testing.assert_close(out._values(), torch.sparse.softmax(s, 1, dtype=torch.float64)._values())
+    integer = torch.sparse_coo_tensor([[0, 1]], [1, 2], (3,), check_invariants=True)
+    assert torch_ragged.sparse.softmax(integer, 0, dtype=torch.float32)._values().dtype == torch.float32
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_minus_infinity_pools_and_single_entries_behave_like_torch(device):
+    inf = float("inf")
+    indices = torch.tensor([[0, 0, 1, 2, 2, 3], [0, 1, 2, 0, 3, 3]])
+    values = torch.tensor([-inf, -inf, 4.0, -inf, 1.0, -inf], dtype=torch.float64)
+    s = torch.sparse_coo_tensor(indices, values, (4, 4), check_invariants=True).coalesce()
+    for dim in (0, 1):
+        for log in (False, True):
+            expected = (torch.sparse.log_softmax if log else torch.sparse.softmax)(s, dim)._values()
+            actual = (torch_ragged.sparse.log_softmax if log else torch_ragged.sparse.softmax)(s.to(device), dim)
+            torch.testing.assert_close(actual._values().cpu(), expected, equal_nan=True)
+
+
+def test_large_sizes_use_memory_proportional_to_nnz():
+    # torch sizes its pool table by the product of the other dims; here (4000, 4000, 8) with 1000 entries
+    s = random_sparse((4000, 4000, 8), (), 1000, dtype=torch.float32, seed=3)
+    out = torch_ragged.sparse.softmax(s, 2)
+    torch.testing.assert_close(out._values().double(), pool_reference(s, 2, False))
+
+
+# ---- autograd, registration, compile ----
+
+INDICES = torch.tensor([[0, 0, 1, 1, 2], [0, 2, 1, 2, 2]])  # coalesced
+SIZE = (3, 3, 2)
+
+
+def leaf(*shape, device="cpu"):
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(9), dtype=torch.float64).to(
+        device).requires_grad_(True)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dim", [0, 1, 2])
+@pytest.mark.parametrize("log", [False, True], ids=["softmax", "log_softmax"])
+def test_gradcheck_and_gradgradcheck(device, dim, log):
+    indices = INDICES.to(device)
+    values = leaf(5, 2, device=device)
+    assert gradcheck(lambda v: ops.sparse_softmax(indices, v, SIZE, dim, log), (values,))
+    assert gradgradcheck(lambda v: ops.sparse_softmax(indices, v, SIZE, dim, log), (values,))
+    assert gradcheck(lambda v: ops.sparse_pool_sum(indices, v, SIZE, dim), (values,))
+
+
+def test_gradients_through_torch_sparse_tensors_match_torch():
+    values = leaf(5, 2)
+    expected_values = values.detach().clone().requires_grad_(True)
+    weight = torch.randn(5, 2, dtype=torch.float64)
+    ours = torch_ragged.sparse.softmax(torch.sparse_coo_tensor(INDICES, values, SIZE), 0)
+    (ours.values() * weight).sum().backward()
+    theirs = torch.sparse.softmax(torch.sparse_coo_tensor(INDICES, expected_values, SIZE).coalesce(), 0)
+    (theirs.values() * weight).sum().backward()
+    torch.testing.assert_close(values.grad, expected_values.grad)
+
+
+@pytest.mark.parametrize("dim,log", [(0, False), (1, True), (2, False)])
+def test_opcheck(dim, log):
+    values = torch.randn(5, 2, dtype=torch.float64, requires_grad=True)
+    opcheck(ops.sparse_softmax, (INDICES, values, SIZE, dim, log))
+    opcheck(ops.sparse_pool_sum, (INDICES, values, SIZE, dim))
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_compile_fullgraph_graph_attention(dynamic):
+    def attention(indices, scores, features):
+        # softmax over each node's incoming edges (column j of an adjacency matrix), then aggregate
+        weights = torch.ops.torch_ragged.sparse_softmax(indices, scores, [4, 4], 0)
+        return torch.ops.torch_ragged.segment_sum(features[indices[0]] * weights.unsqueeze(1),
+                                                  torch.tensor([0, 2, 3, 5, 6]))
+
+    edges = torch.tensor([[0, 1, 2, 0, 3, 1], [0, 0, 1, 2, 2, 3]])  # (source, target)
+    indices = edges[:, (edges[0] * 4 + edges[1]).argsort()]  # coalesced: sorted by (source, target)
+    scores = torch.randn(6, dtype=torch.float64, requires_grad=True)
+    features = torch.randn(4, 3, dtype=torch.float64)
+    compiled = torch.compile(attention, fullgraph=True, dynamic=dynamic)
+    actual, expected = compiled(indices, scores, features), attention(indices, scores, features)
+    torch.testing.assert_close(actual, expected)
+    torch.testing.assert_close(torch.autograd.grad(actual.sum(), scores)[0],
+                               torch.autograd.grad(expected.sum(), scores)[0])
+
+
+def test_bad_input():
+    with pytest.raises(IndexError, match="torch_ragged.sparse_softmax: dim 3 is out of range for a 3-D tensor"):
+        ops.sparse_softmax(INDICES, torch.ones(5, 2), SIZE, 3)
+    with pytest.raises(TypeError, match="torch_ragged.sparse_softmax: values must be floating"):
+        ops.sparse_softmax(INDICES, torch.ones(5, 2, dtype=torch.long), SIZE, 0)
+    with pytest.raises(TypeError, match="torch_ragged.sparse.softmax: expected a sparse COO tensor"):
+        torch_ragged.sparse.softmax(torch.ones(3), 0)
+    with pytest.raises(IndexError, match="out of range"):
+        torch_ragged.sparse.softmax(torch.sparse_coo_tensor([[0, 5]], [1.0, 2.0], (3,), check_invariants=False), 0)
