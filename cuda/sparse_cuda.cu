@@ -10,6 +10,7 @@
 
 #include "common/parallel.h"
 #include "sparse/coalesce.h"
+#include "sparse/softmax.h"
 #include "sparse/sparse_args.h"
 
 namespace torch_ragged {
@@ -63,9 +64,23 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> sparse_coalesce_cuda(
   return coalesce_with(kCudaBackend, indices, values, size, validate);
 }
 
+at::Tensor sparse_softmax_cuda(const at::Tensor& indices, const at::Tensor& values,
+                               c10::SymIntArrayRef size, int64_t dim, bool log) {
+  const c10::cuda::CUDAGuard guard(values.device());
+  return softmax_with(kCudaBackend, indices, values, size, dim, log);
+}
+
+at::Tensor sparse_pool_sum_cuda(const at::Tensor& indices, const at::Tensor& values,
+                                c10::SymIntArrayRef size, int64_t dim) {
+  const c10::cuda::CUDAGuard guard(values.device());
+  return pool_sum_with(kCudaBackend, indices, values, size, dim);
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(torch_ragged, CUDA, m) {
+  m.impl("sparse_softmax", &sparse_softmax_cuda);
+  m.impl("sparse_pool_sum", &sparse_pool_sum_cuda);
   m.impl("sparse_flat_keys", &sparse_flat_keys_cuda);
   m.impl("sparse_coalesce", &sparse_coalesce_cuda);
 }

@@ -458,16 +458,100 @@ struct SoftmaxGradRows {
   }
 };
 
+// ---- scalar rows in many short segments (width 1: sparse softmax's pools, attention scores) ----
+//
+// The row-block machinery pays its per-part bookkeeping per segment; with one column and a few
+// rows per segment that is most of the time. These loops take runs of whole segments per task
+// instead (balanced by segments), with one vectorised exp per run of segments. Each segment is
+// still summed in row order, so results do not depend on the thread count.
+
+constexpr int64_t kShortSegmentRows = 64;  // average rows per segment below which they apply
+
+bool short_scalar_segments(const CpuSegments& s) {
+  return s.width == 1 && s.first_idx.back() < kShortSegmentRows * s.num_segments();
+}
+
+// f(first segment, end segment) over runs of whole segments, in parallel.
+template <typename F>
+void for_segment_runs(const CpuSegments& s, const F& f) {
+  at::parallel_for(0, s.num_segments(), std::max<int64_t>(1, kGrainElems / kShortSegmentRows), f);
+}
+
+template <typename scalar_t, bool kLog>
+void softmax_of_short_segments(const CpuSegments& s, scalar_t* out) {
+  using acc_t = at::opmath_type<scalar_t>;
+  const scalar_t* x = s.data.const_data_ptr<scalar_t>();
+  const int64_t* first = s.first_idx.data();
+  for_segment_runs(s, [&](int64_t b0, int64_t b1) {
+    const int64_t base = first[b0];
+    std::vector<acc_t> terms(first[b1] - base), maxima(b1 - b0);
+    for (int64_t b = b0; b < b1; ++b) {
+      if (first[b] == first[b + 1]) continue;
+      acc_t m = static_cast<acc_t>(x[first[b]]);
+      for (int64_t i = first[b] + 1; i < first[b + 1]; ++i) {
+        const acc_t v = static_cast<acc_t>(x[i]);
+        m = ExtremumReducer<acc_t, true>::beats(v, m) ? v : m;
+      }
+      maxima[b - b0] = m;
+      const acc_t shift = SoftmaxRows<scalar_t, kLog>::shift_of(m);
+      for (int64_t i = first[b]; i < first[b + 1]; ++i) {
+        terms[i - base] = static_cast<acc_t>(x[i]) - shift;
+      }
+    }
+    exp_in_place(terms.data(), static_cast<int64_t>(terms.size()));
+    for (int64_t b = b0; b < b1; ++b) {
+      acc_t sum = 0;
+      for (int64_t i = first[b]; i < first[b + 1]; ++i) sum += terms[i - base];
+      const acc_t log_sum = maxima[b - b0] + std::log(sum);
+      for (int64_t i = first[b]; i < first[b + 1]; ++i) {
+        out[i] = static_cast<scalar_t>(kLog ? static_cast<acc_t>(x[i]) - log_sum
+                                            : terms[i - base] / sum);
+      }
+    }
+  });
+}
+
+template <typename scalar_t, bool kLog>
+void softmax_grad_of_short_segments(const CpuSegments& s, const scalar_t* grad,
+                                    scalar_t* grad_input) {
+  using acc_t = at::opmath_type<scalar_t>;
+  const scalar_t* y = s.data.const_data_ptr<scalar_t>();
+  const int64_t* first = s.first_idx.data();
+  for_segment_runs(s, [&](int64_t b0, int64_t b1) {
+    const int64_t base = first[b0];
+    std::vector<acc_t> exp_y;
+    if (kLog) {
+      exp_y.assign(y + base, y + first[b1]);
+      exp_in_place(exp_y.data(), static_cast<int64_t>(exp_y.size()));
+    }
+    for (int64_t b = b0; b < b1; ++b) {
+      acc_t sum = 0;
+      for (int64_t i = first[b]; i < first[b + 1]; ++i) {
+        const acc_t g = static_cast<acc_t>(grad[i]);
+        sum += kLog ? g : g * static_cast<acc_t>(y[i]);
+      }
+      for (int64_t i = first[b]; i < first[b + 1]; ++i) {
+        const acc_t g = static_cast<acc_t>(grad[i]);
+        grad_input[i] = static_cast<scalar_t>(kLog ? g - exp_y[i - base] * sum
+                                                   : static_cast<acc_t>(y[i]) * (g - sum));
+      }
+    }
+  });
+}
+
 template <bool kLog>
 at::Tensor softmax_cpu(const at::Tensor& data, const at::Tensor& first_idx) {
   const CpuSegments s = cpu_segments(kLog ? "segment_log_softmax" : "segment_softmax", data,
                                      first_idx, SegmentDtypes::kFloating);
   at::Tensor out = at::empty_like(s.data);
   AT_DISPATCH_V2(data.scalar_type(), "segment_softmax_cpu", AT_WRAP([&] {
+                   scalar_t* o = out.mutable_data_ptr<scalar_t>();
+                   if (short_scalar_segments(s)) {
+                     return softmax_of_short_segments<scalar_t, kLog>(s, o);
+                   }
                    reduce_then_map(
                        s.blocks(), s.width,
-                       SoftmaxRows<scalar_t, kLog>{s.data.const_data_ptr<scalar_t>(),
-                                                   out.mutable_data_ptr<scalar_t>(), s.width});
+                       SoftmaxRows<scalar_t, kLog>{s.data.const_data_ptr<scalar_t>(), o, s.width});
                  }),
                  AT_EXPAND(AT_FLOATING_TYPES), at::kHalf, at::kBFloat16);
   return out.view(data.sizes());
@@ -497,6 +581,10 @@ at::Tensor segment_softmax_backward_cpu(const at::Tensor& grad_output, const at:
         const scalar_t* g = grad.const_data_ptr<scalar_t>();
         const scalar_t* y = s.data.const_data_ptr<scalar_t>();
         scalar_t* gi = grad_input.mutable_data_ptr<scalar_t>();
+        if (short_scalar_segments(s)) {
+          return log ? softmax_grad_of_short_segments<scalar_t, true>(s, g, gi)
+                     : softmax_grad_of_short_segments<scalar_t, false>(s, g, gi);
+        }
         if (log) {
           reduce_then_map(s.blocks(), s.width, SoftmaxGradRows<scalar_t, true>{g, y, gi, s.width});
         } else {

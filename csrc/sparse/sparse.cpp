@@ -51,7 +51,8 @@ TORCH_LIBRARY_FRAGMENT(torch_ragged, m) {
 
 #ifndef TORCH_RAGGED_WITH_CUDA
 TORCH_LIBRARY_IMPL(torch_ragged, CUDA, m) {
-  register_missing_cuda(m, {"sparse_flat_keys", "sparse_coalesce"});
+  register_missing_cuda(
+      m, {"sparse_flat_keys", "sparse_coalesce", "sparse_softmax", "sparse_pool_sum"});
 }
 #endif
 

@@ -8,6 +8,7 @@
 
 #include "common/parallel.h"
 #include "sparse/coalesce.h"
+#include "sparse/softmax.h"
 #include "sparse/sparse_args.h"
 
 namespace torch_ragged {
@@ -53,9 +54,21 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> sparse_coalesce_cpu(
   return coalesce_with(kCpuBackend, indices, values, size, validate);
 }
 
+at::Tensor sparse_softmax_cpu(const at::Tensor& indices, const at::Tensor& values,
+                              c10::SymIntArrayRef size, int64_t dim, bool log) {
+  return softmax_with(kCpuBackend, indices, values, size, dim, log);
+}
+
+at::Tensor sparse_pool_sum_cpu(const at::Tensor& indices, const at::Tensor& values,
+                               c10::SymIntArrayRef size, int64_t dim) {
+  return pool_sum_with(kCpuBackend, indices, values, size, dim);
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(torch_ragged, CPU, m) {
+  m.impl("sparse_softmax", &sparse_softmax_cpu);
+  m.impl("sparse_pool_sum", &sparse_pool_sum_cpu);
   m.impl("sparse_flat_keys", &sparse_flat_keys_cpu);
   m.impl("sparse_coalesce", &sparse_coalesce_cpu);
 }

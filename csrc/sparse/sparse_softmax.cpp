@@ -2,10 +2,12 @@
 //
 // Along a sparse dim d, the entries that share every other sparse index form a *pool*; softmax
 // normalises each pool (unspecified entries count as -inf, as torch.sparse.softmax) per dense
-// position. Pools are runs of equal keys once d is dropped from the key: sparse_coalesce of the
-// other dims' indices (with zero-width values) gives their order and offsets, and the segment core
-// normalises them. A coalesced tensor reduced along its last sparse dim is already in pool order:
-// the sorted-input check sees it and nothing is sorted. Memory: O(nnz + pools).
+// position. Pools are runs of equal keys once d is dropped from the key: the coalesce backend's
+// keys, stable sort and run offsets give their order, and the segment core normalises them. A
+// coalesced tensor reduced along its last sparse dim is already in pool order: the sorted-input
+// check sees it and nothing is sorted or moved (CPU; CUDA always sorts). Memory: O(nnz + pools).
+// The kernels (softmax_with / pool_sum_with) are registered per backend in sparse_cpu.cpp and
+// cuda/sparse_cuda.cu; the autograd is here.
 //
 // Both ops take coalesced triplets (the wrappers coalesce first, as torch sums duplicates first)
 // and return values in the input's order, so their outputs have static sizes for torch.compile.
@@ -18,40 +20,64 @@
 
 #include "common/checks.h"
 #include "segment/segment_ops.h"
+#include "sparse/softmax.h"
 #include "sparse/sparse_args.h"
 #include "sparse/sparse_ops.h"
 
 namespace torch_ragged {
+
 namespace {
 
-using torch::autograd::AutogradContext;
-using torch::autograd::variable_list;
+// The pools along sparse dim d: `permutation` (undefined: the entries are already in pool order)
+// and `first_idx` cutting the (permuted) entries into pools. The key without d is the flattened
+// index with size 1 along d (its index then counts as 0).
+struct Pools {
+  at::Tensor permutation, first_idx;
+};
 
-// The pools along sparse dim d: (permutation, first_idx) cutting the permuted entries into pools.
-std::pair<at::Tensor, at::Tensor> pools_along(const at::Tensor& indices, const SparseShape& shape,
-                                              int64_t d) {
-  const at::Tensor longs = indices.to(at::kLong);
+Pools pools_along(const CoalesceBackend& backend, const at::Tensor& indices,
+                  const SparseShape& shape, int64_t d) {
+  const int64_t nnz = indices.size(1);
   if (shape.sparse_dim == 1) {  // one pool: every entry
-    const at::Tensor all = at::arange(c10::Scalar(shape.nnz), longs.options());
-    return {all, at::cat({at::zeros({1}, longs.options()),
-                          at::full({1}, c10::Scalar(shape.nnz), longs.options())})};
+    return {at::Tensor(), at::tensor({int64_t{0}, nnz}, at::kLong).to(indices.device())};
   }
-  std::vector<at::Tensor> others;
-  c10::SymDimVector other_sizes;
-  for (int64_t k = 0; k < shape.sparse_dim; ++k) {
-    if (k == d) continue;
-    others.push_back(indices.select(0, k));
-    other_sizes.push_back(shape.size[k]);
+  std::vector<int64_t> sizes = shape.sparse_sizes();
+  sizes[d] = 1;
+  const std::optional<KeyGeometry> geometry = key_geometry(sizes);
+  if (!geometry.has_value()) {  // huge sizes: sort the other dims' indices lexicographically
+    std::vector<at::Tensor> others;
+    c10::SymDimVector other_sizes;
+    for (int64_t k = 0; k < shape.sparse_dim; ++k) {
+      if (k == d) continue;
+      others.push_back(indices.select(0, k));
+      other_sizes.push_back(shape.size[k]);
+    }
+    other_sizes.push_back(0);  // zero-width values: only the order and the runs are wanted
+    auto [unique, sums, permutation, first_idx] = ops::sparse_coalesce(
+        at::stack(others), at::empty({nnz, 0}, indices.options().dtype(at::kFloat)), other_sizes,
+        /*validate=*/false);
+    return {permutation, first_idx};
   }
-  other_sizes.push_back(0);  // zero-width values: only the order and the runs are wanted
-  const at::Tensor no_values = at::empty_symint({shape.nnz, 0}, longs.options());
-  auto [unique, sums, permutation, first_idx] =
-      ops::sparse_coalesce(at::stack(others), no_values, other_sizes, /*validate=*/false);
-  return {permutation, first_idx};
+  const at::Tensor keys = backend.flat_keys("sparse_softmax", indices, *geometry, false);
+  KeyOrder order = backend.sort_keys(keys, geometry->key_bits);
+  return {order.permutation, backend.run_offsets(order.sorted_keys)};
 }
 
+// Runs f on the values in pool order and puts the result back in entry order.
+template <typename F>
+at::Tensor in_pool_order(const CoalesceBackend& backend, const at::Tensor& indices,
+                         const at::Tensor& values, const SparseShape& shape, int64_t d,
+                         const F& f) {
+  const Pools pools = pools_along(backend, indices, shape, d);
+  if (!pools.permutation.defined()) return f(values, pools.first_idx);
+  const at::Tensor pooled = f(values.index_select(0, pools.permutation), pools.first_idx);
+  return at::index_copy(at::empty_like(pooled), 0, pools.permutation, pooled);
+}
+
+}  // namespace
+
 // The checked dim, as an index into the triplet's dims.
-int64_t checked_dim(std::string_view op, const SparseShape& shape, int64_t dim) {
+int64_t checked_softmax_dim(std::string_view op, const SparseShape& shape, int64_t dim) {
   const int64_t ndim = static_cast<int64_t>(shape.size.size());
   TORCH_CHECK_INDEX(dim >= -ndim && dim < ndim, "torch_ragged.", op, ": dim ", dim,
                     " is out of range for a ", ndim, "-D tensor (expected [", -ndim, ", ", ndim - 1,
@@ -59,43 +85,41 @@ int64_t checked_dim(std::string_view op, const SparseShape& shape, int64_t dim) 
   return dim < 0 ? dim + ndim : dim;
 }
 
-// Runs f on the values in pool order and puts the result back in entry order.
-template <typename F>
-at::Tensor in_pool_order(const at::Tensor& indices, const at::Tensor& values,
-                         const SparseShape& shape, int64_t d, const F& f) {
-  auto [permutation, first_idx] = pools_along(indices, shape, d);
-  const at::Tensor pooled = f(values.index_select(0, permutation), first_idx);
-  return at::index_copy(at::empty_like(pooled), 0, permutation, pooled);
-}
-
-at::Tensor sparse_softmax_impl(const at::Tensor& indices, const at::Tensor& values,
-                               c10::SymIntArrayRef size, int64_t dim, bool log) {
+at::Tensor softmax_with(const CoalesceBackend& backend, const at::Tensor& indices,
+                        const at::Tensor& values, c10::SymIntArrayRef size, int64_t dim, bool log) {
   constexpr std::string_view op = "sparse_softmax";
   const SparseShape shape = check_sparse_args(op, indices, values, size);
-  const int64_t d = checked_dim(op, shape, dim);
+  const int64_t d = checked_softmax_dim(op, shape, dim);
   TORCH_CHECK_TYPE(at::isFloatingType(values.scalar_type()), "torch_ragged.", op,
                    ": values must be floating (pass dtype= to cast), got ", values.scalar_type());
   if (d >= shape.sparse_dim) {  // a dense dim: a dense softmax of the values
     const int64_t value_dim = d - shape.sparse_dim + 1;
     return log ? at::log_softmax(values, value_dim) : at::softmax(values, value_dim);
   }
-  return in_pool_order(indices, values, shape, d, [&](const at::Tensor& v, const at::Tensor& f) {
-    return log ? ops::segment_log_softmax(v, f) : ops::segment_softmax(v, f);
-  });
+  return in_pool_order(
+      backend, indices, values, shape, d, [&](const at::Tensor& v, const at::Tensor& first_idx) {
+        return log ? ops::segment_log_softmax(v, first_idx) : ops::segment_softmax(v, first_idx);
+      });
 }
 
-at::Tensor sparse_pool_sum_impl(const at::Tensor& indices, const at::Tensor& values,
-                                c10::SymIntArrayRef size, int64_t dim) {
+at::Tensor pool_sum_with(const CoalesceBackend& backend, const at::Tensor& indices,
+                         const at::Tensor& values, c10::SymIntArrayRef size, int64_t dim) {
   constexpr std::string_view op = "sparse_pool_sum";
   const SparseShape shape = check_sparse_args(op, indices, values, size);
-  const int64_t d = checked_dim(op, shape, dim);
+  const int64_t d = checked_softmax_dim(op, shape, dim);
   if (d >= shape.sparse_dim) {
     return values.sum(d - shape.sparse_dim + 1, /*keepdim=*/true).expand_as(values).contiguous();
   }
-  return in_pool_order(indices, values, shape, d, [&](const at::Tensor& v, const at::Tensor& f) {
-    return ops::segment_expand(ops::segment_sum(v, f), f, v.sym_size(0));
-  });
+  return in_pool_order(
+      backend, indices, values, shape, d, [&](const at::Tensor& v, const at::Tensor& first_idx) {
+        return ops::segment_expand(ops::segment_sum(v, first_idx), first_idx, v.sym_size(0));
+      });
 }
+
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
 
 // ---- autograd ----
 
@@ -160,11 +184,6 @@ at::Tensor sparse_pool_sum_autograd(const at::Tensor& indices, const at::Tensor&
 }
 
 }  // namespace
-
-TORCH_LIBRARY_IMPL(torch_ragged, CompositeExplicitAutograd, m) {
-  m.impl("sparse_softmax", &sparse_softmax_impl);
-  m.impl("sparse_pool_sum", &sparse_pool_sum_impl);
-}
 
 TORCH_LIBRARY_IMPL(torch_ragged, Autograd, m) {
   m.impl("sparse_softmax", &sparse_softmax_autograd);
