@@ -49,40 +49,13 @@ at::Tensor flat_keys_cuda(std::string_view op, const at::Tensor& indices, const 
   return keys;
 }
 
+}  // namespace
+
+// Linkage outside the anonymous namespace: register_sparse_kernels takes it as a template argument.
+extern const CoalesceBackend kCudaBackend;
 const CoalesceBackend kCudaBackend{&flat_keys_cuda, &cuda::sort_keys, &cuda::run_offsets,
                                    &cuda::segment_sum_rows};
 
-at::Tensor sparse_flat_keys_cuda(const at::Tensor& indices, c10::SymIntArrayRef sparse_size,
-                                 bool validate) {
-  constexpr std::string_view op = "sparse_flat_keys";
-  return flat_keys_cuda(op, indices, checked_key_geometry(op, indices, sparse_size), validate);
-}
-
-std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> sparse_coalesce_cuda(
-    const at::Tensor& indices, const at::Tensor& values, c10::SymIntArrayRef size, bool validate) {
-  const c10::cuda::CUDAGuard guard(values.device());
-  return coalesce_with(kCudaBackend, indices, values, size, validate);
-}
-
-at::Tensor sparse_softmax_cuda(const at::Tensor& indices, const at::Tensor& values,
-                               c10::SymIntArrayRef size, int64_t dim, bool log) {
-  const c10::cuda::CUDAGuard guard(values.device());
-  return softmax_with(kCudaBackend, indices, values, size, dim, log);
-}
-
-at::Tensor sparse_pool_sum_cuda(const at::Tensor& indices, const at::Tensor& values,
-                                c10::SymIntArrayRef size, int64_t dim) {
-  const c10::cuda::CUDAGuard guard(values.device());
-  return pool_sum_with(kCudaBackend, indices, values, size, dim);
-}
-
-}  // namespace
-
-TORCH_LIBRARY_IMPL(torch_ragged, CUDA, m) {
-  m.impl("sparse_softmax", &sparse_softmax_cuda);
-  m.impl("sparse_pool_sum", &sparse_pool_sum_cuda);
-  m.impl("sparse_flat_keys", &sparse_flat_keys_cuda);
-  m.impl("sparse_coalesce", &sparse_coalesce_cuda);
-}
+TORCH_LIBRARY_IMPL(torch_ragged, CUDA, m) { register_sparse_kernels<kCudaBackend>(m); }
 
 }  // namespace torch_ragged

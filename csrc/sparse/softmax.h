@@ -1,10 +1,14 @@
 #pragma once
 
-// Sparse softmax and pool sums (sparse_softmax.cpp), on either backend's coalesce kernels.
+// Sparse softmax and pool sums (sparse_softmax.cpp) on either backend's coalesce kernels, and the
+// registration of the family's kernel ops for a backend.
 
 #include <ATen/ATen.h>
+#include <c10/core/DeviceGuard.h>
+#include <torch/library.h>
 
 #include "sparse/coalesce.h"
+#include "sparse/sparse_args.h"
 
 namespace torch_ragged {
 
@@ -13,5 +17,41 @@ at::Tensor softmax_with(const CoalesceBackend& backend, const at::Tensor& indice
 
 at::Tensor pool_sum_with(const CoalesceBackend& backend, const at::Tensor& indices,
                          const at::Tensor& values, c10::SymIntArrayRef size, int64_t dim);
+
+// The kernels of the sparse family's ops on one backend, under a guard for the inputs' device:
+//   TORCH_LIBRARY_IMPL(torch_ragged, CPU, m) { register_sparse_kernels<kCpuBackend>(m); }
+template <const CoalesceBackend& kBackend>
+struct SparseKernels {
+  static at::Tensor flat_keys(const at::Tensor& indices, c10::SymIntArrayRef sparse_size,
+                              bool validate) {
+    constexpr std::string_view op = "sparse_flat_keys";
+    const c10::OptionalDeviceGuard guard(indices.device());
+    return kBackend.flat_keys(op, indices, checked_key_geometry(op, indices, sparse_size),
+                              validate);
+  }
+  static CoalesceResult coalesce(const at::Tensor& indices, const at::Tensor& values,
+                                 c10::SymIntArrayRef size, bool validate) {
+    const c10::OptionalDeviceGuard guard(values.device());
+    return coalesce_with(kBackend, indices, values, size, validate);
+  }
+  static at::Tensor softmax(const at::Tensor& indices, const at::Tensor& values,
+                            c10::SymIntArrayRef size, int64_t dim, bool log) {
+    const c10::OptionalDeviceGuard guard(values.device());
+    return softmax_with(kBackend, indices, values, size, dim, log);
+  }
+  static at::Tensor pool_sum(const at::Tensor& indices, const at::Tensor& values,
+                             c10::SymIntArrayRef size, int64_t dim) {
+    const c10::OptionalDeviceGuard guard(values.device());
+    return pool_sum_with(kBackend, indices, values, size, dim);
+  }
+};
+
+template <const CoalesceBackend& kBackend>
+void register_sparse_kernels(torch::Library& m) {
+  m.impl("sparse_flat_keys", &SparseKernels<kBackend>::flat_keys);
+  m.impl("sparse_coalesce", &SparseKernels<kBackend>::coalesce);
+  m.impl("sparse_softmax", &SparseKernels<kBackend>::softmax);
+  m.impl("sparse_pool_sum", &SparseKernels<kBackend>::pool_sum);
+}
 
 }  // namespace torch_ragged

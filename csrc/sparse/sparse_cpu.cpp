@@ -40,37 +40,13 @@ at::Tensor flat_keys_cpu(std::string_view op, const at::Tensor& indices, const K
   return keys;
 }
 
+}  // namespace
+
+// Linkage outside the anonymous namespace: register_sparse_kernels takes it as a template argument.
+extern const CoalesceBackend kCpuBackend;
 const CoalesceBackend kCpuBackend{&flat_keys_cpu, &cpu::sort_keys, &cpu::run_offsets,
                                   &cpu::segment_sum_rows};
 
-at::Tensor sparse_flat_keys_cpu(const at::Tensor& indices, c10::SymIntArrayRef sparse_size,
-                                bool validate) {
-  constexpr std::string_view op = "sparse_flat_keys";
-  return flat_keys_cpu(op, indices, checked_key_geometry(op, indices, sparse_size), validate);
-}
-
-std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> sparse_coalesce_cpu(
-    const at::Tensor& indices, const at::Tensor& values, c10::SymIntArrayRef size, bool validate) {
-  return coalesce_with(kCpuBackend, indices, values, size, validate);
-}
-
-at::Tensor sparse_softmax_cpu(const at::Tensor& indices, const at::Tensor& values,
-                              c10::SymIntArrayRef size, int64_t dim, bool log) {
-  return softmax_with(kCpuBackend, indices, values, size, dim, log);
-}
-
-at::Tensor sparse_pool_sum_cpu(const at::Tensor& indices, const at::Tensor& values,
-                               c10::SymIntArrayRef size, int64_t dim) {
-  return pool_sum_with(kCpuBackend, indices, values, size, dim);
-}
-
-}  // namespace
-
-TORCH_LIBRARY_IMPL(torch_ragged, CPU, m) {
-  m.impl("sparse_softmax", &sparse_softmax_cpu);
-  m.impl("sparse_pool_sum", &sparse_pool_sum_cpu);
-  m.impl("sparse_flat_keys", &sparse_flat_keys_cpu);
-  m.impl("sparse_coalesce", &sparse_coalesce_cpu);
-}
+TORCH_LIBRARY_IMPL(torch_ragged, CPU, m) { register_sparse_kernels<kCpuBackend>(m); }
 
 }  // namespace torch_ragged
