@@ -430,6 +430,87 @@ at::Tensor segment_ids_cuda(const at::Tensor& first_idx, std::optional<c10::SymI
   return out;
 }
 
+// ---- gathered sums and dots ----
+
+__global__ void check_gather_range_kernel(const int64_t* index, int64_t n, int64_t rows) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    CUDA_KERNEL_ASSERT_MSG(index[i] >= 0 && index[i] < rows,
+                           "torch_ragged: segment_gather index out of range");
+  }
+}
+
+// index's values checked on the device (an assert, no host read), as torch's index_select does.
+void check_gather_range_on_device(const at::Tensor& index, int64_t rows) {
+  if (index.numel() == 0) return;
+  check_gather_range_kernel<<<cuda_grid_for(index.numel()), kCudaThreads, 0, stream()>>>(
+      index.const_data_ptr<int64_t>(), index.numel(), rows);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+at::Tensor segment_gather_sum_cuda(const at::Tensor& data, const at::Tensor& index,
+                                   const std::optional<at::Tensor>& weight,
+                                   const at::Tensor& first_idx) {
+  constexpr std::string_view op = "segment_gather_sum";
+  check_segment_args(op, data, first_idx, SegmentDtypes::kSummable);
+  const c10::cuda::CUDAGuard guard(data.device());
+  const at::Tensor rows = checked_gather_index(op, data, index, weight);
+  const at::Tensor offsets =
+      checked_first_idx_on_device(op, first_idx, rows.numel(), data.device(), false);
+  check_gather_range_on_device(rows, data.size(0));
+  return cuda::segment_gather_sum(data, rows, weight.value_or(at::Tensor()), offsets);
+}
+
+template <typename scalar_t>
+__global__ void gather_dot_kernel(const scalar_t* __restrict__ a, const scalar_t* __restrict__ b,
+                                  const int64_t* __restrict__ index,
+                                  const int64_t* __restrict__ first_idx, int64_t segments,
+                                  int64_t n, int64_t width, scalar_t* __restrict__ out) {
+  using acc_t = at::opmath_type<scalar_t>;
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    const scalar_t* a_row = a + segment_of_row(first_idx, segments, i) * width;
+    const scalar_t* b_row = b + index[i] * width;
+    acc_t acc = 0;
+    for (int64_t c = 0; c < width; ++c) {
+      acc += static_cast<acc_t>(a_row[c]) * static_cast<acc_t>(b_row[c]);
+    }
+    out[i] = static_cast<scalar_t>(acc);
+  }
+}
+
+at::Tensor segment_gather_dot_cuda(const at::Tensor& a, const at::Tensor& b,
+                                   const at::Tensor& index, const at::Tensor& first_idx) {
+  constexpr std::string_view op = "segment_gather_dot";
+  check_segment_args(op, b, first_idx, SegmentDtypes::kFloating);
+  TORCH_CHECK_VALUE(a.dim() == b.dim() && a.sizes().slice(1) == b.sizes().slice(1) &&
+                        a.scalar_type() == b.scalar_type() && a.device() == b.device(),
+                    "torch_ragged.", op, ": a (", a.sizes(), ", ", a.scalar_type(), ") and b (",
+                    b.sizes(), ", ", b.scalar_type(),
+                    ") must share dtype, device and the sizes after dim 0");
+  TORCH_CHECK_VALUE(first_idx.size(0) == a.size(0) + 1, "torch_ragged.", op,
+                    ": first_idx must have a.size(0) + 1 = ", a.size(0) + 1, " entries, got ",
+                    first_idx.size(0));
+  const c10::cuda::CUDAGuard guard(b.device());
+  const at::Tensor rows = checked_gather_index(op, b, index, std::nullopt);
+  const at::Tensor offsets =
+      checked_first_idx_on_device(op, first_idx, rows.numel(), b.device(), false);
+  check_gather_range_on_device(rows, b.size(0));
+  const at::Tensor left = a.contiguous(), right = b.contiguous();
+  const int64_t n = rows.numel(), width = row_width(b);
+  at::Tensor out = at::empty({n}, a.options());
+  if (n == 0) return out;
+  AT_DISPATCH_V2(a.scalar_type(), "segment_gather_dot_cuda", AT_WRAP([&] {
+                   gather_dot_kernel<scalar_t><<<cuda_grid_for(n), kCudaThreads, 0, stream()>>>(
+                       left.const_data_ptr<scalar_t>(), right.const_data_ptr<scalar_t>(),
+                       rows.const_data_ptr<int64_t>(), offsets.const_data_ptr<int64_t>(), a.size(0),
+                       n, width, out.mutable_data_ptr<scalar_t>());
+                   C10_CUDA_KERNEL_LAUNCH_CHECK();
+                 }),
+                 AT_EXPAND(AT_FLOATING_TYPES), at::kHalf, at::kBFloat16);
+  return out;
+}
+
 // ---- sort by key, runs of equal keys ----
 
 __global__ void iota_kernel(int64_t* out, int64_t n) {
@@ -493,21 +574,23 @@ at::Tensor run_offsets(const at::Tensor& sorted_keys) {
   return first_idx;
 }
 
-at::Tensor segment_sum_rows(const at::Tensor& data, const at::Tensor& index,
-                            const at::Tensor& first_idx) {
+at::Tensor segment_gather_sum(const at::Tensor& data, const at::Tensor& index,
+                              const at::Tensor& weight, const at::Tensor& first_idx) {
   const at::Tensor src = data.contiguous();
+  const at::Tensor weights = weight.defined() ? weight.contiguous() : weight;
   const int64_t runs = first_idx.numel() - 1, width = row_width(data);
   const int64_t rows = index.defined() ? index.numel() : data.size(0);
   const RowBlocks blocks{first_idx.const_data_ptr<int64_t>(), runs, rows,
                          cuda_rows_per_block(width)};
   at::Tensor out = at::empty(per_segment_sizes(data, runs), data.options());
   AT_DISPATCH_V2(
-      data.scalar_type(), "segment_sum_rows_cuda", AT_WRAP([&] {
+      data.scalar_type(), "segment_gather_sum_cuda", AT_WRAP([&] {
         using acc_t = at::opmath_type<scalar_t>;
         reduce_segments<SumReducer<acc_t>>(
             blocks, width, data,
             LoadRows<scalar_t>{src.const_data_ptr<scalar_t>(), width,
-                               index.defined() ? index.const_data_ptr<int64_t>() : nullptr},
+                               index.defined() ? index.const_data_ptr<int64_t>() : nullptr,
+                               weights.defined() ? weights.const_data_ptr<scalar_t>() : nullptr},
             WriteSum<scalar_t, false>{out.mutable_data_ptr<scalar_t>(), width});
       }),
       AT_EXPAND(AT_ALL_TYPES_AND_COMPLEX), AT_EXPAND(AT_BAREBONES_UNSIGNED_TYPES), at::kHalf,
@@ -528,6 +611,8 @@ TORCH_LIBRARY_IMPL(torch_ragged, CUDA, m) {
   m.impl("segment_softmax_backward", &segment_softmax_backward_cuda);
   m.impl("segment_expand", &segment_expand_cuda);
   m.impl("segment_ids", &segment_ids_cuda);
+  m.impl("segment_gather_sum", &segment_gather_sum_cuda);
+  m.impl("segment_gather_dot", &segment_gather_dot_cuda);
 }
 
 }  // namespace torch_ragged

@@ -54,7 +54,7 @@ at::Tensor flat_keys_cuda(std::string_view op, const at::Tensor& indices, const 
 // Linkage outside the anonymous namespace: register_sparse_kernels takes it as a template argument.
 extern const CoalesceBackend kCudaBackend;
 const CoalesceBackend kCudaBackend{&flat_keys_cuda, &cuda::sort_keys, &cuda::run_offsets,
-                                   &cuda::segment_sum_rows};
+                                   &cuda::segment_gather_sum};
 
 TORCH_LIBRARY_IMPL(torch_ragged, CUDA, m) { register_sparse_kernels<kCudaBackend>(m); }
 

@@ -1,5 +1,6 @@
 // Schemas of the segment core and its C++ API.
 
+#include <torch/csrc/autograd/autograd_not_implemented_fallback.h>
 #include <torch/library.h>
 #include <torch_ragged/segment.h>
 
@@ -24,13 +25,25 @@ TORCH_LIBRARY_FRAGMENT(torch_ragged, m) {
       tags);
   m.def("segment_expand(Tensor values, Tensor first_idx, SymInt? num_rows=None) -> Tensor", tags);
   m.def("segment_ids(Tensor first_idx, SymInt? num_rows=None) -> Tensor", tags);
+  m.def("segment_gather_sum(Tensor data, Tensor index, Tensor? weight, Tensor first_idx) -> Tensor",
+        tags);
+  m.def("segment_gather_dot(Tensor a, Tensor b, Tensor index, Tensor first_idx) -> Tensor", tags);
+}
+
+// The gathered sum and dot are the kernels under the sparse family's matmul, whose autograd
+// (sparse_autograd.cpp) knows the transposed structure they need; alone they do not
+// differentiate, and say so when asked to.
+TORCH_LIBRARY_IMPL(torch_ragged, Autograd, m) {
+  m.impl("segment_gather_sum", torch::autograd::autogradNotImplementedFallback());
+  m.impl("segment_gather_dot", torch::autograd::autogradNotImplementedFallback());
 }
 
 #ifndef TORCH_RAGGED_WITH_CUDA
 TORCH_LIBRARY_IMPL(torch_ragged, CUDA, m) {
-  register_missing_cuda(m, {"get_first_idx", "segment_sum", "segment_mean", "segment_max",
-                            "segment_min", "segment_softmax", "segment_log_softmax",
-                            "segment_softmax_backward", "segment_expand", "segment_ids"});
+  register_missing_cuda(
+      m, {"get_first_idx", "segment_sum", "segment_mean", "segment_max", "segment_min",
+          "segment_softmax", "segment_log_softmax", "segment_softmax_backward", "segment_expand",
+          "segment_ids", "segment_gather_sum", "segment_gather_dot"});
 }
 #endif
 
@@ -87,6 +100,21 @@ at::Tensor segment_expand(const Tensor& values, const Tensor& first_idx, Optiona
   static auto op =
       op_handle<Tensor(const Tensor&, const Tensor&, OptionalRows)>("torch_ragged::segment_expand");
   return op.call(values, first_idx, std::move(num_rows));
+}
+
+at::Tensor segment_gather_sum(const Tensor& data, const Tensor& index,
+                              const std::optional<Tensor>& weight, const Tensor& first_idx) {
+  static auto op =
+      op_handle<Tensor(const Tensor&, const Tensor&, const std::optional<Tensor>&, const Tensor&)>(
+          "torch_ragged::segment_gather_sum");
+  return op.call(data, index, weight, first_idx);
+}
+
+at::Tensor segment_gather_dot(const Tensor& a, const Tensor& b, const Tensor& index,
+                              const Tensor& first_idx) {
+  static auto op = op_handle<Tensor(const Tensor&, const Tensor&, const Tensor&, const Tensor&)>(
+      "torch_ragged::segment_gather_dot");
+  return op.call(a, b, index, first_idx);
 }
 
 at::Tensor segment_ids(const Tensor& first_idx, OptionalRows num_rows) {

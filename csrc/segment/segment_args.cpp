@@ -63,6 +63,25 @@ int64_t row_width(const at::Tensor& data) {
   return width;
 }
 
+at::Tensor checked_gather_index(std::string_view op, const at::Tensor& data,
+                                const at::Tensor& index, const std::optional<at::Tensor>& weight) {
+  check_index_tensor(op, "index", index, 1);
+  TORCH_CHECK_VALUE(index.device() == data.device(), "torch_ragged.", op,
+                    ": index must be on the data's device ", data.device(), ", got ",
+                    index.device());
+  if (weight.has_value() && weight->defined()) {
+    TORCH_CHECK_VALUE(weight->dim() == 1 && weight->size(0) == index.size(0), "torch_ragged.", op,
+                      ": weight must be 1-D with index.size(0) = ", index.size(0),
+                      " entries, got shape ", weight->sizes());
+    TORCH_CHECK_TYPE(weight->scalar_type() == data.scalar_type(), "torch_ragged.", op,
+                     ": weight must have data's dtype ", data.scalar_type(), ", got ",
+                     weight->scalar_type());
+    TORCH_CHECK_VALUE(weight->device() == data.device(), "torch_ragged.", op,
+                      ": weight must be on the data's device ", data.device());
+  }
+  return index.to(at::kLong).contiguous();
+}
+
 std::vector<int64_t> expanded_sizes(std::string_view op, const at::Tensor& values,
                                     int64_t num_segments, int64_t num_rows) {
   TORCH_CHECK_VALUE(values.dim() >= 1 && values.size(0) == num_segments, "torch_ragged.", op,

@@ -4,6 +4,7 @@
 
 #include <ATen/ATen.h>
 
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -30,6 +31,12 @@ std::vector<int64_t> per_segment_sizes(const at::Tensor& data, int64_t num_segme
 
 // Elements per row: prod(data.shape[1:]).
 int64_t row_width(const at::Tensor& data);
+
+// segment_gather_sum / segment_gather_dot: index (n,) integer on data's device, weight (n,) like
+// data (optional); returns index as contiguous int64. The values of index are checked by the
+// kernels.
+at::Tensor checked_gather_index(std::string_view op, const at::Tensor& data,
+                                const at::Tensor& index, const std::optional<at::Tensor>& weight);
 
 // segment_expand: values (num_segments, ...) -> (num_rows, ...); checks values' rank and size.
 std::vector<int64_t> expanded_sizes(std::string_view op, const at::Tensor& values,

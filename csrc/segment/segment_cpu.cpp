@@ -174,15 +174,19 @@ void exp_in_place(acc_t* values, int64_t n) {
 // ---- row loops: rows [lo, hi) of a (rows, width) array, vectorised over columns ----
 
 // acc[c] = sum of the rows' column c (op-math), or of data * times when times is given; row r
-// reads data row index[r] when index is given (a gathered sum: coalesce's duplicates).
+// reads data row index[r] when index is given (a gathered sum: coalesce's duplicates) and is
+// scaled by weight[r] when weight is given (a sparse matrix's row times a dense matrix).
 template <typename scalar_t, typename acc_t = at::opmath_type<scalar_t>>
 TORCH_RAGGED_CPU_CLONES void sum_rows(const scalar_t* data, const scalar_t* times,
-                                      const int64_t* index, int64_t width, int64_t lo, int64_t hi,
-                                      acc_t* __restrict__ acc) {
+                                      const int64_t* index, const scalar_t* weight, int64_t width,
+                                      int64_t lo, int64_t hi, acc_t* __restrict__ acc) {
   std::fill(acc, acc + width, acc_t(0));
   for (int64_t row = lo; row < hi; ++row) {
     const scalar_t* __restrict__ x = data + (index == nullptr ? row : index[row]) * width;
-    if (times == nullptr) {
+    if (weight != nullptr) {
+      const acc_t w = static_cast<acc_t>(weight[row]);
+      for (int64_t c = 0; c < width; ++c) acc[c] += w * static_cast<acc_t>(x[c]);
+    } else if (times == nullptr) {
       for (int64_t c = 0; c < width; ++c) acc[c] += static_cast<acc_t>(x[c]);
     } else {
       const scalar_t* __restrict__ y = times + row * width;
@@ -288,9 +292,10 @@ struct SumRows {
   using acc_t = at::opmath_type<scalar_t>;
   const scalar_t* data;
   int64_t width;
-  const int64_t* index = nullptr;  // gathered rows, see sum_rows
+  const int64_t* index = nullptr;    // gathered rows, see sum_rows
+  const scalar_t* weight = nullptr;  // weighted rows, see sum_rows
   void operator()(int64_t /*segment*/, int64_t lo, int64_t hi, acc_t* acc) const {
-    sum_rows(data, static_cast<const scalar_t*>(nullptr), index, width, lo, hi, acc);
+    sum_rows(data, static_cast<const scalar_t*>(nullptr), index, weight, width, lo, hi, acc);
   }
 };
 
@@ -405,7 +410,8 @@ struct SoftmaxRows {
   void transform(acc_t* scratch, int64_t n) const { exp_in_place(scratch, n); }
   void complete(int64_t /*segment*/, int64_t lo, int64_t hi, const acc_t* rows, Stat* stats) const {
     c10::SmallVector<acc_t, 64> sum(width);
-    sum_rows(rows, static_cast<const acc_t*>(nullptr), nullptr, width, 0, hi - lo, sum.data());
+    sum_rows(rows, static_cast<const acc_t*>(nullptr), nullptr, static_cast<const acc_t*>(nullptr),
+             width, 0, hi - lo, sum.data());
     for (int64_t c = 0; c < width; ++c) stats[c].sum = sum[c];
   }
   void finish(int64_t /*segment*/, int64_t lo, int64_t hi, const Stat* stats, acc_t* rows,
@@ -441,7 +447,8 @@ struct SoftmaxGradRows {
                    [](scalar_t v) { return static_cast<acc_t>(v); });
   }
   void prepare(int64_t /*segment*/, int64_t lo, int64_t hi, acc_t* rows, Stat* sum) const {
-    sum_rows(grad, kLog ? nullptr : output, nullptr, width, lo, hi, sum);
+    sum_rows(grad, kLog ? nullptr : output, nullptr, static_cast<const scalar_t*>(nullptr), width,
+             lo, hi, sum);
     if (kLog) copy_output(lo, hi, rows);
   }
   void transform(acc_t* scratch, int64_t n) const {
@@ -595,6 +602,90 @@ at::Tensor segment_softmax_backward_cpu(const at::Tensor& grad_output, const at:
   return grad_input.view(output.sizes());
 }
 
+// ---- gathered sums and dots (a sparse matrix's rows times a dense matrix, and its gradient) ----
+
+// index (int64, contiguous, on the CPU) must lie in [0, rows): IndexError naming the first entry
+// out.
+void check_gather_range(std::string_view op, const at::Tensor& index, int64_t rows) {
+  const int64_t* idx = index.const_data_ptr<int64_t>();
+  const int64_t n = index.numel();
+  const bool in_range = at::parallel_reduce(
+      int64_t{0}, n, kGrainElems, true,
+      [&](int64_t begin, int64_t end, bool ok) {
+        for (int64_t i = begin; i < end; ++i) ok = ok && idx[i] >= 0 && idx[i] < rows;
+        return ok;
+      },
+      [](bool a, bool b) { return a && b; });
+  if (in_range) return;
+  const int64_t bad =
+      std::find_if(idx, idx + n, [&](int64_t v) { return v < 0 || v >= rows; }) - idx;
+  TORCH_CHECK_INDEX(false, "torch_ragged.", op, ": index[", bad, "] = ", idx[bad],
+                    " is out of range for the ", rows, " rows of the gathered tensor");
+}
+
+at::Tensor segment_gather_sum_cpu(const at::Tensor& data, const at::Tensor& index,
+                                  const std::optional<at::Tensor>& weight,
+                                  const at::Tensor& first_idx) {
+  constexpr std::string_view op = "segment_gather_sum";
+  check_segment_args(op, data, first_idx, SegmentDtypes::kSummable);
+  const at::Tensor rows = checked_gather_index(op, data, index, weight);
+  const std::vector<int64_t> offsets = checked_first_idx(op, first_idx, rows.numel());
+  check_gather_range(op, rows, data.size(0));
+  return cpu::segment_gather_sum(data, rows, weight.value_or(at::Tensor()),
+                                 at::tensor(offsets, at::kLong));
+}
+
+// out[r] = dot(a_row, row index[r] of b) over the row's columns, for r in [lo, hi).
+template <typename scalar_t, typename acc_t = at::opmath_type<scalar_t>>
+TORCH_RAGGED_CPU_CLONES void dot_rows(const scalar_t* a_row, const scalar_t* b,
+                                      const int64_t* index, int64_t width, int64_t lo, int64_t hi,
+                                      scalar_t* out) {
+  for (int64_t r = lo; r < hi; ++r) {
+    const scalar_t* __restrict__ x = b + index[r] * width;
+    acc_t acc = 0;
+    for (int64_t c = 0; c < width; ++c)
+      acc += static_cast<acc_t>(a_row[c]) * static_cast<acc_t>(x[c]);
+    out[r] = static_cast<scalar_t>(acc);
+  }
+}
+
+at::Tensor segment_gather_dot_cpu(const at::Tensor& a, const at::Tensor& b, const at::Tensor& index,
+                                  const at::Tensor& first_idx) {
+  constexpr std::string_view op = "segment_gather_dot";
+  check_segment_args(op, b, first_idx, SegmentDtypes::kFloating);
+  TORCH_CHECK_VALUE(a.dim() == b.dim() && a.sizes().slice(1) == b.sizes().slice(1) &&
+                        a.scalar_type() == b.scalar_type() && a.device() == b.device(),
+                    "torch_ragged.", op, ": a (", a.sizes(), ", ", a.scalar_type(), ") and b (",
+                    b.sizes(), ", ", b.scalar_type(),
+                    ") must share dtype, device and the sizes after dim 0");
+  const at::Tensor rows = checked_gather_index(op, b, index, std::nullopt);
+  const std::vector<int64_t> offsets = checked_first_idx(op, first_idx, rows.numel());
+  TORCH_CHECK_VALUE(static_cast<int64_t>(offsets.size()) - 1 == a.size(0), "torch_ragged.", op,
+                    ": first_idx must have a.size(0) + 1 = ", a.size(0) + 1, " entries, got ",
+                    offsets.size());
+  check_gather_range(op, rows, b.size(0));
+  const at::Tensor left = a.contiguous(), right = b.contiguous();
+  const int64_t width = row_width(b), n = rows.numel();
+  at::Tensor out = at::empty({n}, a.options());
+  const RowBlocks blocks{offsets.data(), a.size(0), n, cpu_rows_per_block(width)};
+  AT_DISPATCH_V2(
+      a.scalar_type(), "segment_gather_dot_cpu", AT_WRAP([&] {
+        const scalar_t* l = left.const_data_ptr<scalar_t>();
+        const scalar_t* r = right.const_data_ptr<scalar_t>();
+        scalar_t* o = out.mutable_data_ptr<scalar_t>();
+        const int64_t* idx = rows.const_data_ptr<int64_t>();
+        at::parallel_for(0, blocks.count(), 1, [&](int64_t first_block, int64_t last_block) {
+          for (int64_t k = first_block; k < last_block; ++k) {
+            blocks.for_each_part(k, [&](int64_t seg, int64_t lo, int64_t hi, SegmentPart) {
+              dot_rows(l + seg * width, r, idx, width, lo, hi, o);
+            });
+          }
+        });
+      }),
+      AT_EXPAND(AT_FLOATING_TYPES), at::kHalf, at::kBFloat16);
+  return out;
+}
+
 // ---- expand, ids, offsets ----
 
 // Row r of out is row b of `values` for the segment b holding r (values contiguous).
@@ -660,31 +751,37 @@ at::Tensor get_first_idx_cpu(const at::Tensor& numel_per_tensor, bool validate) 
 // the row-block machinery's per-part bookkeeping would cost more than the additions).
 constexpr int64_t kShortRuns = 16;
 
-// out[r] = sum of data rows index[i] (i when index is null) over i in [first[r], first[r + 1]),
-// in order: the same order whatever the thread count.
+// out[r] = sum of data rows index[i] (i when index is null), times weight[i] when given, over i
+// in [first[r], first[r + 1]), in order: the same order whatever the thread count.
 template <typename scalar_t, typename acc_t = at::opmath_type<scalar_t>>
 TORCH_RAGGED_CPU_CLONES void sum_run_range(const scalar_t* data, const int64_t* index,
-                                           const int64_t* first, int64_t run_begin, int64_t run_end,
-                                           int64_t width, acc_t* acc, scalar_t* out) {
+                                           const scalar_t* weight, const int64_t* first,
+                                           int64_t run_begin, int64_t run_end, int64_t width,
+                                           acc_t* acc, scalar_t* out) {
   for (int64_t r = run_begin; r < run_end; ++r) {
     std::fill(acc, acc + width, acc_t(0));
     for (int64_t i = first[r]; i < first[r + 1]; ++i) {
       const scalar_t* __restrict__ x = data + (index == nullptr ? i : index[i]) * width;
-      for (int64_t c = 0; c < width; ++c) acc[c] += static_cast<acc_t>(x[c]);
+      if (weight == nullptr) {
+        for (int64_t c = 0; c < width; ++c) acc[c] += static_cast<acc_t>(x[c]);
+      } else {
+        const acc_t w = static_cast<acc_t>(weight[i]);
+        for (int64_t c = 0; c < width; ++c) acc[c] += w * static_cast<acc_t>(x[c]);
+      }
     }
     for (int64_t c = 0; c < width; ++c) out[r * width + c] = static_cast<scalar_t>(acc[c]);
   }
 }
 
 template <typename scalar_t>
-void sum_short_runs(const scalar_t* data, const int64_t* index, const int64_t* first, int64_t runs,
-                    int64_t width, scalar_t* out) {
+void sum_short_runs(const scalar_t* data, const int64_t* index, const scalar_t* weight,
+                    const int64_t* first, int64_t runs, int64_t width, scalar_t* out) {
   using acc_t = at::opmath_type<scalar_t>;
   const int64_t grain =
       std::max<int64_t>(1, kGrainElems / (kShortRuns * std::max<int64_t>(1, width)));
   at::parallel_for(0, runs, grain, [&](int64_t begin, int64_t end) {
     c10::SmallVector<acc_t, 64> acc(width);
-    sum_run_range(data, index, first, begin, end, width, acc.data(), out);
+    sum_run_range(data, index, weight, first, begin, end, width, acc.data(), out);
   });
 }
 
@@ -692,26 +789,28 @@ void sum_short_runs(const scalar_t* data, const int64_t* index, const int64_t* f
 
 namespace cpu {
 
-at::Tensor segment_sum_rows(const at::Tensor& data, const at::Tensor& index,
-                            const at::Tensor& first_idx) {
+at::Tensor segment_gather_sum(const at::Tensor& data, const at::Tensor& index,
+                              const at::Tensor& weight, const at::Tensor& first_idx) {
   const at::Tensor src = data.contiguous();
+  const at::Tensor weights = weight.defined() ? weight.contiguous() : weight;
   const int64_t runs = first_idx.numel() - 1, width = row_width(data);
   const int64_t* offsets = first_idx.const_data_ptr<int64_t>();
   const int64_t rows = offsets[runs];
   const int64_t* gather = index.defined() ? index.const_data_ptr<int64_t>() : nullptr;
   at::Tensor out = at::empty(per_segment_sizes(data, runs), data.options());
   AT_DISPATCH_V2(
-      data.scalar_type(), "segment_sum_rows_cpu", AT_WRAP([&] {
+      data.scalar_type(), "segment_gather_sum_cpu", AT_WRAP([&] {
         using acc_t = at::opmath_type<scalar_t>;
         const scalar_t* in = src.const_data_ptr<scalar_t>();
+        const scalar_t* w = weights.defined() ? weights.const_data_ptr<scalar_t>() : nullptr;
         scalar_t* o = out.mutable_data_ptr<scalar_t>();
         if (rows < kShortRuns * runs) {  // short runs (coalesce's duplicates): one loop per run
-          sum_short_runs(in, gather, offsets, runs, width, o);
+          sum_short_runs(in, gather, w, offsets, runs, width, o);
           return;
         }
         reduce_segments<SumReducer<acc_t>>(
             RowBlocks{offsets, runs, rows, cpu_rows_per_block(width)}, width,
-            SumRows<scalar_t>{in, width, gather}, WriteSum<scalar_t, false>{o, width});
+            SumRows<scalar_t>{in, width, gather, w}, WriteSum<scalar_t, false>{o, width});
       }),
       AT_EXPAND(AT_ALL_TYPES_AND_COMPLEX), AT_EXPAND(AT_BAREBONES_UNSIGNED_TYPES), at::kHalf,
       at::kBFloat16);
@@ -731,6 +830,8 @@ TORCH_LIBRARY_IMPL(torch_ragged, CPU, m) {
   m.impl("segment_softmax_backward", &segment_softmax_backward_cpu);
   m.impl("segment_expand", &segment_expand_cpu);
   m.impl("segment_ids", &segment_ids_cpu);
+  m.impl("segment_gather_sum", &segment_gather_sum_cpu);
+  m.impl("segment_gather_dot", &segment_gather_dot_cpu);
 }
 
 }  // namespace torch_ragged

@@ -126,15 +126,19 @@ struct ExtremumReducer {
 
 // ---- Loads: the value a row contributes to its segment's reduction, per column.
 
-// Row `row` of data, or row index[row] when index is set (a gathered reduction).
+// Row `row` of data, or row index[row] when index is set (a gathered reduction), times weight[row]
+// when weight is set (a sparse matrix's rows times a dense matrix).
 template <typename scalar_t>
 struct LoadRows {
   using acc_t = at::opmath_type<scalar_t>;
   const scalar_t* data;
   int64_t width;
   const int64_t* index = nullptr;
+  const scalar_t* weight = nullptr;
   C10_HOST_DEVICE acc_t operator()(int64_t /*segment*/, int64_t row, int64_t column) const {
-    return static_cast<acc_t>(data[(index == nullptr ? row : index[row]) * width + column]);
+    const acc_t x =
+        static_cast<acc_t>(data[(index == nullptr ? row : index[row]) * width + column]);
+    return weight == nullptr ? x : static_cast<acc_t>(weight[row]) * x;
   }
 };
 

@@ -21,5 +21,9 @@ at::Tensor segment_softmax_backward(const at::Tensor& grad_output, const at::Ten
 at::Tensor segment_expand(const at::Tensor& values, const at::Tensor& first_idx,
                           std::optional<c10::SymInt> num_rows);
 at::Tensor segment_ids(const at::Tensor& first_idx, std::optional<c10::SymInt> num_rows);
+at::Tensor segment_gather_sum(const at::Tensor& data, const at::Tensor& index,
+                              const std::optional<at::Tensor>& weight, const at::Tensor& first_idx);
+at::Tensor segment_gather_dot(const at::Tensor& a, const at::Tensor& b, const at::Tensor& index,
+                              const at::Tensor& first_idx);
 
 }  // namespace torch_ragged::ops

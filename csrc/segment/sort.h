@@ -6,7 +6,7 @@
 //
 //   keys (n,) int64 in [0, 2^key_bits)  --sort_keys-->  permutation: sorted position -> input
 //   sorted keys  --run_offsets-->  first_idx over sorted positions (one segment per distinct key)
-//   segment_sum_rows(data, permutation, first_idx): each run's rows summed, in input order
+//   segment_gather_sum(data, permutation, {}, first_idx): each run's rows summed, in input order
 //
 // The sort is stable, so equal keys keep their input order and every result is deterministic.
 
@@ -27,10 +27,11 @@ namespace cpu {
 KeyOrder sort_keys(const at::Tensor& keys, int key_bits);
 // first_idx (runs + 1,) int64 of the runs of equal keys in sorted_keys.
 at::Tensor run_offsets(const at::Tensor& sorted_keys);
-// out[r] = sum over i in [first_idx[r], first_idx[r + 1]) of data[index[i]] (data[i] when index is
-// undefined), rows of data (n, ...) in op-math, in order: (runs, ...).
-at::Tensor segment_sum_rows(const at::Tensor& data, const at::Tensor& index,
-                            const at::Tensor& first_idx);
+// out[r] = sum over i in [first_idx[r], first_idx[r + 1]) of weight[i] * data[index[i]] (data[i]
+// when index is undefined, weight 1 when weight is), rows of data (n, ...) in op-math, in order:
+// (runs, ...). Unchecked: the segment_gather_sum op checks its arguments first.
+at::Tensor segment_gather_sum(const at::Tensor& data, const at::Tensor& index,
+                              const at::Tensor& weight, const at::Tensor& first_idx);
 }  // namespace cpu
 
 namespace cuda {
@@ -39,8 +40,8 @@ KeyOrder sort_keys(const at::Tensor& keys, int key_bits);
 // run_offsets also returns its count without a second pass; `runs` is read on the host (the one
 // synchronisation a data-dependent size needs).
 at::Tensor run_offsets(const at::Tensor& sorted_keys);
-at::Tensor segment_sum_rows(const at::Tensor& data, const at::Tensor& index,
-                            const at::Tensor& first_idx);
+at::Tensor segment_gather_sum(const at::Tensor& data, const at::Tensor& index,
+                              const at::Tensor& weight, const at::Tensor& first_idx);
 }  // namespace cuda
 
 }  // namespace torch_ragged

@@ -11,9 +11,9 @@ constexpr std::string_view kOp = "sparse_coalesce";
 at::Tensor sum_runs(const CoalesceBackend& backend, const at::Tensor& values,
                     const at::Tensor& permutation, const at::Tensor& first_idx) {
   if (values.scalar_type() == at::kBool) {
-    return backend.segment_sum_rows(values.to(at::kLong), permutation, first_idx).ne(0);
+    return backend.segment_gather_sum(values.to(at::kLong), permutation, {}, first_idx).ne(0);
   }
-  return backend.segment_sum_rows(values, permutation, first_idx);
+  return backend.segment_gather_sum(values, permutation, {}, first_idx);
 }
 
 // indices[:, columns], one contiguous row at a time (index_select along dim 1 of a (d, nnz) tensor

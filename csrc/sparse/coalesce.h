@@ -20,8 +20,8 @@ struct CoalesceBackend {
                           bool validate);
   KeyOrder (*sort_keys)(const at::Tensor& keys, int key_bits);
   at::Tensor (*run_offsets)(const at::Tensor& sorted_keys);
-  at::Tensor (*segment_sum_rows)(const at::Tensor& data, const at::Tensor& index,
-                                 const at::Tensor& first_idx);
+  at::Tensor (*segment_gather_sum)(const at::Tensor& data, const at::Tensor& index,
+                                   const at::Tensor& weight, const at::Tensor& first_idx);
 };
 
 // (indices, values, permutation, first_idx): see sparse_coalesce's schema (sparse.cpp).

@@ -47,6 +47,22 @@ TORCH_LIBRARY_FRAGMENT(torch_ragged, m) {
       "Tensor",
       tags);
   m.def("sparse_pool_sum(Tensor indices, Tensor values, SymInt[] size, int dim) -> Tensor", tags);
+  m.def(
+      "sparse_mm_plan(Tensor indices, SymInt[] size) -> (Tensor row_first_idx, "
+      "Tensor col_first_idx, Tensor col_order, Tensor row_order)",
+      tags);
+  m.def(
+      "sparse_mm(Tensor values, Tensor dense, Tensor indices, Tensor row_first_idx, "
+      "Tensor col_first_idx, Tensor col_order, Tensor row_order, bool transpose=False) -> Tensor",
+      tags);
+  m.def(
+      "sparse_sddmm(Tensor a, Tensor b, Tensor indices, Tensor row_first_idx, "
+      "Tensor col_first_idx, Tensor col_order, Tensor row_order, bool transpose=False) -> Tensor",
+      tags);
+  m.def(
+      "sparse_spgemm(Tensor a_indices, Tensor a_values, Tensor b_indices, Tensor b_values, "
+      "SymInt[] a_size, SymInt[] b_size) -> (Tensor indices, Tensor values)",
+      tags);
 }
 
 #ifndef TORCH_RAGGED_WITH_CUDA
@@ -300,6 +316,25 @@ at::Tensor sparse_pool_sum(const Tensor& indices, const Tensor& values, SymSizes
   static auto op = op_handle<Tensor(const Tensor&, const Tensor&, SymSizes, int64_t)>(
       "torch_ragged::sparse_pool_sum");
   return op.call(indices, values, size, dim);
+}
+
+at::Tensor sparse_mm(const Tensor& values, const Tensor& dense, const Tensor& indices,
+                     const Tensor& row_first_idx, const Tensor& col_first_idx,
+                     const Tensor& col_order, const Tensor& row_order, bool transpose) {
+  static auto op =
+      op_handle<Tensor(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
+                       const Tensor&, const Tensor&, bool)>("torch_ragged::sparse_mm");
+  return op.call(values, dense, indices, row_first_idx, col_first_idx, col_order, row_order,
+                 transpose);
+}
+
+at::Tensor sparse_sddmm(const Tensor& a, const Tensor& b, const Tensor& indices,
+                        const Tensor& row_first_idx, const Tensor& col_first_idx,
+                        const Tensor& col_order, const Tensor& row_order, bool transpose) {
+  static auto op =
+      op_handle<Tensor(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
+                       const Tensor&, const Tensor&, bool)>("torch_ragged::sparse_sddmm");
+  return op.call(a, b, indices, row_first_idx, col_first_idx, col_order, row_order, transpose);
 }
 
 TensorPair sparse_index_select(const Tensor& indices, const Tensor& values, SymSizes size,

@@ -45,7 +45,7 @@ at::Tensor flat_keys_cpu(std::string_view op, const at::Tensor& indices, const K
 // Linkage outside the anonymous namespace: register_sparse_kernels takes it as a template argument.
 extern const CoalesceBackend kCpuBackend;
 const CoalesceBackend kCpuBackend{&flat_keys_cpu, &cpu::sort_keys, &cpu::run_offsets,
-                                  &cpu::segment_sum_rows};
+                                  &cpu::segment_gather_sum};
 
 TORCH_LIBRARY_IMPL(torch_ragged, CPU, m) { register_sparse_kernels<kCpuBackend>(m); }
 

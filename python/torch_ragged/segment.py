@@ -203,3 +203,14 @@ def _segment_expand_fake(values, first_idx, num_rows=None):
 @register_fake("torch_ragged::segment_ids")
 def _segment_ids_fake(first_idx, num_rows=None):
     return first_idx.new_empty((_rows(num_rows),), dtype=torch.long)
+
+
+@register_fake("torch_ragged::segment_gather_sum")
+def _segment_gather_sum_fake(data, index, weight, first_idx):
+    _check_first_idx_device("segment_gather_sum", data, first_idx)
+    return data.new_empty((first_idx.shape[0] - 1, *data.shape[1:]))
+
+
+@register_fake("torch_ragged::segment_gather_dot")
+def _segment_gather_dot_fake(a, b, index, first_idx):
+    return a.new_empty((index.shape[0],))

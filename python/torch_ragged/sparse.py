@@ -12,7 +12,8 @@ from collections.abc import Sequence
 import torch
 from torch.library import register_fake
 
-__all__ = ["coalesce", "index_select", "log_softmax", "softmax", "sparse_mask", "sum", "to_dense", "to_sparse"]
+__all__ = ["SparsePlan", "addmm", "bmm", "coalesce", "index_select", "log_softmax", "mm", "plan", "softmax",
+           "sparse_mask", "sum", "to_dense", "to_sparse"]
 
 _ops = torch.ops.torch_ragged
 
@@ -189,6 +190,136 @@ def log_softmax(s: torch.Tensor, dim: int, dtype: torch.dtype | None = None) -> 
     return _softmax("log_softmax", s, dim, dtype, True)
 
 
+# ---- matrix products ----
+
+class SparsePlan:
+    """The structure of a 2-D sparse matrix S, built once for products with it (:func:`plan`).
+
+    ``indices`` are S's coalesced indices; ``row_first_idx`` / ``col_first_idx`` its CSR row and CSC column
+    offsets; ``col_order`` sorts its entries by column (stable), ``row_order`` is the inverse permutation. The plan
+    holds no values: multiply by the same pattern with new values every step and the sort is paid once.
+    """
+
+    def __init__(self, indices, size, row_first_idx, col_first_idx, col_order, row_order):
+        self.indices, self.size = indices, tuple(size)
+        self.row_first_idx, self.col_first_idx = row_first_idx, col_first_idx
+        self.col_order, self.row_order = col_order, row_order
+
+    def tensors(self):
+        return self.indices, self.row_first_idx, self.col_first_idx, self.col_order, self.row_order
+
+    def to(self, device) -> "SparsePlan":
+        indices, *rest = (t.to(device) for t in self.tensors())
+        return SparsePlan(indices, self.size, *rest)
+
+    def __repr__(self):
+        return f"SparsePlan(size={self.size}, nnz={self.indices.shape[1]}, device={self.indices.device})"
+
+
+def _coalesced(op: str, s: torch.Tensor):
+    """(indices, values) of s coalesced; values connected to autograd."""
+    _check_sparse(op, s)
+    if s.is_coalesced():
+        return s._indices(), _values(s)
+    indices, values, _, _ = _ops.sparse_coalesce(s._indices(), _values(s), s.shape)
+    return indices, values
+
+
+def plan(s: torch.Tensor) -> SparsePlan:
+    """The reusable structure of a 2-D sparse matrix for :func:`mm` / :func:`addmm` (its CSR and CSC orders).
+
+    >>> s = torch.sparse_coo_tensor([[0, 1, 1], [2, 0, 2]], [1.0, 2.0, 3.0], (2, 3))
+    >>> p = plan(s)
+    >>> mm(s, torch.eye(3), plan=p)
+    tensor([[0., 0., 1.],
+            [2., 0., 3.]])
+    """
+    if s.dim() != 2:
+        raise ValueError(f"torch_ragged.sparse.plan: S must be a 2-D sparse matrix, got shape {tuple(s.shape)}")
+    indices, _ = _coalesced("plan", s.detach())
+    return SparsePlan(indices, s.shape, *_ops.sparse_mm_plan(indices, s.shape))
+
+
+def _checked_plan(op: str, s: torch.Tensor, indices, given: SparsePlan | None, validate: bool) -> SparsePlan:
+    if given is None:
+        return SparsePlan(indices, s.shape, *_ops.sparse_mm_plan(indices, s.shape))
+    if tuple(given.size) != tuple(s.shape) or given.indices.shape != indices.shape or (
+            validate and not torch.equal(given.indices, indices)):
+        raise ValueError(f"torch_ragged.sparse.{op}: the plan was built for another sparse matrix "
+                         f"({given!r}; S has size {tuple(s.shape)} and {indices.shape[1]} stored entries)")
+    return given
+
+
+def mm(a: torch.Tensor, b: torch.Tensor, *, plan: SparsePlan | None = None, validate: bool = True) -> torch.Tensor:
+    """``torch.sparse.mm``: sparse @ dense, dense @ sparse (through the transposed plan), or sparse @ sparse.
+
+    Sparse x dense is a row-parallel weighted gather-sum on the segment core; its backward to the dense operand
+    multiplies by Sᵀ through the plan's column order (no sort, no atomics) and to S's values is an SDDMM (one dot
+    product per stored entry) -- never a dense n x m matrix. ``plan`` (from :func:`plan`) skips the sort; with
+    ``validate`` it is checked against S (an O(nnz) comparison). Sparse x sparse returns a coalesced sparse matrix.
+
+    >>> s = torch.sparse_coo_tensor([[0, 1], [1, 0]], [2.0, 3.0], (2, 2))
+    >>> mm(s, torch.tensor([[1.0], [10.0]]))
+    tensor([[20.],
+            [ 3.]])
+    """
+    if a.layout == torch.sparse_coo and b.layout == torch.sparse_coo:
+        return _spgemm(a, b)
+    transpose = a.layout != torch.sparse_coo
+    s, dense = (b, a) if transpose else (a, b)
+    _check_sparse("mm", s)
+    if s.dim() != 2 or dense.dim() != 2:
+        raise ValueError(f"torch_ragged.sparse.mm: expected 2-D operands, got {tuple(a.shape)} and {tuple(b.shape)}")
+    indices, values = _coalesced("mm", s)
+    p = _checked_plan("mm", s, indices, plan, validate)
+    if transpose:  # D @ S = (Sᵀ @ Dᵀ)ᵀ
+        return _ops.sparse_mm(values, dense.t().contiguous(), *p.tensors(), True).t()
+    return _ops.sparse_mm(values, dense, *p.tensors(), False)
+
+
+def _spgemm(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    if a.dim() != 2 or b.dim() != 2:
+        raise ValueError(f"torch_ragged.sparse.mm: expected 2-D operands, got {tuple(a.shape)} and {tuple(b.shape)}")
+    a_indices, a_values = _coalesced("mm", a)
+    b_indices, b_values = _coalesced("mm", b)
+    indices, values = _ops.sparse_spgemm(a_indices, a_values, b_indices, b_values, a.shape, b.shape)
+    return _sparse(indices, values, (a.shape[0], b.shape[1]), True)
+
+
+def addmm(input: torch.Tensor, s: torch.Tensor, dense: torch.Tensor, *, beta=1, alpha=1,  # noqa: A002 (torch's name)
+          plan: SparsePlan | None = None) -> torch.Tensor:
+    """``torch.sparse.addmm``: ``beta * input + alpha * (s @ dense)``.
+
+    >>> s = torch.sparse_coo_tensor([[0], [0]], [2.0], (1, 1))
+    >>> addmm(torch.ones(1, 1), s, torch.ones(1, 1), beta=0.5, alpha=3)
+    tensor([[6.5000]])
+    """
+    product = mm(s, dense, plan=plan)
+    return product * alpha + input * beta if beta != 0 else product * alpha
+
+
+def bmm(s: torch.Tensor, dense: torch.Tensor) -> torch.Tensor:
+    """``torch.bmm`` of a 3-D sparse (batch, n, m) — the batch as the first sparse dim — and a dense (batch, m, k).
+
+    The batch is a block-diagonal 2-D matrix (batch * n, batch * m): one product, balanced over all entries.
+
+    >>> s = torch.sparse_coo_tensor([[0, 1], [0, 1], [1, 0]], [2.0, 3.0], (2, 2, 2))
+    >>> bmm(s, torch.ones(2, 2, 1)).squeeze(-1)
+    tensor([[2., 0.],
+            [0., 3.]])
+    """
+    _check_sparse("bmm", s)
+    if s.dim() != 3 or s.sparse_dim() != 3 or dense.dim() != 3 or dense.shape[0] != s.shape[0]:
+        raise ValueError(f"torch_ragged.sparse.bmm: expected a 3-D sparse (batch, n, m) and a dense (batch, m, k), "
+                         f"got {tuple(s.shape)} and {tuple(dense.shape)}")
+    batch, n, m = s.shape
+    indices, values = _coalesced("bmm", s)
+    flat = torch.stack([indices[0] * n + indices[1], indices[0] * m + indices[2]])  # still in row order
+    blocks = torch.sparse_coo_tensor(flat, values, (batch * n, batch * m), is_coalesced=True, check_invariants=False)
+    product = _ops.sparse_mm(values, dense.reshape(batch * m, -1), flat, *_ops.sparse_mm_plan(flat, blocks.shape))
+    return product.view(batch, n, dense.shape[2])
+
+
 # ---- fake kernels (torch.compile / torch.export): the number of unique entries is data-dependent ----
 
 @register_fake("torch_ragged::sparse_flat_keys")
@@ -206,6 +337,17 @@ def _sparse_softmax_fake(indices, values, size, dim, log=False):
 @register_fake("torch_ragged::sparse_pool_sum")
 def _sparse_pool_sum_fake(indices, values, size, dim):
     return torch.empty_like(values, memory_format=torch.contiguous_format)
+
+
+@register_fake("torch_ragged::sparse_mm")
+def _sparse_mm_fake(values, dense, indices, row_first_idx, col_first_idx, col_order, row_order, transpose=False):
+    rows = (col_first_idx if transpose else row_first_idx).shape[0] - 1
+    return dense.new_empty((rows, *dense.shape[1:]))
+
+
+@register_fake("torch_ragged::sparse_sddmm")
+def _sparse_sddmm_fake(a, b, indices, row_first_idx, col_first_idx, col_order, row_order, transpose=False):
+    return a.new_empty((indices.shape[1],))
 
 
 @register_fake("torch_ragged::sparse_coalesce")

@@ -25,6 +25,7 @@ def leaf(*shape, device="cpu"):
 def sparse_samples():
     values = leaf(5, 2)
     dense = leaf(3, 2, 2)
+    plain = dense.detach()  # the segment core's gathered sum / dot take no gradients themselves
     return [
         (ops.sparse_flat_keys, (INDICES, [3, 2], True)),
         (ops.sparse_coalesce, (INDICES, values, SIZE, True)),
@@ -39,6 +40,12 @@ def sparse_samples():
         (ops.sparse_index_select, (INDICES, values, SIZE, 2, torch.tensor([1]))),
         (ops.sparse_softmax, (COALESCED, values, SIZE, 1, False)),
         (ops.sparse_pool_sum, (COALESCED, values, SIZE, 0)),
+        (ops.sparse_mm_plan, (COALESCED, [3, 2])),
+        (ops.sparse_mm, (values[:, 0], dense[0], COALESCED, *ops.sparse_mm_plan(COALESCED, [3, 2]), False)),
+        (ops.sparse_sddmm, (dense[:, 0], dense[:2, 0], COALESCED, *ops.sparse_mm_plan(COALESCED, [3, 2]), False)),
+        (ops.sparse_spgemm, (COALESCED, values[:, 0], COALESCED.flip(0), values[:, 1], [3, 2], [2, 3])),
+        (ops.segment_gather_sum, (plain[:, 0], torch.tensor([1, 2]), None, torch.tensor([0, 2]))),
+        (ops.segment_gather_dot, (plain[0, :1], plain[1], torch.tensor([1, 0]), torch.tensor([0, 2]))),
     ]
 
 
@@ -46,7 +53,8 @@ def sparse_samples():
 # output is an integer index tensor followed by float values fails inside the checker itself ("result type Double
 # can't be cast to the desired output type Long"). Those ops run the other checks here; test_compile_* below
 # trace them through AOT autograd, static and dynamic, and check outputs and gradients against eager.
-INDEX_FIRST = {"sparse_coalesce", "sparse_sum", "sparse_from_dense", "sparse_index_select"}
+INDEX_FIRST = {"sparse_coalesce", "sparse_sum", "sparse_from_dense", "sparse_index_select", "sparse_mm_plan",
+               "sparse_spgemm"}
 NOT_AOT = ("test_schema", "test_autograd_registration", "test_faketensor")
 
 

@@ -1,0 +1,254 @@
+// Sparse x dense products on the segment core, with autograd that never densifies.
+//
+// A coalesced 2-D S (n, m) with a *plan*: row_first_idx (n + 1: its CSR row offsets),
+// col_first_idx (m + 1) and col_order (nnz: entries sorted by column, stable, i.e. its CSC order),
+// row_order (the inverse permutation). Then, with g = segment_gather_sum (weighted gathered rows)
+// and d = segment_gather_dot (one dot product per entry), both from the segment core:
+//   S @ D   = g(D, cols, values, row_first_idx)                                  (n, k)
+//   Sᵀ @ D  = g(D, rows[col_order], values[col_order], col_first_idx)            (m, k)
+//   dL/dvalues of S @ D  = d(G, D, cols, row_first_idx)            (an SDDMM: never a dense n x m)
+//   dL/dD of S @ D       = Sᵀ @ G                                  (through the cached CSC order)
+// sparse_mm(transpose) and sparse_sddmm(transpose) are each other's derivatives, so every order of
+// derivative is available, deterministic (no atomics: fixed-order segment sums) on every device.
+
+#include <torch/autograd.h>
+#include <torch/library.h>
+
+#include "common/checks.h"
+#include "segment/segment_ops.h"
+#include "sparse/sparse_args.h"
+#include "sparse/sparse_ops.h"
+
+namespace torch_ragged {
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+// ---- the plan ----
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> sparse_mm_plan_impl(
+    const at::Tensor& indices, c10::SymIntArrayRef size) {
+  constexpr std::string_view op = "sparse_mm_plan";
+  const std::vector<int64_t> sizes = concrete(op, "size", size);
+  TORCH_CHECK_VALUE(sizes.size() == 2, "torch_ragged.", op,
+                    ": S must be a 2-D sparse matrix (size of 2 entries), got size ",
+                    at::IntArrayRef(sizes));
+  check_indices(op, indices, 2);
+  ops::sparse_flat_keys(indices, size, /*validate=*/true);  // indices in range (IndexError)
+  const at::Tensor rows = indices.select(0, 0).to(at::kLong);
+  const at::Tensor cols = indices.select(0, 1).to(at::kLong);
+  auto offsets_of = [](const at::Tensor& keys, int64_t count) {
+    const at::Tensor per_key =
+        at::zeros({count}, keys.options()).index_add(0, keys, at::ones_like(keys));
+    return ops::get_first_idx(per_key, /*validate=*/false);
+  };
+  const at::Tensor col_order = std::get<1>(at::sort(cols, /*stable=*/true, 0, false));
+  const at::Tensor row_order =
+      at::index_copy(at::empty_like(col_order), 0, col_order,
+                     at::arange(c10::Scalar(col_order.sym_size(0)), col_order.options()));
+  return {offsets_of(rows, sizes[0]), offsets_of(cols, sizes[1]), col_order, row_order};
+}
+
+// The CSR (transpose = false) or CSC (true) view of S: the gathered index, the weights and the
+// segment offsets of segment_gather_sum / segment_gather_dot.
+struct Direction {
+  at::Tensor index, values, first_idx;
+};
+
+Direction direction(const at::Tensor& values, const at::Tensor& indices,
+                    const at::Tensor& row_first_idx, const at::Tensor& col_first_idx,
+                    const at::Tensor& col_order, bool transpose) {
+  if (!transpose) return {indices.select(0, 1).to(at::kLong), values, row_first_idx};
+  return {indices.select(0, 0).to(at::kLong).index_select(0, col_order),
+          values.index_select(0, col_order), col_first_idx};
+}
+
+void check_mm_args(std::string_view op, const at::Tensor& values, const at::Tensor& dense,
+                   const at::Tensor& indices, const at::Tensor& row_first_idx,
+                   const at::Tensor& col_first_idx, bool transpose) {
+  check_defined(op, "values", values);
+  check_defined(op, "dense", dense);
+  check_indices(op, indices, 2);
+  TORCH_CHECK_VALUE(values.dim() == 1 && values.sym_size(0) == indices.sym_size(1), "torch_ragged.",
+                    op, ": values must be 1-D with nnz = indices.size(1) = ", indices.sym_size(1),
+                    " entries, got shape ", values.sym_sizes());
+  TORCH_CHECK_TYPE(values.scalar_type() == dense.scalar_type(), "torch_ragged.", op,
+                   ": S and D must share a dtype, got ", values.scalar_type(), " and ",
+                   dense.scalar_type(), " (cast one: there is no implicit promotion)");
+  const c10::SymInt inner = (transpose ? row_first_idx : col_first_idx).sym_size(0) - 1;
+  TORCH_CHECK_VALUE(dense.dim() >= 1 && dense.sym_size(0) == inner, "torch_ragged.", op,
+                    ": the inner dimensions differ: S", transpose ? "ᵀ" : "", " has ", inner,
+                    " columns but D has shape ", dense.sym_sizes());
+}
+
+at::Tensor sparse_mm_impl(const at::Tensor& values, const at::Tensor& dense,
+                          const at::Tensor& indices, const at::Tensor& row_first_idx,
+                          const at::Tensor& col_first_idx, const at::Tensor& col_order,
+                          const at::Tensor& row_order, bool transpose) {
+  check_mm_args("sparse_mm", values, dense, indices, row_first_idx, col_first_idx, transpose);
+  const Direction d =
+      direction(values, indices, row_first_idx, col_first_idx, col_order, transpose);
+  return ops::segment_gather_sum(dense, d.index, d.values, d.first_idx);
+}
+
+// One dot product per stored entry, in S's entry order: dot(a[row], b[col]) (transpose: the roles
+// of rows and columns swapped).
+at::Tensor sparse_sddmm_impl(const at::Tensor& a, const at::Tensor& b, const at::Tensor& indices,
+                             const at::Tensor& row_first_idx, const at::Tensor& col_first_idx,
+                             const at::Tensor& col_order, const at::Tensor& row_order,
+                             bool transpose) {
+  check_defined("sparse_sddmm", "a", a);
+  check_defined("sparse_sddmm", "b", b);
+  check_indices("sparse_sddmm", indices, 2);
+  if (!transpose) {
+    return ops::segment_gather_dot(a, b, indices.select(0, 1).to(at::kLong), row_first_idx);
+  }
+  const at::Tensor by_col = ops::segment_gather_dot(
+      a, b, indices.select(0, 0).to(at::kLong).index_select(0, col_order), col_first_idx);
+  return by_col.index_select(0, row_order);  // back to S's entry order
+}
+
+// ---- autograd: sparse_mm and sparse_sddmm differentiate into each other ----
+
+class SparseMm : public torch::autograd::Function<SparseMm> {
+ public:
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& values, const at::Tensor& dense,
+                            const at::Tensor& indices, const at::Tensor& row_first_idx,
+                            const at::Tensor& col_first_idx, const at::Tensor& col_order,
+                            const at::Tensor& row_order, bool transpose) {
+    at::AutoDispatchBelowADInplaceOrView guard;
+    ctx->save_for_backward(
+        {values, dense, indices, row_first_idx, col_first_idx, col_order, row_order});
+    ctx->saved_data["transpose"] = transpose;
+    return ops::sparse_mm(values, dense, indices, row_first_idx, col_first_idx, col_order,
+                          row_order, transpose);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const variable_list s = ctx->get_saved_variables();
+    const bool transpose = ctx->saved_data["transpose"].toBool();
+    const at::Tensor& g = grads[0];
+    at::Tensor grad_values, grad_dense;
+    if (ctx->needs_input_grad(0)) {
+      grad_values = ops::sparse_sddmm(g, s[1], s[2], s[3], s[4], s[5], s[6], transpose);
+    }
+    if (ctx->needs_input_grad(1)) {
+      grad_dense = ops::sparse_mm(s[0], g, s[2], s[3], s[4], s[5], s[6], !transpose);
+    }
+    return {grad_values, grad_dense, {}, {}, {}, {}, {}, {}};
+  }
+};
+
+class SparseSddmm : public torch::autograd::Function<SparseSddmm> {
+ public:
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& a, const at::Tensor& b,
+                            const at::Tensor& indices, const at::Tensor& row_first_idx,
+                            const at::Tensor& col_first_idx, const at::Tensor& col_order,
+                            const at::Tensor& row_order, bool transpose) {
+    at::AutoDispatchBelowADInplaceOrView guard;
+    ctx->save_for_backward({a, b, indices, row_first_idx, col_first_idx, col_order, row_order});
+    ctx->saved_data["transpose"] = transpose;
+    return ops::sparse_sddmm(a, b, indices, row_first_idx, col_first_idx, col_order, row_order,
+                             transpose);
+  }
+  // out_e = dot(a[r_e], b[c_e]): da = S(u) @ b, db = S(u)ᵀ @ a, with S(u) the pattern carrying u.
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const variable_list s = ctx->get_saved_variables();
+    const bool transpose = ctx->saved_data["transpose"].toBool();
+    const at::Tensor& u = grads[0];
+    at::Tensor grad_a, grad_b;
+    if (ctx->needs_input_grad(0)) {
+      grad_a = ops::sparse_mm(u, s[1], s[2], s[3], s[4], s[5], s[6], transpose);
+    }
+    if (ctx->needs_input_grad(1)) {
+      grad_b = ops::sparse_mm(u, s[0], s[2], s[3], s[4], s[5], s[6], !transpose);
+    }
+    return {grad_a, grad_b, {}, {}, {}, {}, {}, {}};
+  }
+};
+
+at::Tensor sparse_mm_autograd(const at::Tensor& values, const at::Tensor& dense,
+                              const at::Tensor& indices, const at::Tensor& row_first_idx,
+                              const at::Tensor& col_first_idx, const at::Tensor& col_order,
+                              const at::Tensor& row_order, bool transpose) {
+  check_mm_args("sparse_mm", values, dense, indices, row_first_idx, col_first_idx, transpose);
+  return SparseMm::apply(values, dense, indices, row_first_idx, col_first_idx, col_order, row_order,
+                         transpose);
+}
+
+at::Tensor sparse_sddmm_autograd(const at::Tensor& a, const at::Tensor& b,
+                                 const at::Tensor& indices, const at::Tensor& row_first_idx,
+                                 const at::Tensor& col_first_idx, const at::Tensor& col_order,
+                                 const at::Tensor& row_order, bool transpose) {
+  check_defined("sparse_sddmm", "a", a);
+  check_defined("sparse_sddmm", "b", b);
+  return SparseSddmm::apply(a, b, indices, row_first_idx, col_first_idx, col_order, row_order,
+                            transpose);
+}
+
+// ---- sparse x sparse: expand the products, then coalesce (ESC) ----
+
+// C = A @ B for coalesced A (n, k) and B (k, m): every stored a_il meets every stored b_lj of row l
+// of B; the products are expanded (one per pair, grouped by A's entry) and coalesced by (i, j),
+// which sums each C entry's products in a fixed order. Gradients reach both values through
+// segment_expand (a segment sum back) and index_select.
+std::tuple<at::Tensor, at::Tensor> sparse_spgemm_impl(
+    const at::Tensor& a_indices, const at::Tensor& a_values, const at::Tensor& b_indices,
+    const at::Tensor& b_values, c10::SymIntArrayRef a_size, c10::SymIntArrayRef b_size) {
+  constexpr std::string_view op = "sparse_spgemm";
+  const SparseShape a = check_sparse_args(op, a_indices, a_values, a_size);
+  const SparseShape b = check_sparse_args(op, b_indices, b_values, b_size);
+  TORCH_CHECK_VALUE(
+      a.size.size() == 2 && b.size.size() == 2 && a.sparse_dim == 2 && b.sparse_dim == 2,
+      "torch_ragged.", op, ": A and B must be 2-D sparse matrices, got sizes ",
+      at::IntArrayRef(a.size), " and ", at::IntArrayRef(b.size));
+  TORCH_CHECK_VALUE(a.size[1] == b.size[0], "torch_ragged.", op,
+                    ": the inner dimensions differ: A is ", at::IntArrayRef(a.size), ", B is ",
+                    at::IntArrayRef(b.size));
+  TORCH_CHECK_TYPE(a_values.scalar_type() == b_values.scalar_type(), "torch_ragged.", op,
+                   ": A and B must share a dtype, got ", a_values.scalar_type(), " and ",
+                   b_values.scalar_type());
+  ops::sparse_flat_keys(a_indices, a_size, true);
+  ops::sparse_flat_keys(b_indices, b_size, true);
+  const at::Tensor a_rows = a_indices.select(0, 0).to(at::kLong);
+  const at::Tensor a_cols = a_indices.select(0, 1).to(at::kLong);
+  const at::Tensor b_rows = b_indices.select(0, 0).to(at::kLong);
+  const at::Tensor b_cols = b_indices.select(0, 1).to(at::kLong);
+  // B's entries grouped by row (B coalesced: already in row order).
+  const at::Tensor b_row_counts =
+      at::zeros({b.size[0]}, b_rows.options()).index_add(0, b_rows, at::ones_like(b_rows));
+  const at::Tensor b_row_first = ops::get_first_idx(b_row_counts, false);
+  // One product per (A entry, entry of B's matching row), grouped by A entry.
+  const at::Tensor products_first = ops::get_first_idx(b_row_counts.index_select(0, a_cols), false);
+  const at::Tensor a_entry = ops::segment_ids(products_first, std::nullopt);
+  const c10::SymInt products = a_entry.sym_size(0);
+  const at::Tensor rank = at::arange(c10::Scalar(products), a_entry.options()) -
+                          products_first.index_select(0, a_entry);
+  const at::Tensor b_entry = b_row_first.index_select(0, a_cols.index_select(0, a_entry)) + rank;
+  const at::Tensor values =
+      ops::segment_expand(a_values, products_first, products) * b_values.index_select(0, b_entry);
+  const at::Tensor keys =
+      at::stack({a_rows.index_select(0, a_entry), b_cols.index_select(0, b_entry)});
+  auto [c_indices, c_values, permutation, first_idx] = ops::sparse_coalesce(
+      keys, values, c10::SymDimVector{a.size[0], b.size[1]}, /*validate=*/false);
+  return {c_indices, c_values};
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(torch_ragged, CompositeImplicitAutograd, m) {
+  m.impl("sparse_mm_plan", &sparse_mm_plan_impl);
+  m.impl("sparse_spgemm", &sparse_spgemm_impl);
+}
+
+TORCH_LIBRARY_IMPL(torch_ragged, CompositeExplicitAutograd, m) {
+  m.impl("sparse_mm", &sparse_mm_impl);
+  m.impl("sparse_sddmm", &sparse_sddmm_impl);
+}
+
+TORCH_LIBRARY_IMPL(torch_ragged, Autograd, m) {
+  m.impl("sparse_mm", &sparse_mm_autograd);
+  m.impl("sparse_sddmm", &sparse_sddmm_autograd);
+}
+
+}  // namespace torch_ragged

@@ -1,0 +1,190 @@
+"""Sparse matrix products against dense float64 math: mm, D @ S, addmm, bmm, sparse @ sparse; autograd that never
+densifies; plans; registration and torch.compile; bad input."""
+
+import pytest
+import torch
+import torch_ragged
+from devices import DEVICES
+from torch.autograd import gradcheck, gradgradcheck
+from torch.library import opcheck
+
+ops = torch.ops.torch_ragged
+
+
+def random_matrix(n, m, nnz, dtype=torch.float64, seed=0, coalesced=True):
+    g = torch.Generator().manual_seed(seed)
+    indices = torch.stack([torch.randint(0, n, (nnz,), generator=g), torch.randint(0, m, (nnz,), generator=g)])
+    values = torch.randn(nnz, generator=g, dtype=torch.float64).to(dtype)
+    s = torch.sparse_coo_tensor(indices, values, (n, m), check_invariants=True)
+    return s.coalesce() if coalesced else s
+
+
+SHAPES = [(5, 7, 12, 3), (40, 30, 200, 8), (6, 6, 0, 2), (1, 9, 4, 1), (50, 3, 40, 5)]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("n,m,nnz,k", SHAPES)
+@pytest.mark.parametrize("coalesced", [True, False])
+def test_sparse_times_dense_and_dense_times_sparse(device, n, m, nnz, k, coalesced):
+    s = random_matrix(n, m, nnz, coalesced=coalesced)
+    d = torch.randn(m, k, dtype=torch.float64)
+    left = torch.randn(k, n, dtype=torch.float64)
+    dense_s = s.to_dense()
+    torch.testing.assert_close(torch_ragged.sparse.mm(s.to(device), d.to(device)).cpu(), dense_s @ d)
+    torch.testing.assert_close(torch_ragged.sparse.mm(left.to(device), s.to(device)).cpu(), left @ dense_s)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+def test_reduced_precision_accumulates_in_float(device, dtype):
+    s = random_matrix(30, 400, 3000, dtype=dtype, seed=1)
+    d = torch.randn(400, 16, dtype=torch.float64).to(dtype)
+    expected = s.to_dense().double() @ d.double()
+    tol = {torch.float32: 1e-5, torch.float16: 2e-2, torch.bfloat16: 1e-1}[dtype]
+    actual = torch_ragged.sparse.mm(s.to(device), d.to(device))
+    assert actual.dtype == dtype
+    torch.testing.assert_close(actual.cpu().double(), expected, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_addmm_bmm_and_sparse_times_sparse(device):
+    s = random_matrix(8, 6, 20, seed=2)
+    d, m = torch.randn(6, 4, dtype=torch.float64), torch.randn(8, 4, dtype=torch.float64)
+    torch.testing.assert_close(torch_ragged.sparse.addmm(m.to(device), s.to(device), d.to(device), beta=0.5,
+                                                         alpha=-2).cpu(), 0.5 * m - 2 * (s.to_dense() @ d))
+    batch = torch.stack([random_matrix(8, 6, 15, seed=i).to_dense() for i in range(3)])
+    dense = torch.randn(3, 6, 5, dtype=torch.float64)
+    torch.testing.assert_close(torch_ragged.sparse.bmm(batch.to_sparse().to(device), dense.to(device)).cpu(),
+                               torch.bmm(batch, dense))
+    a, b = random_matrix(7, 9, 25, seed=3, coalesced=False), random_matrix(9, 5, 30, seed=4)
+    product = torch_ragged.sparse.mm(a.to(device), b.to(device))
+    assert product.is_coalesced()
+    torch.testing.assert_close(product.to_dense().cpu(), a.to_dense() @ b.to_dense())
+    expected = (a.to_dense() @ b.to_dense()).to_sparse()  # no explicit zeros unless products cancel exactly
+    assert product._nnz() >= expected._nnz()
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_plan_is_reused_and_checked(device):
+    s = random_matrix(20, 10, 60, seed=5).to(device)
+    plan = torch_ragged.sparse.plan(s)
+    d = torch.randn(10, 3, dtype=torch.float64, device=device)
+    torch.testing.assert_close(torch_ragged.sparse.mm(s, d, plan=plan), torch_ragged.sparse.mm(s, d))
+    new_values = torch.sparse_coo_tensor(s.indices(), s.values() * 2, s.shape, is_coalesced=True)
+    torch.testing.assert_close(torch_ragged.sparse.mm(new_values, d, plan=plan), 2 * torch_ragged.sparse.mm(s, d))
+    other = random_matrix(20, 10, 60, seed=6).to(device)
+    with pytest.raises(ValueError, match="torch_ragged.sparse.mm: the plan was built for another sparse matrix"):
+        torch_ragged.sparse.mm(other, d, plan=plan)
+
+
+# ---- autograd ----
+
+INDICES = torch.tensor([[0, 0, 1, 3, 3], [1, 2, 0, 0, 2]])  # coalesced, row 2 empty, column 3 empty
+
+
+def plan_of(indices, size):
+    return ops.sparse_mm_plan(indices, size)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("transpose", [False, True])
+def test_gradcheck_and_gradgradcheck(device, transpose):
+    indices = INDICES.to(device)
+    plan = plan_of(indices, [4, 4])
+    g = torch.Generator().manual_seed(7)
+    values = torch.randn(5, generator=g, dtype=torch.float64).to(device).requires_grad_(True)
+    dense = torch.randn(4, 3, generator=g, dtype=torch.float64).to(device).requires_grad_(True)
+    other = torch.randn(4, 3, generator=g, dtype=torch.float64).to(device).requires_grad_(True)
+
+    def mm(v, d):
+        return ops.sparse_mm(v, d, indices, *plan, transpose)
+
+    def sddmm(a, b):
+        return ops.sparse_sddmm(a, b, indices, *plan, transpose)
+
+    assert gradcheck(mm, (values, dense))
+    assert gradgradcheck(mm, (values, dense))
+    assert gradcheck(sddmm, (dense, other))
+    assert gradgradcheck(sddmm, (dense, other))
+
+
+def test_spgemm_gradients():
+    a, b = random_matrix(4, 5, 9, seed=8), random_matrix(5, 3, 8, seed=9)
+    a_values = a.values().clone().requires_grad_(True)
+    b_values = b.values().clone().requires_grad_(True)
+
+    def product(av, bv):
+        return ops.sparse_spgemm(a.indices(), av, b.indices(), bv, [4, 5], [5, 3])[1]
+
+    assert gradcheck(product, (a_values, b_values))
+
+
+def test_the_gradient_to_s_never_builds_a_dense_matrix():
+    # 200k x 200k: a dense gradient would be 160 GB; ours needs O(nnz + n * k)
+    n, nnz, k = 200_000, 2_000_000, 64
+    g = torch.Generator().manual_seed(10)
+    s = torch.sparse_coo_tensor(torch.randint(0, n, (2, nnz), generator=g), torch.randn(nnz, generator=g),
+                                (n, n), check_invariants=False).coalesce().requires_grad_(True)
+    dense = torch.randn(n, k, generator=g)
+    plan = torch_ragged.sparse.plan(s)
+
+    def status_kb(field):
+        with open("/proc/self/status") as f:
+            return next(int(line.split()[1]) for line in f if line.startswith(field))
+
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")  # reset the peak RSS
+    before = status_kb("VmRSS:")
+    out = torch_ragged.sparse.mm(s, dense, plan=plan)
+    grad = torch.autograd.grad(out.square().sum(), s)[0]
+    extra_mb = (status_kb("VmHWM:") - before) / 1024
+    assert grad.layout == torch.sparse_coo and grad._nnz() == s._nnz()
+    assert extra_mb < 1024, f"the backward to S took {extra_mb:.0f} MB"
+
+
+def test_registration_and_compile_of_a_two_layer_gcn():
+    indices = INDICES
+    plan = plan_of(indices, [4, 4])
+    values = torch.rand(5, dtype=torch.float64, requires_grad=True)
+    x = torch.randn(4, 3, dtype=torch.float64, requires_grad=True)
+    opcheck(ops.sparse_mm, (values, x, indices, *plan, False))
+    opcheck(ops.sparse_mm, (values, x, indices, *plan, True))
+    opcheck(ops.sparse_sddmm, (x, x.detach().clone(), indices, *plan, False))
+    # the segment core's gathered sum / dot do not differentiate by themselves (sparse_mm's autograd does)
+    plain = x.detach()
+    opcheck(ops.segment_gather_sum, (plain, torch.tensor([1, 1, 0]), None, torch.tensor([0, 2, 3])))
+    opcheck(ops.segment_gather_sum, (plain, torch.tensor([3, 0]), values.detach()[:2], torch.tensor([0, 0, 2])))
+    opcheck(ops.segment_gather_dot, (plain[:2], plain, torch.tensor([3, 0, 1]), torch.tensor([0, 1, 3])))
+    w1 = torch.randn(3, 8, dtype=torch.float64, requires_grad=True)
+    w2 = torch.randn(8, 2, dtype=torch.float64, requires_grad=True)
+
+    def gcn(values, x, w1, w2):
+        hidden = torch.relu(ops.sparse_mm(values, x @ w1, indices, *plan))
+        return ops.sparse_mm(values, hidden @ w2, indices, *plan)
+
+    compiled = torch.compile(gcn, fullgraph=True)
+    actual, expected = compiled(values, x, w1, w2), gcn(values, x, w1, w2)
+    torch.testing.assert_close(actual, expected)
+    inputs = (values, x, w1, w2)
+    for a, b in zip(torch.autograd.grad(actual.sum(), inputs), torch.autograd.grad(expected.sum(), inputs),
+                    strict=True):
+        torch.testing.assert_close(a, b)
+
+
+def test_bad_input():
+    s = random_matrix(4, 5, 6)
+    with pytest.raises(ValueError, match="torch_ragged.sparse_mm: the inner dimensions differ: S has 5 columns"):
+        torch_ragged.sparse.mm(s, torch.zeros(4, 2, dtype=torch.float64))
+    with pytest.raises(TypeError, match="torch_ragged.sparse_mm: S and D must share a dtype"):
+        torch_ragged.sparse.mm(s, torch.zeros(5, 2))
+    with pytest.raises(ValueError, match="torch_ragged.sparse.mm: expected 2-D operands"):
+        torch_ragged.sparse.mm(s, torch.zeros(5, dtype=torch.float64))
+    with pytest.raises(ValueError, match="torch_ragged.sparse_spgemm: the inner dimensions differ"):
+        torch_ragged.sparse.mm(s, s)
+    with pytest.raises(IndexError, match="torch_ragged.segment_gather_sum: index\\[1\\] = 9 is out of range"):
+        ops.segment_gather_sum(torch.zeros(3, 2), torch.tensor([0, 9]), None, torch.tensor([0, 2]))
+    with pytest.raises(IndexError, match="out of range"):
+        ops.sparse_mm_plan(torch.tensor([[0, 5]]).expand(2, 2), [4, 4])
+    with pytest.raises(RuntimeError, match="segment_gather_sum"):
+        ops.segment_gather_sum(torch.zeros(3, 2, requires_grad=True), torch.tensor([0]), None,
+                               torch.tensor([0, 1])).sum().backward()
