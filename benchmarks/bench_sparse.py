@@ -183,7 +183,118 @@ def wide_softmax_row(device, min_run_time):
                 result["torch"][0], result["ours"][0], 2 * 1000 * 4, float("nan"))]
 
 
+def _peak_extra_mb(fn):
+    """Peak RSS growth (MB) while fn runs: VmHWM after resetting it, minus VmRSS before (Linux)."""
+    def status_kb(field):
+        with open("/proc/self/status") as f:
+            return next(int(line.split()[1]) for line in f if line.startswith(field))
+
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+    before = status_kb("VmRSS:")
+    fn()
+    return (status_kb("VmHWM:") - before) / 1024
+
+
+def matmul_rows(device, min_run_time):
+    """S @ D (200k x 200k, nnz 2M, D 200k x 64) against torch COO, torch CSR and scipy; with backward; S @ S."""
+    g = torch.Generator().manual_seed(5)
+    rows = []
+
+    def sparse_matrix(n, nnz):
+        return torch.sparse_coo_tensor(torch.randint(0, n, (2, nnz), generator=g), torch.randn(nnz, generator=g),
+                                       (n, n), check_invariants=False).coalesce().to(device)
+
+    n, nnz, k = 200_000, 2_000_000, 64
+    s = sparse_matrix(n, nnz)
+    d = torch.randn(n, k, generator=g).to(device)
+    csr = s.to_sparse_csr()
+    plan = torch_ragged.sparse.plan(s)
+    memcpy = copy_gbs(d.numel() * 4, device, min_run_time)
+    torch.testing.assert_close(torch_ragged.sparse.mm(s, d, plan=plan), csr @ d, rtol=1e-4, atol=1e-4)
+    case = "mm 200k x 200k, nnz 2M, D 200k x 64"
+    nbytes = nnz * 12 + nnz * k * 4 + n * k * 4  # entries, gathered rows, output
+    ours = synchronized(lambda: torch_ragged.sparse.mm(s, d, plan=plan), device)
+    for name, fn in (("torch COO", lambda: torch.sparse.mm(s, d)), ("torch CSR", lambda: csr @ d)):
+        base_s, ours_s = paired_medians(synchronized(fn, device), ours, min_run_time)
+        rows.append(row(case, "mm (plan reused)", name, base_s, ours_s, nbytes, memcpy))
+    if scipy is not None and device == "cpu":
+        i = s.indices().numpy()
+        m = scipy.sparse.csr_matrix((s.values().numpy(), (i[0], i[1])), shape=(n, n))
+        dn = d.numpy()
+        base_s, ours_s = paired_medians(lambda: m @ dn, ours, min_run_time)
+        rows.append(row(case, "mm (plan reused)", "scipy csr @ ndarray", base_s, ours_s, nbytes, memcpy))
+    plan_s = median_seconds(synchronized(lambda: torch_ragged.sparse.plan(s), device), min_run_time)
+    print(f"{case}: building the plan (sorts by column, once per pattern) takes {plan_s * 1e3:.1f} ms")
+
+    d_leaf = d.clone().requires_grad_(True)
+    weight = torch.randn(n, k, generator=g).to(device)
+
+    def backward_to_d(mm):
+        return lambda: torch.autograd.grad((mm(d_leaf) * weight).sum(), d_leaf)
+
+    base_s, ours_s = paired_medians(
+        synchronized(backward_to_d(lambda x: torch.sparse.mm(s, x)), device),
+        synchronized(backward_to_d(lambda x: torch_ragged.sparse.mm(s, x, plan=plan)), device), min_run_time)
+    rows.append(row(case, "mm fwd+bwd to D", "torch COO", base_s, ours_s, 2 * nbytes, memcpy))
+    base_s, ours_s = paired_medians(synchronized(backward_to_d(lambda x: csr @ x), device),
+                                    synchronized(backward_to_d(lambda x: torch_ragged.sparse.mm(s, x, plan=plan)),
+                                                 device), min_run_time)
+    rows.append(row(case, "mm fwd+bwd to D", "torch CSR", base_s, ours_s, 2 * nbytes, memcpy))
+
+    values = s.values().clone().requires_grad_(True)
+
+    def ours_both():  # values as a tensor of their own (a GNN's edge weights), through the plan
+        return torch.autograd.grad((plan.mm(values, d_leaf) * weight).sum(), (values, d_leaf))
+
+    forward_s = median_seconds(ours, min_run_time)
+    both_s = median_seconds(synchronized(ours_both, device), min_run_time)
+    extra = _peak_extra_mb(ours_both) if device == "cpu" else float("nan")
+    print(f"{case}: ours forward {forward_s * 1e3:.1f} ms, forward + backward to both {both_s * 1e3:.1f} ms "
+          f"({both_s / forward_s:.2f}x the forward), peak extra memory {extra:.0f} MB")
+
+    # torch COO's backward to S builds a dense n x n gradient: only at 20k (1.6 GB) does it run here
+    small_n, small_nnz = 20_000, 200_000
+    small = sparse_matrix(small_n, small_nnz)
+    small_d = torch.randn(small_n, k, generator=g).to(device).requires_grad_(True)
+    small_w = torch.randn(small_n, k, generator=g).to(device)
+    small_plan = torch_ragged.sparse.plan(small)
+    sv = small.values().clone().requires_grad_(True)
+
+    def torch_both():
+        t = torch.sparse_coo_tensor(small.indices(), sv, small.shape, is_coalesced=True)
+        return torch.autograd.grad((torch.sparse.mm(t, small_d) * small_w).sum(), (sv, small_d))
+
+    def ours_small_both():
+        return torch.autograd.grad((small_plan.mm(sv, small_d) * small_w).sum(), (sv, small_d))
+
+    base_s, ours_s = paired_medians(synchronized(torch_both, device), synchronized(ours_small_both, device),
+                                    min_run_time)
+    rows.append(row("mm 20k x 20k, nnz 200k, D 20k x 64", "mm fwd+bwd to S and D", "torch COO (dense n x n grad)",
+                    base_s, ours_s, 2 * small_nnz * (12 + 4 * k), memcpy))
+
+    # sparse @ sparse
+    n2, nnz2 = 100_000, 1_000_000
+    a, b = sparse_matrix(n2, nnz2), sparse_matrix(n2, nnz2)
+    case = "sparse @ sparse, 100k x 100k, 1M entries each"
+    expected = torch.sparse.mm(a, b)
+    actual = torch_ragged.sparse.mm(a, b)
+    assert torch.equal(actual._indices(), expected._indices())
+    torch.testing.assert_close(actual._values(), expected._values(), rtol=1e-4, atol=1e-4)
+    ours = synchronized(lambda: torch_ragged.sparse.mm(a, b), device)
+    base_s, ours_s = paired_medians(synchronized(lambda: torch.sparse.mm(a, b), device), ours, min_run_time)
+    nbytes = 2 * nnz2 * 20 + expected._nnz() * 20
+    rows.append(row(case, "mm", "torch COO", base_s, ours_s, nbytes, memcpy))
+    if scipy is not None and device == "cpu":
+        ai, bi = a.indices().numpy(), b.indices().numpy()
+        sa = scipy.sparse.csr_matrix((a.values().numpy(), (ai[0], ai[1])), shape=(n2, n2))
+        sb = scipy.sparse.csr_matrix((b.values().numpy(), (bi[0], bi[1])), shape=(n2, n2))
+        base_s, ours_s = paired_medians(lambda: sa @ sb, ours, min_run_time)
+        rows.append(row(case, "mm", "scipy csr @ csr", base_s, ours_s, nbytes, memcpy))
+    return rows
+
+
 def run_all(device, min_run_time):
     np.random.seed(0)
     return (coalesce_rows(device, min_run_time) + sum_rows(device, min_run_time) + softmax_rows(device, min_run_time)
-            + wide_softmax_row(device, min_run_time))
+            + wide_softmax_row(device, min_run_time) + matmul_rows(device, min_run_time))

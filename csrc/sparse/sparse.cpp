@@ -393,6 +393,26 @@ at::Tensor softmax(const at::Tensor& sparse, int64_t dim, bool log) {
       s._values().options().layout(at::kSparse), /*is_coalesced=*/true);
 }
 
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> sparse_mm_plan(const at::Tensor& indices,
+                                                                          at::IntArrayRef size) {
+  static auto op = op_handle<std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor>(
+      const at::Tensor&, c10::SymIntArrayRef)>("torch_ragged::sparse_mm_plan");
+  return op.call(indices, c10::fromIntArrayRefSlow(size));
+}
+
+at::Tensor sparse_mm(const at::Tensor& values, const at::Tensor& dense, const at::Tensor& indices,
+                     const std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor>& plan,
+                     bool transpose) {
+  const auto& [row_first_idx, col_first_idx, col_order, row_order] = plan;
+  return ops::sparse_mm(values, dense, indices, row_first_idx, col_first_idx, col_order, row_order,
+                        transpose);
+}
+
+at::Tensor mm(const at::Tensor& sparse, const at::Tensor& dense) {
+  const at::Tensor s = sparse.is_coalesced() ? sparse : coalesce(sparse);
+  return sparse_mm(s._values(), dense, s._indices(), sparse_mm_plan(s._indices(), s.sizes()));
+}
+
 at::Tensor coalesce(const at::Tensor& sparse) {
   TORCH_CHECK_TYPE(sparse.layout() == at::kSparse, "torch_ragged.coalesce: expected a sparse COO ",
                    "tensor, got layout ", sparse.layout());

@@ -61,4 +61,18 @@ TORCH_RAGGED_API at::Tensor sparse_softmax(const at::Tensor& indices, const at::
 // The same for a torch sparse COO tensor (coalesced first, duplicates summed, as torch does).
 TORCH_RAGGED_API at::Tensor softmax(const at::Tensor& sparse, int64_t dim, bool log = false);
 
+// The reusable structure of a coalesced 2-D S (n, m) for products: (row_first_idx (n + 1),
+// col_first_idx (m + 1), col_order (entries by column, stable), row_order (its inverse)).
+TORCH_RAGGED_API std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> sparse_mm_plan(
+    const at::Tensor& indices, at::IntArrayRef size);
+
+// S @ dense (transpose: Sᵀ @ dense) for S's coalesced indices, values and plan. Backward to dense
+// through the plan's column order, to values an SDDMM: never a dense n x m matrix.
+TORCH_RAGGED_API at::Tensor sparse_mm(
+    const at::Tensor& values, const at::Tensor& dense, const at::Tensor& indices,
+    const std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor>& plan, bool transpose = false);
+
+// A torch sparse COO matrix times a dense matrix (coalesced and planned on the way).
+TORCH_RAGGED_API at::Tensor mm(const at::Tensor& sparse, const at::Tensor& dense);
+
 }  // namespace torch_ragged

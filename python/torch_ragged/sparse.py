@@ -208,6 +208,19 @@ class SparsePlan:
     def tensors(self):
         return self.indices, self.row_first_idx, self.col_first_idx, self.col_order, self.row_order
 
+    def mm(self, values: torch.Tensor, dense: torch.Tensor, transpose: bool = False) -> torch.Tensor:
+        """S @ dense (Sᵀ @ dense with ``transpose``) for S = this pattern with these ``values`` (coalesced order).
+
+        The values' gradient comes straight from the op (an SDDMM); a torch sparse tensor built from values that
+        require grad would add torch's own sparse autograd (it coalesces the sparse gradient it builds).
+
+        >>> s = torch.sparse_coo_tensor([[0, 1], [1, 0]], [2.0, 3.0], (2, 2))
+        >>> plan(s).mm(torch.tensor([2.0, 3.0]), torch.eye(2))
+        tensor([[0., 2.],
+                [3., 0.]])
+        """
+        return _ops.sparse_mm(values, dense, *self.tensors(), transpose)
+
     def to(self, device) -> "SparsePlan":
         indices, *rest = (t.to(device) for t in self.tensors())
         return SparsePlan(indices, self.size, *rest)

@@ -48,3 +48,22 @@ TEST(Sparse, OutOfRangeIndexRaisesIndexError) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(Sparse, MatmulWithAPlanAndItsGradients) {
+  const auto indices = torch::tensor({0, 0, 1, 0, 2, 0}, torch::kLong).view({2, 3});
+  const auto values = torch::tensor({1.0, 2.0, 3.0}, torch::requires_grad());
+  const auto dense = torch::tensor({1.0, 10.0, 100.0}).view({3, 1}).requires_grad_(true);
+  const auto plan = torch_ragged::sparse_mm_plan(indices, {2, 3});
+  const auto out = torch_ragged::sparse_mm(values, dense, indices, plan);
+  // S = [[1, 0, 2], [3, 0, 0]] (entries (0,0), (0,2), (1,0))
+  EXPECT_TRUE(torch::equal(out, torch::tensor({201.0, 3.0}).view({2, 1})));
+  out.sum().backward();
+  EXPECT_TRUE(torch::equal(values.grad(), torch::tensor({1.0, 100.0, 1.0})));
+  EXPECT_TRUE(torch::equal(dense.grad(), torch::tensor({4.0, 0.0, 2.0}).view({3, 1})));
+  const auto s = torch::sparse_coo_tensor(indices, values.detach(), {2, 3});
+  EXPECT_TRUE(torch::allclose(torch_ragged::mm(s, dense.detach()), out.detach()));
+}
+
+}  // namespace
