@@ -8,6 +8,7 @@
 #include <torch/library.h>
 
 #include "batch/batch_ops.h"
+#include "common/checks.h"
 #include "segment/segment_ops.h"
 
 namespace torch_ragged {
@@ -72,11 +73,13 @@ class PackedToPadded : public torch::autograd::Function<PackedToPadded> {
                             const at::Scalar& padding_value, at::OptionalSymIntArrayRef max_shape,
                             c10::string_view padding_side) {
     at::AutoDispatchBelowADInplaceOrView guard;
+    // The op validates its arguments before anything here reads their sizes.
+    at::Tensor padded = ops::packed_to_padded(packed_tensor, shape_per_tensor, first_idx,
+                                              padding_value, max_shape, padding_side);
     ctx->save_for_backward({shape_per_tensor});
     ctx->saved_data["padding_side"] = std::string(padding_side);
     ctx->saved_data["num_rows"] = packed_tensor.sym_size(0);
-    return ops::packed_to_padded(packed_tensor, shape_per_tensor, first_idx, padding_value,
-                                 max_shape, padding_side);
+    return padded;
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
@@ -93,12 +96,14 @@ class PaddedToPacked : public torch::autograd::Function<PaddedToPacked> {
                             const at::Tensor& shape_per_tensor, c10::string_view padding_side,
                             std::optional<c10::SymInt> num_rows) {
     at::AutoDispatchBelowADInplaceOrView guard;
+    // The op validates its arguments (padded_tensor's rank) before its sizes are sliced here.
+    at::Tensor packed =
+        ops::padded_to_packed(padded_tensor, shape_per_tensor, padding_side, std::move(num_rows));
     ctx->save_for_backward({shape_per_tensor});
     ctx->saved_data["padding_side"] = std::string(padding_side);
     const auto sizes = padded_tensor.sym_sizes();
     ctx->saved_data["max_shape"] = std::vector<c10::SymInt>(sizes.begin() + 1, sizes.end() - 1);
-    return ops::padded_to_packed(padded_tensor, shape_per_tensor, padding_side,
-                                 std::move(num_rows));
+    return packed;
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
@@ -130,6 +135,9 @@ at::Tensor packed_to_padded_autograd(const at::Tensor& packed_tensor,
                                      const at::Tensor& first_idx, const at::Scalar& padding_value,
                                      at::OptionalSymIntArrayRef max_shape,
                                      c10::string_view padding_side) {
+  check_defined("packed_to_padded", "packed_tensor", packed_tensor);
+  check_defined("packed_to_padded", "shape_per_tensor", shape_per_tensor);
+  check_defined("packed_to_padded", "first_idx", first_idx);
   return PackedToPadded::apply(packed_tensor, shape_per_tensor, first_idx, padding_value, max_shape,
                                padding_side);
 }
@@ -138,6 +146,8 @@ at::Tensor padded_to_packed_autograd(const at::Tensor& padded_tensor,
                                      const at::Tensor& shape_per_tensor,
                                      c10::string_view padding_side,
                                      std::optional<c10::SymInt> num_rows) {
+  check_defined("padded_to_packed", "padded_tensor", padded_tensor);
+  check_defined("padded_to_packed", "shape_per_tensor", shape_per_tensor);
   return PaddedToPacked::apply(padded_tensor, shape_per_tensor, padding_side, std::move(num_rows));
 }
 

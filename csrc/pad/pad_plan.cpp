@@ -1,7 +1,11 @@
 #include "pad/pad_plan.h"
 
+#include <c10/util/safe_numerics.h>
+
 #include <array>
 #include <utility>
+
+#include "common/checks.h"
 
 namespace torch_ragged {
 namespace {
@@ -65,6 +69,21 @@ std::optional<IndexPadMode> index_mode_of(PadMode mode) {
   }
 }
 
+// Every padded axis (size + before + after) and the whole output must fit in int64: the kernels'
+// index arithmetic and the allocation rely on it (ValueError, not a wrapped size).
+static void check_padded_sizes(std::string_view op, at::IntArrayRef sizes,
+                               const std::vector<int64_t>& widths) {
+  std::vector<int64_t> padded(sizes.size());
+  for (size_t k = 0; k < sizes.size(); ++k) {
+    int64_t with_before = 0;
+    TORCH_CHECK_VALUE(!c10::add_overflows(sizes[k], widths[2 * k], &with_before) &&
+                          !c10::add_overflows(with_before, widths[2 * k + 1], &padded[k]),
+                      "torch_ragged.", op, ": axis ", k, " padded by (", widths[2 * k], ", ",
+                      widths[2 * k + 1], ") would have more than 2^63 - 1 elements");
+  }
+  check_numel_fits(op, "the padded output", padded);
+}
+
 std::vector<int64_t> checked_pad_width(std::string_view op, at::IntArrayRef sizes,
                                        c10::SymIntArrayRef pad_width, PadMode mode) {
   const int64_t ndim = static_cast<int64_t>(sizes.size());
@@ -78,6 +97,7 @@ std::vector<int64_t> checked_pad_width(std::string_view op, at::IntArrayRef size
     TORCH_CHECK_VALUE(w >= 0, "torch_ragged.", op,
                       ": pad_width can't contain negative values, got ", at::IntArrayRef(widths));
   }
+  check_padded_sizes(op, sizes, widths);
   if (mode != PadMode::kConstant && mode != PadMode::kEmpty) {
     for (int64_t k = 0; k < ndim; ++k) {
       TORCH_CHECK_VALUE(sizes[k] > 0 || (widths[2 * k] == 0 && widths[2 * k + 1] == 0),
@@ -102,10 +122,13 @@ std::vector<int64_t> unpadded_sizes(std::string_view op, at::IntArrayRef padded,
                     " axes), got ", pad_width.size());
   std::vector<int64_t> out(padded.begin(), padded.end());
   for (size_t k = 0; k < out.size(); ++k) {
-    out[k] -= pad_width[2 * k] + pad_width[2 * k + 1];
-    TORCH_CHECK_VALUE(out[k] >= 0, "torch_ragged.", op, ": axis ", k, " of grad_output (size ",
-                      padded[k], ") is smaller than its padding ", pad_width[2 * k], " + ",
+    // widths are non-negative: subtracting them one at a time cannot overflow
+    const bool fits =
+        pad_width[2 * k] <= out[k] && pad_width[2 * k + 1] <= out[k] - pad_width[2 * k];
+    TORCH_CHECK_VALUE(fits, "torch_ragged.", op, ": axis ", k, " of grad_output (size ", padded[k],
+                      ") is smaller than its padding ", pad_width[2 * k], " + ",
                       pad_width[2 * k + 1]);
+    out[k] -= pad_width[2 * k] + pad_width[2 * k + 1];
   }
   return out;
 }

@@ -103,3 +103,20 @@ def test_padding_value_that_does_not_fit_the_dtype():
 def test_cuda_tensors_in_a_cpu_only_build_raise_clearly():
     with pytest.raises(NotImplementedError, match="torch_ragged.packed_to_padded: got CUDA tensors"):
         torch_ragged.packed_to_padded(PACKED.cuda(), SPT, FIRST_IDX, 0)
+
+
+def test_sizes_are_read_only_after_validation_and_none_is_named():
+    # issue 16, items 16 and 17: a 1-D padded tensor once built a std::vector from a reversed range
+    with raises(ValueError, "torch_ragged.padded_to_packed", "padded_tensor must have", "got shape [3]"):
+        torch_ragged.padded_to_packed(torch.zeros(3), torch.zeros(3, 0, dtype=torch.long))
+    with raises(ValueError, "torch_ragged.packed_to_padded", "packed_tensor must be 2-D"):
+        torch_ragged.packed_to_padded(torch.tensor(1.0), torch.zeros(1, 1, dtype=torch.long), torch.tensor([0, 1]), 0)
+    with raises(TypeError, "torch_ragged.packed_to_padded", "packed_tensor must be a tensor, got None"):
+        torch.ops.torch_ragged.packed_to_padded(None, torch.zeros(1, 1, dtype=torch.long), torch.tensor([0, 1]), 0)
+    with raises(TypeError, "torch_ragged.padded_to_packed", "shape_per_tensor must be a tensor, got None"):
+        torch.ops.torch_ragged.padded_to_packed(torch.zeros(1, 2, 1), None)
+
+
+def test_tile_to_packed_of_zero_width_rows_returns_at_once():
+    # issue 16, item 13: one loop iteration per zero-byte row once hung on 2^62 rows
+    assert torch_ragged.tile_to_packed(torch.zeros(1, 0), torch.tensor([2**62])).shape == (2**62, 0)

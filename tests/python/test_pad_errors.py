@@ -62,3 +62,14 @@ def test_numpy_raises_the_same_exceptions():
 def test_raw_op_checks_its_arguments(call, exception, message):
     with pytest.raises(exception, match=message):
         call()
+
+
+def test_pad_widths_whose_padded_size_overflows_raise_instead_of_crashing():
+    # issue 16, item 12: these segfaulted (edge / wrap / reflect / symmetric) or wrote out of bounds (empty)
+    for mode in ("constant", "empty", "edge", "wrap", "reflect", "symmetric", "mean", "linear_ramp"):
+        with pytest.raises(ValueError, match="torch_ragged.pad: axis 0 padded by .* would have more than 2\\^63 - 1"):
+            torch_ragged.pad(torch.arange(5.0), (2**63 - 1, 2**63 - 1), mode)
+    with pytest.raises(ValueError, match="torch_ragged.pad: the padded output would have more than 2\\^63 - 1"):
+        torch_ragged.pad(torch.zeros(2, 2), ((2**40, 2**40), (2**40, 0)))
+    with pytest.raises(ValueError, match=r"torch_ragged.pad_index_backward: axis 0 of grad_output \(size 5\)"):
+        torch.ops.torch_ragged.pad_index_backward(torch.zeros(5), [2**62, 2**62], "edge")
