@@ -122,11 +122,11 @@ Element element_from_bytes(const std::vector<char>& bytes) {
   return value;
 }
 
-void scatter_to_padded(at::Tensor& padded, const RaggedLayout& layout,
+void scatter_to_padded(std::string_view op, at::Tensor& padded, const RaggedLayout& layout,
                        const std::vector<int64_t>& sources, const at::Scalar& padding_value) {
+  const std::vector<char> pad = padding_bytes(op, padding_value, padded.scalar_type());
   const int64_t total = padded.numel();
   if (total == 0) return;
-  const std::vector<char> pad = padding_bytes(padding_value, padded.scalar_type());
   at::Tensor tables;
   const DeviceLayout d = upload(layout, sources, padded.device(), tables);
   const int64_t padded_line = line_elems(layout.max_shape.data(), layout.rank, layout.elem);
@@ -205,7 +205,7 @@ std::tuple<at::Tensor, at::Tensor> list_to_padded_cuda(at::TensorList tensor_lis
   const c10::cuda::CUDAGuard guard(tensor_list[0].device());
   const std::vector<at::Tensor> inputs = contiguous_all(tensor_list);
   at::Tensor padded = at::empty(layout.padded_sizes(), inputs[0].options());
-  scatter_to_padded(padded, layout, addresses_of(inputs), padding_value);
+  scatter_to_padded("list_to_padded", padded, layout, addresses_of(inputs), padding_value);
   return {padded, layout.shape_per_tensor()};
 }
 
@@ -320,6 +320,7 @@ at::Tensor packed_to_padded_on_device(const at::Tensor& packed_tensor,
   padded_sizes.insert(padded_sizes.end(), max_shape.begin(), max_shape.end());
   padded_sizes.push_back(elem);
   at::Tensor padded = at::empty(padded_sizes, packed.options());
+  check_padding_value(op, padding_value, padded.scalar_type());
   if (padded.numel() == 0) return padded;
   LayoutOnDevice l =
       layout_on_device(shape_per_tensor, max_shape, left, first_idx, elem, packed.device());
@@ -329,7 +330,7 @@ at::Tensor packed_to_padded_on_device(const at::Tensor& packed_tensor,
   check_on_device(l.view, packed.size(0));
   const int64_t padded_line = line_elems(max_shape.data(), rank, elem);
   const int64_t lines_per_item = padded_lines_per_item(max_shape.data(), rank);
-  const std::vector<char> pad = padding_bytes(padding_value, padded.scalar_type());
+  const std::vector<char> pad = padding_bytes(op, padding_value, padded.scalar_type());
   with_element_type(op, padded.element_size(), [&](auto element) {
     using Element = decltype(element);
     scatter_to_padded_kernel<Element>
@@ -388,7 +389,8 @@ at::Tensor packed_to_padded_cuda(const at::Tensor& packed_tensor,
   const c10::cuda::CUDAGuard guard(packed_tensor.device());
   const at::Tensor packed = packed_tensor.contiguous();
   at::Tensor padded = at::empty(layout.padded_sizes(), packed.options());
-  scatter_to_padded(padded, layout, packed_item_addresses(packed, layout), padding_value);
+  scatter_to_padded("packed_to_padded", padded, layout, packed_item_addresses(packed, layout),
+                    padding_value);
   return padded;
 }
 

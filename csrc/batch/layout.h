@@ -69,8 +69,14 @@ RaggedLayout padded_to_packed_layout(const at::Tensor& padded_tensor,
 
 // ---- host helpers shared by the CPU and CUDA kernels of the family ----
 
-// The padding value converted to `dtype`, as raw bytes (torch's own conversion and overflow check).
-std::vector<char> padding_bytes(const at::Scalar& value, at::ScalarType dtype);
+// The padding value must be representable in the padded dtype: an integer dtype takes integral
+// values in its range (no wrapping: -1 into uint8 is not 255), bool takes 0 / 1, a floating dtype
+// any NaN / inf or a finite value within its range (2^62 into half is not inf). ValueError naming
+// op.
+void check_padding_value(std::string_view op, const at::Scalar& value, at::ScalarType dtype);
+
+// The padding value converted to `dtype` as raw bytes, after check_padding_value.
+std::vector<char> padding_bytes(std::string_view op, const at::Scalar& value, at::ScalarType dtype);
 
 std::vector<at::Tensor> contiguous_all(at::TensorList tensors);
 

@@ -325,6 +325,16 @@ at::Tensor pad_statistic(const at::Tensor& self, const std::vector<int64_t>& pad
   return out;
 }
 
+// A value tensor on the CPU or the input's device; a meta one with a real input (or the reverse)
+// would reach a kernel that cannot read it.
+void check_value_device(std::string_view arg, const std::optional<at::Tensor>& values,
+                        const at::Tensor& self) {
+  if (!values.has_value() || !values->defined()) return;
+  TORCH_CHECK_VALUE(values->device() == self.device() || (values->is_cpu() && !self.is_meta()),
+                    "torch_ragged.pad: ", arg, " must be on the CPU or on the input's device ",
+                    self.device(), ", got ", values->device());
+}
+
 at::Tensor pad_composite(const at::Tensor& self, c10::SymIntArrayRef pad_width,
                          c10::string_view mode_name,
                          const std::optional<at::Tensor>& constant_values,
@@ -334,6 +344,8 @@ at::Tensor pad_composite(const at::Tensor& self, c10::SymIntArrayRef pad_width,
   const PadMode mode = parse_pad_mode("pad", mode_name);
   check_keywords(mode, constant_values.has_value(), end_values.has_value(), stat_length.has_value(),
                  reflect_type.has_value());
+  check_value_device("constant_values", constant_values, self);
+  check_value_device("end_values", end_values, self);
   const std::vector<int64_t> sizes = guarded_sizes(self);
   const std::vector<int64_t> widths = checked_pad_width("pad", sizes, pad_width, mode);
   const bool input_is_empty = c10::multiply_integers(sizes) == 0;

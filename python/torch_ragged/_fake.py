@@ -15,12 +15,30 @@ def _dynamic_size():
     return torch.library.get_ctx().new_dynamic_size()
 
 
+def _check_one_device(op: str, tensor_list) -> None:
+    """A list mixing meta and real tensors reaches these fake kernels eagerly: refuse, as for any mixed devices."""
+    first = tensor_list[0].device
+    for i, t in enumerate(tensor_list):
+        if t.device != first:
+            raise ValueError(f"torch_ragged.{op}: tensors must share one device, tensor 0 is on {first} but "
+                             f"tensor {i} is on {t.device}")
+
+
+def _check_index_devices(op: str, data, **index_tensors) -> None:
+    """Index tensors live on the CPU or on the data's device (a meta one with real data would return garbage)."""
+    for name, t in index_tensors.items():
+        if t.device != data.device and t.device.type != "cpu":
+            raise ValueError(f"torch_ragged.{op}: {name} must be on the CPU or on the data's device {data.device}, "
+                             f"got {t.device}")
+
+
 def _known(entry) -> bool:
     return entry is not None and not (isinstance(entry, int) and entry == -1)
 
 
 @register_fake("torch_ragged::get_shape_per_tensor")
 def _get_shape_per_tensor(tensor_list):
+    _check_one_device("get_shape_per_tensor", tensor_list)
     return torch.empty((len(tensor_list), tensor_list[0].dim() - 1), dtype=torch.long, device="cpu")
 
 
@@ -35,6 +53,7 @@ def _list_shape_per_tensor(tensor_list):
 
 @register_fake("torch_ragged::list_to_packed")
 def _list_to_packed(tensor_list):
+    _check_one_device("list_to_packed", tensor_list)
     rows = sum(math.prod(t.shape[:-1]) for t in tensor_list)
     first = tensor_list[0]
     return first.new_empty((rows, first.shape[-1])), _list_shape_per_tensor(tensor_list)
@@ -42,6 +61,7 @@ def _list_to_packed(tensor_list):
 
 @register_fake("torch_ragged::list_to_padded")
 def _list_to_padded(tensor_list, padding_value, max_shape=None, padding_side="right"):
+    _check_one_device("list_to_padded", tensor_list)
     first = tensor_list[0]
     dims = []
     for j in range(first.dim() - 1):
@@ -59,6 +79,7 @@ def _list_to_padded(tensor_list, padding_value, max_shape=None, padding_side="ri
 @register_fake("torch_ragged::packed_to_padded")
 def _packed_to_padded(packed_tensor, shape_per_tensor, first_idx, padding_value, max_shape=None,
                       padding_side="right"):
+    _check_index_devices("packed_to_padded", packed_tensor, shape_per_tensor=shape_per_tensor, first_idx=first_idx)
     rank = shape_per_tensor.shape[1]
     dims = [max_shape[j] if max_shape is not None and _known(max_shape[j]) else _dynamic_size()
             for j in range(rank)]
@@ -67,6 +88,7 @@ def _packed_to_padded(packed_tensor, shape_per_tensor, first_idx, padding_value,
 
 @register_fake("torch_ragged::padded_to_packed")
 def _padded_to_packed(padded_tensor, shape_per_tensor, padding_side="right", num_rows=None):
+    _check_index_devices("padded_to_packed", padded_tensor, shape_per_tensor=shape_per_tensor)
     rows = num_rows if num_rows is not None else _dynamic_size()
     return padded_tensor.new_empty((rows, padded_tensor.shape[-1]))
 

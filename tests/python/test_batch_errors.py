@@ -93,9 +93,27 @@ def test_tile_to_packed_arguments():
         torch_ragged.tile_to_packed(torch.zeros(2), torch.tensor([1, 1]), 5)
 
 
-def test_padding_value_that_does_not_fit_the_dtype():
-    with pytest.raises(RuntimeError, match="overflow"):
-        torch_ragged.list_to_padded([torch.zeros(1, 1, dtype=torch.uint8), torch.zeros(2, 1, dtype=torch.uint8)], 300)
+@pytest.mark.parametrize("dtype,value", [(torch.uint8, 300), (torch.uint8, -1), (torch.float16, 2.0**62),
+                                         (torch.int64, 2.5), (torch.int32, float("nan")), (torch.int8, 128),
+                                         (torch.bool, 2), (torch.int64, 1 + 2j)])
+def test_padding_value_that_does_not_fit_the_dtype(dtype, value):
+    # issue 16, item 15: these wrapped (255), became inf, truncated (2) or became INT_MIN silently
+    tensors = [torch.zeros(1, 1, dtype=dtype), torch.zeros(2, 1, dtype=dtype)]
+    with raises(ValueError, "torch_ragged.list_to_padded: padding_value"):
+        torch_ragged.list_to_padded(tensors, value)
+    packed, spt = torch_ragged.list_to_packed(tensors)
+    with raises(ValueError, "torch_ragged.packed_to_padded: padding_value"):
+        torch_ragged.packed_to_padded(packed, spt, torch.tensor([0, 1, 3]), value)
+
+
+def test_padding_values_that_fit_are_taken():
+    tensors = [torch.zeros(1, 1, dtype=torch.uint8), torch.zeros(2, 1, dtype=torch.uint8)]
+    assert torch_ragged.list_to_padded(tensors, 255.0)[0][0, 1, 0] == 255
+    halves = [t.half() for t in tensors]
+    assert torch.isinf(torch_ragged.list_to_padded(halves, float("-inf"))[0][0, 1, 0])
+    assert torch_ragged.list_to_padded([t.bool() for t in tensors], True)[0][0, 1, 0]
+    big = [t.to(torch.uint64) for t in tensors]
+    assert torch_ragged.list_to_padded(big, 2**63)[0][0, 1, 0].item() == 2**63
 
 
 @pytest.mark.skipif(not torch.cuda.is_available() or torch_ragged.cuda_version() != -1,
@@ -120,3 +138,21 @@ def test_sizes_are_read_only_after_validation_and_none_is_named():
 def test_tile_to_packed_of_zero_width_rows_returns_at_once():
     # issue 16, item 13: one loop iteration per zero-byte row once hung on 2^62 rows
     assert torch_ragged.tile_to_packed(torch.zeros(1, 0), torch.tensor([2**62])).shape == (2**62, 0)
+
+
+def test_meta_tensors_mixed_with_real_ones_raise_instead_of_returning_garbage():
+    # issue 16, items 10 and 14: these reached the fake kernels eagerly and returned uninitialised CPU memory
+    meta = torch.ones(1, 3, device="meta")
+    with raises(ValueError, "torch_ragged.list_to_padded", "tensors must share one device", "tensor 1 is on meta"):
+        torch_ragged.list_to_padded([torch.ones(2, 3), meta], 0)
+    with raises(ValueError, "torch_ragged.list_to_packed", "tensors must share one device"):
+        torch_ragged.list_to_packed([torch.ones(2, 3), meta])
+    with raises(ValueError, "torch_ragged.get_shape_per_tensor", "tensors must share one device"):
+        torch_ragged.get_shape_per_tensor([meta, torch.ones(2, 3)])
+    with raises(ValueError, "torch_ragged.packed_to_padded", "shape_per_tensor must be on the CPU or on the data's"):
+        torch_ragged.packed_to_padded(torch.ones(3, 2), torch.tensor([[1], [2]], device="meta"), FIRST_IDX[:3], 0)
+    with raises(ValueError, "torch_ragged.pad", "constant_values must be on the CPU or on the input's device"):
+        torch_ragged.pad(torch.ones(3), 1, constant_values=torch.tensor(2.0, device="meta"))
+    # all-meta inputs propagate shapes
+    padded, _ = torch_ragged.list_to_padded([torch.ones(2, 3, device="meta"), meta], 0)
+    assert padded.device.type == "meta" and padded.shape == (2, 2, 3)
