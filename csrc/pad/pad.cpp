@@ -278,11 +278,26 @@ at::Tensor numpy_median(const at::Tensor& chunk, int64_t axis) {
       has_nan, at::full({}, std::numeric_limits<double>::quiet_NaN(), sorted.options()), median);
 }
 
+// torch has no max / min kernels for uint16 / uint32 / uint64: reduce an order-preserving int64
+// image of them (a widening for 16 / 32 bits; for 64 bits, the top bit flipped) and map back.
+at::Tensor unsigned_extremum(const at::Tensor& chunk, int64_t axis, bool largest) {
+  const bool wide = chunk.scalar_type() == at::kUInt64;
+  const at::Tensor flip = at::scalar_tensor(std::numeric_limits<int64_t>::min(), at::kLong);
+  const at::Tensor image = wide ? chunk.view(at::kLong).bitwise_xor(flip) : chunk.to(at::kLong);
+  const at::Tensor best =
+      largest ? image.amax(axis, /*keepdim=*/true) : image.amin(axis, /*keepdim=*/true);
+  return wide ? best.bitwise_xor(flip).view(at::kUInt64) : best.to(chunk.scalar_type());
+}
+
 at::Tensor statistic(const at::Tensor& chunk, int64_t axis, PadMode mode) {
+  const at::ScalarType t = chunk.scalar_type();
+  const bool barebones_unsigned = t == at::kUInt16 || t == at::kUInt32 || t == at::kUInt64;
   switch (mode) {
     case PadMode::kMaximum:  // max(dim): the gradient goes to the first maximal element
+      if (barebones_unsigned) return unsigned_extremum(chunk, axis, true);
       return std::get<0>(chunk.max(axis, /*keepdim=*/true));
     case PadMode::kMinimum:
+      if (barebones_unsigned) return unsigned_extremum(chunk, axis, false);
       return std::get<0>(chunk.min(axis, /*keepdim=*/true));
     case PadMode::kMean:
       return numpy_mean(chunk, axis);

@@ -7,6 +7,8 @@ reflect_type)``, takes the already broadcast forms (flat ``(before, after)`` per
 TorchScript and C++ callers use.
 """
 
+import numbers
+
 import torch
 
 __all__ = ["pad"]
@@ -80,22 +82,44 @@ def _shape_and_leaves(value, name: str):
         tensor = value if isinstance(value, torch.Tensor) else torch.as_tensor(value)
         return tuple(tensor.shape), tensor.reshape(-1).tolist(), tensor.dtype in _INTEGER_DTYPES
 
+    def number(item):
+        """A Python number from a number, a numpy scalar or a 0-d tensor / array (numpy accepts all)."""
+        if isinstance(item, numbers.Real):
+            return item.item() if hasattr(item, "item") else item
+        if hasattr(item, "item") and getattr(item, "ndim", None) == 0:
+            return item.item()
+        raise TypeError(f"torch_ragged.pad: {name} must hold numbers, got {item!r}")
+
     def shape_of(item):
         if isinstance(item, (list, tuple)):
             shapes = {shape_of(child) for child in item}
             if len(shapes) > 1:
                 raise ValueError(f"torch_ragged.pad: {name} is ragged: {value!r}")
             return (len(item), *(shapes.pop() if shapes else ()))
-        if not isinstance(item, (int, float, bool)):
-            raise TypeError(f"torch_ragged.pad: {name} must hold numbers, got {item!r}")
+        number(item)
         return ()
 
     def flatten(item):
-        return [leaf for child in item for leaf in flatten(child)] if isinstance(item, (list, tuple)) else [item]
+        return [leaf for child in item for leaf in flatten(child)] if isinstance(item, (list, tuple)) else [
+            number(item)]
 
     leaves = flatten(value)
     integral = bool(leaves) and all(isinstance(v, int) and not isinstance(v, bool) for v in leaves)
     return shape_of(value), leaves, integral
+
+
+def _dict_pad_width(pad_width: dict, ndim: int) -> list:
+    """numpy >= 2.3's ``{axis: width}`` form (negative axes too; unnamed axes are not padded) as one pair per axis."""
+    pairs = [(0, 0)] * ndim
+    for axis, width in pad_width.items():
+        if not isinstance(axis, numbers.Integral) or not -ndim <= axis < ndim:
+            raise ValueError(f"torch_ragged.pad: pad_width's axis {axis!r} is out of bounds for a {ndim}-d input")
+        shape, leaves, _ = _shape_and_leaves(width, "pad_width")
+        if len(leaves) not in (1, 2) or len(shape) > 1:
+            raise ValueError(f"torch_ragged.pad: pad_width[{axis}] must be a width or a (before, after) pair, "
+                             f"got {width!r}")
+        pairs[axis % ndim] = tuple(leaves * 2 if len(leaves) == 1 else leaves)
+    return pairs
 
 
 def _index_pairs(value, ndim: int, name: str, integral_only: bool) -> list:
@@ -123,7 +147,8 @@ def pad(input, pad_width, mode: str = "constant", **kwargs) -> torch.Tensor:
     ``mean``, ``median``, ``minimum`` (``stat_length``), ``reflect``, ``symmetric`` (``reflect_type``
     "even" / "odd"), ``wrap``, ``empty``; ``replicate`` and ``circular`` are F.pad's names for edge and
     wrap. ``pad_width``, ``constant_values``, ``end_values`` and ``stat_length`` take numpy's forms: a
-    scalar, ``(before, after)``, ``((before, after),)`` or one pair per axis. Differentiable w.r.t.
+    scalar, ``(before, after)``, ``((before, after),)`` or one pair per axis (numbers, numpy scalars or 0-d
+    tensors); ``pad_width`` also takes numpy 2.3's ``{axis: width or (before, after)}``. Differentiable w.r.t.
     ``input`` and tensor ``constant_values`` / ``end_values``.
 
     >>> import torch, torch_ragged
@@ -140,6 +165,8 @@ def pad(input, pad_width, mode: str = "constant", **kwargs) -> torch.Tensor:
     if not isinstance(input, torch.Tensor):
         input = torch.as_tensor(input)
     ndim = input.dim()
+    if isinstance(pad_width, dict):
+        pad_width = _dict_pad_width(pad_width, ndim)
     flat_widths = _index_pairs(pad_width, ndim, "pad_width", integral_only=True)
 
     def pairs(name):

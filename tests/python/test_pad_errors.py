@@ -73,3 +73,28 @@ def test_pad_widths_whose_padded_size_overflows_raise_instead_of_crashing():
         torch_ragged.pad(torch.zeros(2, 2), ((2**40, 2**40), (2**40, 0)))
     with pytest.raises(ValueError, match=r"torch_ragged.pad_index_backward: axis 0 of grad_output \(size 5\)"):
         torch.ops.torch_ragged.pad_index_backward(torch.zeros(5), [2**62, 2**62], "edge")
+
+
+def test_numpy_2_3_dict_pad_width_and_numpy_scalars():
+    # issue 16, items 1 and 2 (numpy >= 2.3 is the contract)
+    x = np.zeros((3, 4, 5))
+    for pad_width in ({1: 5}, {-1: (1, 2)}, {0: 1, 2: (0, 3)}, {}):
+        assert tuple(torch_ragged.pad(torch.from_numpy(x), pad_width).shape) == np.pad(x, pad_width).shape
+    values = np.arange(5.0)
+    expected = np.pad(values, (np.int64(1), np.int64(2)), "reflect")
+    actual = torch_ragged.pad(torch.from_numpy(values), (np.int64(1), np.int64(2)), "reflect")
+    assert np.array_equal(actual.numpy(), expected)
+    actual = torch_ragged.pad(torch.from_numpy(values), (torch.tensor(1), np.int32(2)), "mean",
+                              stat_length=(np.uint8(2), 3))
+    assert np.allclose(actual.numpy(), np.pad(values, (1, 2), "mean", stat_length=(2, 3)))
+    with pytest.raises(ValueError, match="torch_ragged.pad: pad_width's axis 3 is out of bounds for a 3-d input"):
+        torch_ragged.pad(torch.zeros(3, 4, 5), {3: 1})
+
+
+@pytest.mark.parametrize("dtype", [np.uint16, np.uint32, np.uint64])
+def test_maximum_and_minimum_on_wide_unsigned_dtypes(dtype):
+    # issue 16, item 8: torch has no max / min kernels for these ("max_cpu" not implemented)
+    values = np.array([[3, np.iinfo(dtype).max, 7], [2**15, 0, 9]], dtype=dtype)
+    for mode in ("maximum", "minimum"):
+        actual = torch_ragged.pad(torch.from_numpy(values), ((1, 1), (2, 1)), mode, stat_length=2)
+        assert np.array_equal(actual.numpy(), np.pad(values, ((1, 1), (2, 1)), mode, stat_length=2))
