@@ -77,9 +77,11 @@ std::vector<int64_t> checked_stat_length(at::IntArrayRef stat_length, int64_t nd
       "torch_ragged.pad: stat_length must hold one (before, after) pair per axis, i.e. ", 2 * ndim,
       " entries, got ", stat_length.size());
   for (const int64_t length : stat_length) {
-    TORCH_CHECK_VALUE(length >= 0,
-                      "torch_ragged.pad: stat_length can't contain negative values, got ",
-                      stat_length);
+    TORCH_CHECK_VALUE(
+        length >= 0,
+        "torch_ragged.pad: index can't contain negative values: stat_length can't contain "
+        "negative values, got ",
+        stat_length);
     // numpy checks this only when it computes statistics, i.e. for a non-empty input.
     TORCH_CHECK_VALUE(
         length > 0 || input_is_empty || (mode != PadMode::kMaximum && mode != PadMode::kMinimum),

@@ -94,8 +94,10 @@ std::vector<int64_t> checked_pad_width(std::string_view op, at::IntArrayRef size
   widths.reserve(pad_width.size());
   for (const c10::SymInt& w : pad_width) widths.push_back(w.guard_int(__FILE__, __LINE__));
   for (const int64_t w : widths) {
-    TORCH_CHECK_VALUE(w >= 0, "torch_ragged.", op,
-                      ": pad_width can't contain negative values, got ", at::IntArrayRef(widths));
+    TORCH_CHECK_VALUE(
+        w >= 0, "torch_ragged.", op,
+        ": index can't contain negative values: pad_width can't contain negative values, got ",
+        at::IntArrayRef(widths));
   }
   check_padded_sizes(op, sizes, widths);
   if (mode != PadMode::kConstant && mode != PadMode::kEmpty) {
@@ -209,7 +211,8 @@ at::Tensor value_pairs(std::string_view op, std::string_view arg, const at::Tens
   const bool broadcastable = values.dim() <= 2 &&
                              (values.dim() < 1 || values.size(-1) == 1 || values.size(-1) == 2) &&
                              (values.dim() < 2 || values.size(0) == 1 || values.size(0) == ndim);
-  TORCH_CHECK_VALUE(broadcastable, "torch_ragged.", op, ": ", arg,
+  TORCH_CHECK_VALUE(broadcastable, "torch_ragged.", op,
+                    ": operands could not be broadcast together: ", arg,
                     " must broadcast to one (before, after) pair per axis, shape (", ndim,
                     ", 2), got shape ", values.sizes());
   return values.broadcast_to({ndim, 2});

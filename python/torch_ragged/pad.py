@@ -59,7 +59,8 @@ def _pairs_form(shape, ndim: int, name: str) -> str:
     if len(shape) <= 2 and all(extent in (1, target) for extent, target in trailing):
         return "broadcast"
     raise ValueError(
-        f"torch_ragged.pad: {name} must broadcast to one (before, after) pair per axis, shape ({ndim}, 2); "
+        f"torch_ragged.pad: operands could not be broadcast together: {name} must broadcast to one "
+        f"(before, after) pair per axis, shape ({ndim}, 2); "
         f"got shape {shape}"
     )
 
@@ -130,7 +131,8 @@ def _index_pairs(value, ndim: int, name: str, integral_only: bool) -> list:
     leaves = [int(round(v)) for v in leaves]  # round() is half to even, as numpy's
     form = _pairs_form(shape, ndim, name)
     if any(v < 0 for v in leaves):
-        raise ValueError(f"torch_ragged.pad: {name} can't contain negative values, got {value!r}")
+        raise ValueError(f"torch_ragged.pad: index can't contain negative values: {name} can't contain negative "
+                         f"values, got {value!r}")
     if form == "scalar":
         return leaves * (2 * ndim)
     if form == "pair":

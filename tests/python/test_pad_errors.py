@@ -98,3 +98,16 @@ def test_maximum_and_minimum_on_wide_unsigned_dtypes(dtype):
     for mode in ("maximum", "minimum"):
         actual = torch_ragged.pad(torch.from_numpy(values), ((1, 1), (2, 1)), mode, stat_length=2)
         assert np.array_equal(actual.numpy(), np.pad(values, ((1, 1), (2, 1)), mode, stat_length=2))
+
+
+def test_messages_carry_numpys_key_phrases():
+    # issue 16, item 9: code matching numpy's messages keeps working
+    x = torch.zeros(3, 3)
+    with pytest.raises(ValueError, match="torch_ragged.pad: index can't contain negative values"):
+        torch_ragged.pad(x, -1)
+    with pytest.raises(ValueError, match="torch_ragged.pad: operands could not be broadcast"):
+        torch_ragged.pad(x, ((1, 2), (3, 4), (5, 6)))
+    with pytest.raises(ValueError, match="operands could not be broadcast"):
+        torch.ops.torch_ragged.pad(x, [1, 1, 1, 1], "constant", torch.zeros(3, 3))
+    with pytest.raises(ValueError, match="torch_ragged.pad: unsupported keyword arguments for mode 'edge'"):
+        torch_ragged.pad(x, 1, "edge", constant_values=1)
