@@ -78,11 +78,7 @@ at::Tensor checked_first_idx_on_device(std::string_view op, const at::Tensor& fi
   if (first_idx.is_cpu()) {
     const std::vector<int64_t> offsets = checked_first_idx(
         op, first_idx, rows_from_data ? std::nullopt : std::optional<int64_t>(num_rows));
-    if (rows_from_data) {
-      TORCH_CHECK_VALUE(offsets.back() == num_rows, "torch_ragged.", op,
-                        ": first_idx must run from 0 to data.size(0) = ", num_rows,
-                        ", got first_idx[-1] = ", offsets.back());
-    }
+    if (rows_from_data) check_last_offset_is_rows(op, offsets.back(), num_rows);
     return at::tensor(offsets, at::kLong).pin_memory().to(device, /*non_blocking=*/true);
   }
   at::Tensor offsets = first_idx.to(at::kLong).contiguous();
@@ -388,12 +384,7 @@ void expand_rows(const at::Tensor& values, at::Tensor& out, const at::Tensor& fi
 std::pair<at::Tensor, int64_t> expand_offsets(std::string_view op, const at::Tensor& first_idx,
                                               const std::optional<c10::SymInt>& num_rows,
                                               at::Device device) {
-  std::optional<int64_t> rows;
-  if (num_rows.has_value()) {
-    rows = num_rows->maybe_as_int();
-    TORCH_CHECK(rows.has_value(), "torch_ragged.", op, ": num_rows must be concrete here");
-    TORCH_CHECK_VALUE(*rows >= 0, "torch_ragged.", op, ": num_rows must be >= 0, got ", *rows);
-  }
+  const std::optional<int64_t> rows = concrete_num_rows(op, num_rows);
   if (first_idx.is_cpu() || !rows.has_value()) {
     const std::vector<int64_t> offsets = checked_first_idx(op, first_idx, rows);
     return {at::tensor(offsets, at::kLong).pin_memory().to(device, /*non_blocking=*/true),

@@ -45,10 +45,19 @@ void check_segment_args(std::string_view op, const at::Tensor& data, const at::T
   check_first_idx_tensor(op, first_idx, data);
 }
 
-void check_last_offset_is_rows(std::string_view op, int64_t last_offset, const at::Tensor& data) {
-  TORCH_CHECK_VALUE(last_offset == data.size(0), "torch_ragged.", op,
-                    ": first_idx must run from 0 to data.size(0) = ", data.size(0),
+void check_last_offset_is_rows(std::string_view op, int64_t last_offset, int64_t rows) {
+  TORCH_CHECK_VALUE(last_offset == rows, "torch_ragged.", op,
+                    ": first_idx must run from 0 to data.size(0) = ", rows,
                     ", got first_idx[-1] = ", last_offset);
+}
+
+std::optional<int64_t> concrete_num_rows(std::string_view op,
+                                         const std::optional<c10::SymInt>& num_rows) {
+  if (!num_rows.has_value()) return std::nullopt;
+  const std::optional<int64_t> rows = num_rows->maybe_as_int();
+  TORCH_CHECK(rows.has_value(), "torch_ragged.", op, ": num_rows must be concrete here");
+  TORCH_CHECK_VALUE(*rows >= 0, "torch_ragged.", op, ": num_rows must be >= 0, got ", *rows);
+  return rows;
 }
 
 std::vector<int64_t> per_segment_sizes(const at::Tensor& data, int64_t num_segments) {

@@ -23,8 +23,12 @@ enum class SegmentDtypes {
 void check_segment_args(std::string_view op, const at::Tensor& data, const at::Tensor& first_idx,
                         SegmentDtypes dtypes);
 
-// first_idx[-1] (read on the host) must be data.size(0).
-void check_last_offset_is_rows(std::string_view op, int64_t last_offset, const at::Tensor& data);
+// first_idx[-1] (read on the host) must be the data's row count.
+void check_last_offset_is_rows(std::string_view op, int64_t last_offset, int64_t rows);
+
+// A num_rows argument as a concrete, non-negative integer (nullopt when not given).
+std::optional<int64_t> concrete_num_rows(std::string_view op,
+                                         const std::optional<c10::SymInt>& num_rows);
 
 // (num_segments, *data.shape[1:]).
 std::vector<int64_t> per_segment_sizes(const at::Tensor& data, int64_t num_segments);

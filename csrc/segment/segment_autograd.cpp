@@ -27,19 +27,28 @@ at::Tensor per_segment_column(const at::Tensor& v, int64_t dim) {
 
 c10::SymInt rows_of(AutogradContext* ctx) { return ctx->saved_data["rows"].toSymInt(); }
 
-class SegmentSum : public torch::autograd::Function<SegmentSum> {
+// sum: backward expand(grad); mean: expand(grad / count). Both linear, so twice differentiable.
+template <bool kMean>
+class SegmentSumOrMean : public torch::autograd::Function<SegmentSumOrMean<kMean>> {
  public:
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& data,
                             const at::Tensor& first_idx) {
     at::AutoDispatchBelowADInplaceOrView guard;
-    at::Tensor out = ops::segment_sum(data, first_idx);  // validates before data's sizes are read
+    // the op validates before data's sizes are read here
+    at::Tensor out = kMean ? ops::segment_mean(data, first_idx) : ops::segment_sum(data, first_idx);
     ctx->save_for_backward({first_idx});
     ctx->saved_data["rows"] = data.sym_size(0);
     return out;
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    return {ops::segment_expand(grads[0], ctx->get_saved_variables()[0], rows_of(ctx)),
-            at::Tensor()};
+    const at::Tensor first_idx = ctx->get_saved_variables()[0];
+    at::Tensor grad = grads[0];
+    if (kMean) {
+      // Empty segments have no rows to receive anything; clamping keeps their division finite.
+      const at::Tensor counts = first_idx.diff().clamp_min(1).to(grad.device(), grad.scalar_type());
+      grad = grad / per_segment_column(counts, grad.dim());
+    }
+    return {ops::segment_expand(grad, first_idx, rows_of(ctx)), at::Tensor()};
   }
 };
 
@@ -53,27 +62,6 @@ class SegmentExpand : public torch::autograd::Function<SegmentExpand> {
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     return {ops::segment_sum(grads[0], ctx->get_saved_variables()[0]), at::Tensor(), at::Tensor()};
-  }
-};
-
-class SegmentMean : public torch::autograd::Function<SegmentMean> {
- public:
-  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& data,
-                            const at::Tensor& first_idx) {
-    at::AutoDispatchBelowADInplaceOrView guard;
-    at::Tensor out = ops::segment_mean(data, first_idx);  // validates before data's sizes are read
-    ctx->save_for_backward({first_idx});
-    ctx->saved_data["rows"] = data.sym_size(0);
-    return out;
-  }
-  static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    const at::Tensor first_idx = ctx->get_saved_variables()[0];
-    const at::Tensor& grad = grads[0];
-    // Empty segments have no rows to receive anything; clamping keeps their division finite.
-    const at::Tensor counts = first_idx.diff().clamp_min(1).to(grad.device(), grad.scalar_type());
-    return {
-        ops::segment_expand(grad / per_segment_column(counts, grad.dim()), first_idx, rows_of(ctx)),
-        at::Tensor()};
   }
 };
 
@@ -169,7 +157,7 @@ void check_data_and_first_idx(std::string_view op, const at::Tensor& data,
 
 at::Tensor segment_sum_autograd(const at::Tensor& data, const at::Tensor& first_idx) {
   check_data_and_first_idx("segment_sum", data, first_idx);
-  return SegmentSum::apply(data, first_idx);
+  return SegmentSumOrMean<false>::apply(data, first_idx);
 }
 at::Tensor segment_expand_autograd(const at::Tensor& values, const at::Tensor& first_idx,
                                    std::optional<c10::SymInt> num_rows) {
@@ -179,7 +167,7 @@ at::Tensor segment_expand_autograd(const at::Tensor& values, const at::Tensor& f
 }
 at::Tensor segment_mean_autograd(const at::Tensor& data, const at::Tensor& first_idx) {
   check_data_and_first_idx("segment_mean", data, first_idx);
-  return SegmentMean::apply(data, first_idx);
+  return SegmentSumOrMean<true>::apply(data, first_idx);
 }
 template <bool kMax>
 std::tuple<at::Tensor, at::Tensor> segment_extremum_autograd(const at::Tensor& data,

@@ -42,7 +42,7 @@ CpuSegments cpu_segments(std::string_view op, const at::Tensor& data, const at::
                          SegmentDtypes dtypes) {
   check_segment_args(op, data, first_idx, dtypes);
   std::vector<int64_t> offsets = checked_first_idx(op, first_idx, std::nullopt);
-  check_last_offset_is_rows(op, offsets.back(), data);
+  check_last_offset_is_rows(op, offsets.back(), data.size(0));
   return CpuSegments{std::move(offsets), data.contiguous(), row_width(data)};
 }
 
@@ -707,14 +707,6 @@ void expand_rows(const at::Tensor& values, at::Tensor& out, const std::vector<in
   });
 }
 
-std::optional<int64_t> concrete_num_rows(std::string_view op,
-                                         const std::optional<c10::SymInt>& num_rows) {
-  if (!num_rows.has_value()) return std::nullopt;
-  const std::optional<int64_t> rows = num_rows->maybe_as_int();
-  TORCH_CHECK(rows.has_value(), "torch_ragged.", op, ": num_rows must be concrete here");
-  return rows;
-}
-
 at::Tensor segment_expand_cpu(const at::Tensor& values, const at::Tensor& first_idx,
                               std::optional<c10::SymInt> num_rows) {
   constexpr std::string_view op = "segment_expand";
@@ -751,28 +743,6 @@ at::Tensor get_first_idx_cpu(const at::Tensor& numel_per_tensor, bool validate) 
 // the row-block machinery's per-part bookkeeping would cost more than the additions).
 constexpr int64_t kShortRuns = 16;
 
-// out[r] = sum of data rows index[i] (i when index is null), times weight[i] when given, over i
-// in [first[r], first[r + 1]), in order: the same order whatever the thread count.
-template <typename scalar_t, typename acc_t = at::opmath_type<scalar_t>>
-TORCH_RAGGED_CPU_CLONES void sum_run_range(const scalar_t* data, const int64_t* index,
-                                           const scalar_t* weight, const int64_t* first,
-                                           int64_t run_begin, int64_t run_end, int64_t width,
-                                           acc_t* acc, scalar_t* out) {
-  for (int64_t r = run_begin; r < run_end; ++r) {
-    std::fill(acc, acc + width, acc_t(0));
-    for (int64_t i = first[r]; i < first[r + 1]; ++i) {
-      const scalar_t* __restrict__ x = data + (index == nullptr ? i : index[i]) * width;
-      if (weight == nullptr) {
-        for (int64_t c = 0; c < width; ++c) acc[c] += static_cast<acc_t>(x[c]);
-      } else {
-        const acc_t w = static_cast<acc_t>(weight[i]);
-        for (int64_t c = 0; c < width; ++c) acc[c] += w * static_cast<acc_t>(x[c]);
-      }
-    }
-    for (int64_t c = 0; c < width; ++c) out[r * width + c] = static_cast<scalar_t>(acc[c]);
-  }
-}
-
 template <typename scalar_t>
 void sum_short_runs(const scalar_t* data, const int64_t* index, const scalar_t* weight,
                     const int64_t* first, int64_t runs, int64_t width, scalar_t* out) {
@@ -781,7 +751,11 @@ void sum_short_runs(const scalar_t* data, const int64_t* index, const scalar_t* 
       std::max<int64_t>(1, kGrainElems / (kShortRuns * std::max<int64_t>(1, width)));
   at::parallel_for(0, runs, grain, [&](int64_t begin, int64_t end) {
     c10::SmallVector<acc_t, 64> acc(width);
-    sum_run_range(data, index, weight, first, begin, end, width, acc.data(), out);
+    for (int64_t r = begin; r < end; ++r) {  // each run in row order: thread-count independent
+      sum_rows(data, static_cast<const scalar_t*>(nullptr), index, weight, width, first[r],
+               first[r + 1], acc.data());
+      for (int64_t c = 0; c < width; ++c) out[r * width + c] = static_cast<scalar_t>(acc[c]);
+    }
   });
 }
 

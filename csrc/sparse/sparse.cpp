@@ -76,13 +76,6 @@ namespace {
 
 using TensorPair = std::tuple<at::Tensor, at::Tensor>;
 
-int64_t normalized_dim(std::string_view op, int64_t dim, int64_t ndim) {
-  TORCH_CHECK_INDEX(dim >= -ndim && dim < ndim, "torch_ragged.", op, ": dim ", dim,
-                    " is out of range for a ", ndim, "-D tensor (expected [", -ndim, ", ", ndim - 1,
-                    "])");
-  return dim < 0 ? dim + ndim : dim;
-}
-
 // Runs an inner op for the composite `op`: an IndexError it raises about the indices (out of range)
 // is re-raised under the name of the op the caller called.
 template <typename F>

@@ -16,11 +16,6 @@ std::vector<int64_t> SparseShape::dense_sizes() const {
   return std::vector<int64_t>(size.begin() + sparse_dim, size.end());
 }
 
-std::vector<int64_t> concrete(std::string_view op, std::string_view arg,
-                              c10::SymIntArrayRef sizes) {
-  return concrete_sizes(op, arg, sizes);
-}
-
 void check_indices(std::string_view op, const at::Tensor& indices, int64_t sparse_dim) {
   check_defined(op, "indices", indices);
   TORCH_CHECK_TYPE(indices.scalar_type() == at::kLong || indices.scalar_type() == at::kInt,
@@ -38,7 +33,7 @@ SparseShape check_sparse_args(std::string_view op, const at::Tensor& indices,
   check_defined(op, "indices", indices);
   check_defined(op, "values", values);
   SparseShape shape;
-  shape.size = concrete(op, "size", size);
+  shape.size = concrete_sizes(op, "size", size);
   TORCH_CHECK_VALUE(indices.dim() == 2, "torch_ragged.", op,
                     ": indices must be 2-D (sparse_dim, nnz), got shape ", indices.sym_sizes());
   shape.sparse_dim = indices.sym_size(0).guard_int(__FILE__, __LINE__);
@@ -93,9 +88,16 @@ std::optional<KeyGeometry> key_geometry(at::IntArrayRef sparse_sizes) {
   return g;
 }
 
+int64_t normalized_dim(std::string_view op, int64_t dim, int64_t ndim) {
+  TORCH_CHECK_INDEX(dim >= -ndim && dim < ndim, "torch_ragged.", op, ": dim ", dim,
+                    " is out of range for a ", ndim, "-D tensor (expected [", -ndim, ", ", ndim - 1,
+                    "])");
+  return dim < 0 ? dim + ndim : dim;
+}
+
 KeyGeometry checked_key_geometry(std::string_view op, const at::Tensor& indices,
                                  c10::SymIntArrayRef sparse_size) {
-  const std::vector<int64_t> sizes = concrete(op, "sparse_size", sparse_size);
+  const std::vector<int64_t> sizes = concrete_sizes(op, "sparse_size", sparse_size);
   check_indices(op, indices, static_cast<int64_t>(sizes.size()));
   for (const int64_t s : sizes) {
     TORCH_CHECK_VALUE(s >= 0, "torch_ragged.", op, ": sizes must be non-negative, got ",

@@ -34,6 +34,9 @@ void check_indices(std::string_view op, const at::Tensor& indices, int64_t spars
 // there are more than kMaxKeyDims sparse dims).
 std::optional<KeyGeometry> key_geometry(at::IntArrayRef sparse_sizes);
 
+// dim in [-ndim, ndim) (IndexError naming op), as a non-negative index.
+int64_t normalized_dim(std::string_view op, int64_t dim, int64_t ndim);
+
 // sparse_flat_keys' arguments checked: indices (len(sparse_size), nnz), a key that fits int64.
 KeyGeometry checked_key_geometry(std::string_view op, const at::Tensor& indices,
                                  c10::SymIntArrayRef sparse_size);
@@ -41,8 +44,5 @@ KeyGeometry checked_key_geometry(std::string_view op, const at::Tensor& indices,
 // IndexError for the first entry (smallest column) of indices with an index outside its size.
 [[noreturn]] void raise_out_of_range(std::string_view op, const at::Tensor& indices,
                                      at::IntArrayRef sparse_sizes);
-
-// Concrete integers from a SymInt[] argument (the kernels need them).
-std::vector<int64_t> concrete(std::string_view op, std::string_view arg, c10::SymIntArrayRef sizes);
 
 }  // namespace torch_ragged

@@ -30,7 +30,7 @@ using torch::autograd::variable_list;
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> sparse_mm_plan_impl(
     const at::Tensor& indices, c10::SymIntArrayRef size) {
   constexpr std::string_view op = "sparse_mm_plan";
-  const std::vector<int64_t> sizes = concrete(op, "size", size);
+  const std::vector<int64_t> sizes = concrete_sizes(op, "size", size);
   TORCH_CHECK_VALUE(sizes.size() == 2, "torch_ragged.", op,
                     ": S must be a 2-D sparse matrix (size of 2 entries), got size ",
                     at::IntArrayRef(sizes));

@@ -76,20 +76,11 @@ at::Tensor in_pool_order(const CoalesceBackend& backend, const at::Tensor& indic
 
 }  // namespace
 
-// The checked dim, as an index into the triplet's dims.
-int64_t checked_softmax_dim(std::string_view op, const SparseShape& shape, int64_t dim) {
-  const int64_t ndim = static_cast<int64_t>(shape.size.size());
-  TORCH_CHECK_INDEX(dim >= -ndim && dim < ndim, "torch_ragged.", op, ": dim ", dim,
-                    " is out of range for a ", ndim, "-D tensor (expected [", -ndim, ", ", ndim - 1,
-                    "])");
-  return dim < 0 ? dim + ndim : dim;
-}
-
 at::Tensor softmax_with(const CoalesceBackend& backend, const at::Tensor& indices,
                         const at::Tensor& values, c10::SymIntArrayRef size, int64_t dim, bool log) {
   constexpr std::string_view op = "sparse_softmax";
   const SparseShape shape = check_sparse_args(op, indices, values, size);
-  const int64_t d = checked_softmax_dim(op, shape, dim);
+  const int64_t d = normalized_dim(op, dim, static_cast<int64_t>(shape.size.size()));
   TORCH_CHECK_TYPE(at::isFloatingType(values.scalar_type()), "torch_ragged.", op,
                    ": values must be floating (pass dtype= to cast), got ", values.scalar_type());
   if (d >= shape.sparse_dim) {  // a dense dim: a dense softmax of the values
@@ -106,7 +97,7 @@ at::Tensor pool_sum_with(const CoalesceBackend& backend, const at::Tensor& indic
                          const at::Tensor& values, c10::SymIntArrayRef size, int64_t dim) {
   constexpr std::string_view op = "sparse_pool_sum";
   const SparseShape shape = check_sparse_args(op, indices, values, size);
-  const int64_t d = checked_softmax_dim(op, shape, dim);
+  const int64_t d = normalized_dim(op, dim, static_cast<int64_t>(shape.size.size()));
   if (d >= shape.sparse_dim) {
     return values.sum(d - shape.sparse_dim + 1, /*keepdim=*/true).expand_as(values).contiguous();
   }

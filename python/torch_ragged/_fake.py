@@ -10,6 +10,8 @@ import math
 import torch
 from torch.library import register_fake
 
+from .segment import _check_index_devices
+
 
 def _dynamic_size():
     return torch.library.get_ctx().new_dynamic_size()
@@ -22,14 +24,6 @@ def _check_one_device(op: str, tensor_list) -> None:
         if t.device != first:
             raise ValueError(f"torch_ragged.{op}: tensors must share one device, tensor 0 is on {first} but "
                              f"tensor {i} is on {t.device}")
-
-
-def _check_index_devices(op: str, data, **index_tensors) -> None:
-    """Index tensors live on the CPU or on the data's device (a meta one with real data would return garbage)."""
-    for name, t in index_tensors.items():
-        if t.device != data.device and t.device.type != "cpu":
-            raise ValueError(f"torch_ragged.{op}: {name} must be on the CPU or on the data's device {data.device}, "
-                             f"got {t.device}")
 
 
 def _known(entry) -> bool:

@@ -133,16 +133,17 @@ def segment_ids(first_idx, num_rows: int | None = None) -> torch.Tensor:
 
 # ---- fake kernels (torch.compile / torch.export) ----
 
-def _check_first_idx_device(op: str, data: torch.Tensor, first_idx: torch.Tensor) -> None:
-    # A meta first_idx with real data (or the reverse) would otherwise reach this fake kernel
-    # eagerly and return uninitialised memory.
-    if first_idx.device.type != "cpu" and first_idx.device != data.device:
-        raise ValueError(f"torch_ragged.{op}: first_idx must be on the CPU or on the data's device "
-                         f"{data.device}, got {first_idx.device}")
+def _check_index_devices(op: str, data: torch.Tensor, **index_tensors) -> None:
+    """Index tensors live on the CPU or on the data's device. A meta index tensor with real data (or the reverse)
+    would otherwise reach a fake kernel eagerly and return uninitialised memory."""
+    for name, t in index_tensors.items():
+        if t.device != data.device and t.device.type != "cpu":
+            raise ValueError(f"torch_ragged.{op}: {name} must be on the CPU or on the data's device {data.device}, "
+                             f"got {t.device}")
 
 
 def _per_segment(op, data, first_idx, dtype=None):
-    _check_first_idx_device(op, data, first_idx)
+    _check_index_devices(op, data, first_idx=first_idx)
     torch._check(data.dim() >= 1, lambda: f"torch_ragged.{op}: data must have at least 1 dim")
     return data.new_empty((first_idx.shape[0] - 1, *data.shape[1:]), dtype=dtype)
 
@@ -174,19 +175,19 @@ def _segment_min_fake(data, first_idx):
 
 @register_fake("torch_ragged::segment_softmax")
 def _segment_softmax_fake(data, first_idx):
-    _check_first_idx_device("segment_softmax", data, first_idx)
+    _check_index_devices("segment_softmax", data, first_idx=first_idx)
     return torch.empty_like(data, memory_format=torch.contiguous_format)
 
 
 @register_fake("torch_ragged::segment_log_softmax")
 def _segment_log_softmax_fake(data, first_idx):
-    _check_first_idx_device("segment_log_softmax", data, first_idx)
+    _check_index_devices("segment_log_softmax", data, first_idx=first_idx)
     return torch.empty_like(data, memory_format=torch.contiguous_format)
 
 
 @register_fake("torch_ragged::segment_softmax_backward")
 def _segment_softmax_backward_fake(grad_output, output, first_idx, log):
-    _check_first_idx_device("segment_softmax_backward", output, first_idx)
+    _check_index_devices("segment_softmax_backward", output, first_idx=first_idx)
     return torch.empty_like(output, memory_format=torch.contiguous_format)
 
 
@@ -196,7 +197,7 @@ def _rows(num_rows):
 
 @register_fake("torch_ragged::segment_expand")
 def _segment_expand_fake(values, first_idx, num_rows=None):
-    _check_first_idx_device("segment_expand", values, first_idx)
+    _check_index_devices("segment_expand", values, first_idx=first_idx)
     return values.new_empty((_rows(num_rows), *values.shape[1:]))
 
 
@@ -207,7 +208,7 @@ def _segment_ids_fake(first_idx, num_rows=None):
 
 @register_fake("torch_ragged::segment_gather_sum")
 def _segment_gather_sum_fake(data, index, weight, first_idx):
-    _check_first_idx_device("segment_gather_sum", data, first_idx)
+    _check_index_devices("segment_gather_sum", data, first_idx=first_idx)
     return data.new_empty((first_idx.shape[0] - 1, *data.shape[1:]))
 
 
