@@ -421,6 +421,71 @@ at::Tensor segment_ids_cuda(const at::Tensor& first_idx, std::optional<c10::SymI
   return out;
 }
 
+// ---- index select ----
+
+// One thread per output element: output row `row` of selected segment k is row
+// source_row[k] + row - out_first_idx[k] of `in`.
+template <typename Element>
+__global__ void copy_selected_rows_kernel(const int64_t* __restrict__ out_first_idx,
+                                          const int64_t* __restrict__ source_row, int64_t selected,
+                                          const Element* __restrict__ in, Element* __restrict__ out,
+                                          int64_t total, int64_t row_elems) {
+  for (int64_t e = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; e < total;
+       e += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t row = e / row_elems;
+    const int64_t k = segment_of_row(out_first_idx, selected, row);
+    const int64_t from = source_row[k] + row - out_first_idx[k];
+    out[e] = in[from * row_elems + e % row_elems];
+  }
+}
+
+// The offsets are computed on the device; one host read fetches both the count of out-of-range
+// index entries and the selected row count (the output's size), so the op synchronises once.
+std::tuple<at::Tensor, at::Tensor> ragged_index_select_cuda(const at::Tensor& values,
+                                                            const at::Tensor& first_idx,
+                                                            const at::Tensor& index,
+                                                            std::optional<c10::SymInt> num_rows) {
+  constexpr std::string_view op = "ragged_index_select";
+  const std::optional<int64_t> rows_given =
+      check_index_select_args(op, values, first_idx, index, num_rows);
+  TORCH_CHECK_VALUE(values.is_cuda(), "torch_ragged.", op,
+                    ": values must be on the GPU when first_idx or index is, got ",
+                    values.device());
+  const c10::cuda::CUDAGuard guard(values.device());
+  const int64_t segments = first_idx.size(0) - 1;
+  const at::Tensor offsets =
+      checked_first_idx_on_device(op, first_idx, values.size(0), values.device(), true);
+  const at::Tensor picks = index.to(values.device(), at::kLong);
+  const at::Tensor out_of_range = (picks < -segments).logical_or_(picks >= segments).sum();
+  // Clamped so out-of-range entries read valid offsets until the check below reports them.
+  const at::Tensor wrapped = at::where(picks < 0, picks + segments, picks).clamp_(0, segments);
+  const at::Tensor source_row = offsets.index_select(0, wrapped);
+  const at::Tensor counts = offsets.index_select(0, (wrapped + 1).clamp_max(segments)) - source_row;
+  const at::Tensor out_first_idx = cuda::offsets_from_counts(counts);
+  const at::Tensor facts = at::stack({out_of_range, out_first_idx[-1]}).cpu();
+  const int64_t bad = facts[0].item<int64_t>(), rows = facts[1].item<int64_t>();
+  TORCH_CHECK_INDEX(bad == 0, "torch_ragged.", op, ": ", bad,
+                    " entries of index are out of range for ", segments, " segments (expected -",
+                    segments, " <= index < ", segments, ")");
+  check_num_rows_matches(op, rows_given, rows);
+  std::vector<int64_t> sizes = per_segment_sizes(values, rows);
+  check_numel_fits(op, "the output", sizes);
+  at::Tensor out = at::empty(sizes, values.options());
+  const int64_t total = out.numel();
+  if (total > 0) {
+    const at::Tensor in = values.contiguous();
+    with_element_type(op, values.element_size(), [&](auto element) {
+      using Element = decltype(element);
+      copy_selected_rows_kernel<Element><<<cuda_grid_for(total), kCudaThreads, 0, stream()>>>(
+          out_first_idx.const_data_ptr<int64_t>(), source_row.const_data_ptr<int64_t>(),
+          picks.numel(), static_cast<const Element*>(in.const_data_ptr()),
+          static_cast<Element*>(out.mutable_data_ptr()), total, total / rows);
+      C10_CUDA_KERNEL_LAUNCH_CHECK();
+    });
+  }
+  return {out, out_first_idx.to(first_idx.device())};
+}
+
 // ---- gathered sums and dots ----
 
 __global__ void check_gather_range_kernel(const int64_t* index, int64_t n, int64_t rows) {
@@ -602,6 +667,7 @@ TORCH_LIBRARY_IMPL(torch_ragged, CUDA, m) {
   m.impl("segment_softmax_backward", &segment_softmax_backward_cuda);
   m.impl("segment_expand", &segment_expand_cuda);
   m.impl("segment_ids", &segment_ids_cuda);
+  m.impl("ragged_index_select", &ragged_index_select_cuda);
   m.impl("segment_gather_sum", &segment_gather_sum_cuda);
   m.impl("segment_gather_dot", &segment_gather_dot_cuda);
 }

@@ -50,3 +50,12 @@ print("odd symmetric, 5 each side:  ", torch_ragged.pad(signal, 5, "symmetric", 
 print("linear_ramp to (0, -1):      ", torch_ragged.pad(signal, 3, "linear_ramp", end_values=(0, -1)).tolist())
 torch_ragged.pad(signal, (2, 4), "wrap").sum().backward()
 print("wrap's gradient counts each element's copies:", signal.grad.tolist())
+
+# The container: one packed buffer, read back in whichever form the next step wants.
+batch = torch_ragged.RaggedTensor.from_list(clouds)
+print("RaggedTensor", tuple(batch.shape), "(-1: sizes differ); padded", tuple(batch.padded(0.0).shape),
+      "mask rows", batch.mask().sum(1).tolist())
+centred = batch - batch.broadcast_members(batch.mean())
+print("per-cloud centring leaves zero means:", torch.allclose(centred.mean(), torch.zeros(len(batch), 3), atol=1e-6))
+picked = batch[[2, 0]]
+print("batch[[2, 0]] packs clouds 2 and 0 in one kernel:", torch.equal(picked[0], clouds[2]))

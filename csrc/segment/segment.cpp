@@ -28,6 +28,10 @@ TORCH_LIBRARY_FRAGMENT(torch_ragged, m) {
   m.def("segment_gather_sum(Tensor data, Tensor index, Tensor? weight, Tensor first_idx) -> Tensor",
         tags);
   m.def("segment_gather_dot(Tensor a, Tensor b, Tensor index, Tensor first_idx) -> Tensor", tags);
+  m.def(
+      "ragged_index_select(Tensor values, Tensor first_idx, Tensor index, SymInt? num_rows=None) "
+      "-> (Tensor values, Tensor first_idx)",
+      tags);
 }
 
 // The gathered sum and dot are the kernels under the sparse family's matmul, whose autograd
@@ -43,7 +47,7 @@ TORCH_LIBRARY_IMPL(torch_ragged, CUDA, m) {
   register_missing_cuda(
       m, {"get_first_idx", "segment_sum", "segment_mean", "segment_max", "segment_min",
           "segment_softmax", "segment_log_softmax", "segment_softmax_backward", "segment_expand",
-          "segment_ids", "segment_gather_sum", "segment_gather_dot"});
+          "segment_ids", "segment_gather_sum", "segment_gather_dot", "ragged_index_select"});
 }
 #endif
 
@@ -122,6 +126,13 @@ at::Tensor segment_ids(const Tensor& first_idx, OptionalRows num_rows) {
   return op.call(first_idx, std::move(num_rows));
 }
 
+TensorPair ragged_index_select(const Tensor& values, const Tensor& first_idx, const Tensor& index,
+                               OptionalRows num_rows) {
+  static auto op = op_handle<TensorPair(const Tensor&, const Tensor&, const Tensor&, OptionalRows)>(
+      "torch_ragged::ragged_index_select");
+  return op.call(values, first_idx, index, std::move(num_rows));
+}
+
 }  // namespace ops
 
 // ---- Public C++ API (int sizes, converted to the schema's SymInts) ----
@@ -160,6 +171,12 @@ at::Tensor segment_expand(const at::Tensor& values, const at::Tensor& first_idx,
 }
 at::Tensor segment_ids(const at::Tensor& first_idx, std::optional<int64_t> num_rows) {
   return ops::segment_ids(first_idx, as_sym(num_rows));
+}
+std::tuple<at::Tensor, at::Tensor> ragged_index_select(const at::Tensor& values,
+                                                       const at::Tensor& first_idx,
+                                                       const at::Tensor& index,
+                                                       std::optional<int64_t> num_rows) {
+  return ops::ragged_index_select(values, first_idx, index, as_sym(num_rows));
 }
 
 }  // namespace torch_ragged

@@ -102,4 +102,33 @@ std::vector<int64_t> expanded_sizes(std::string_view op, const at::Tensor& value
   return sizes;
 }
 
+std::optional<int64_t> check_index_select_args(std::string_view op, const at::Tensor& values,
+                                               const at::Tensor& first_idx, const at::Tensor& index,
+                                               const std::optional<c10::SymInt>& num_rows) {
+  check_defined(op, "values", values);
+  TORCH_CHECK_VALUE(values.dim() >= 1, "torch_ragged.", op,
+                    ": values must have at least 1 dim (rows, ...), got a 0-D tensor");
+  check_first_idx_tensor(op, first_idx, values);
+  check_index_tensor(op, "index", index, 1);
+  TORCH_CHECK_VALUE(index.is_cpu() || index.device() == values.device(), "torch_ragged.", op,
+                    ": index must be on the CPU or on values' device ", values.device(), ", got ",
+                    index.device());
+  return concrete_num_rows(op, num_rows);
+}
+
+int64_t wrapped_segment_index(std::string_view op, int64_t position, int64_t index,
+                              int64_t num_segments) {
+  TORCH_CHECK_INDEX(index >= -num_segments && index < num_segments, "torch_ragged.", op, ": index[",
+                    position, "] = ", index, " is out of range for ", num_segments,
+                    " segments (expected -", num_segments, " <= index < ", num_segments, ")");
+  return index < 0 ? index + num_segments : index;
+}
+
+void check_num_rows_matches(std::string_view op, const std::optional<int64_t>& num_rows,
+                            int64_t rows) {
+  TORCH_CHECK_VALUE(!num_rows.has_value() || *num_rows == rows, "torch_ragged.", op,
+                    ": num_rows = ", num_rows.value_or(-1), " but the selected segments hold ",
+                    rows, " rows");
+}
+
 }  // namespace torch_ragged

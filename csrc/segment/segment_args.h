@@ -46,4 +46,18 @@ at::Tensor checked_gather_index(std::string_view op, const at::Tensor& data,
 std::vector<int64_t> expanded_sizes(std::string_view op, const at::Tensor& values,
                                     int64_t num_segments, int64_t num_rows);
 
+// ragged_index_select: values at least 1-D (any dtype), first_idx as for data, index a 1-D integer
+// tensor on the CPU or values' device; returns num_rows as a concrete count when given.
+std::optional<int64_t> check_index_select_args(std::string_view op, const at::Tensor& values,
+                                               const at::Tensor& first_idx, const at::Tensor& index,
+                                               const std::optional<c10::SymInt>& num_rows);
+
+// An index entry in [-num_segments, num_segments) made non-negative; IndexError naming op else.
+int64_t wrapped_segment_index(std::string_view op, int64_t position, int64_t index,
+                              int64_t num_segments);
+
+// A num_rows argument, when given, must be the row count the op produces.
+void check_num_rows_matches(std::string_view op, const std::optional<int64_t>& num_rows,
+                            int64_t rows);
+
 }  // namespace torch_ragged

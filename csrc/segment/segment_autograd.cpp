@@ -4,7 +4,9 @@
 //   segment_mean: expand(grad / count),
 //   segment_max / min: grad scattered to the arg rows (empty segments, arg = -1, send nothing),
 //   segment_softmax / log_softmax: the fused segment_softmax_backward op, whose own backward is
-//   written with sum / expand below.
+//   written with sum / expand below,
+//   ragged_index_select: index_add of the gradient's rows onto the rows they were copied from
+//   (index_add is differentiable in the gradient, so double backward comes from ATen).
 
 #include <torch/autograd.h>
 #include <torch/library.h>
@@ -149,6 +151,48 @@ class SegmentSoftmaxBackward : public torch::autograd::Function<SegmentSoftmaxBa
   }
 };
 
+// Row r of the selection's segment k was copied from row first_idx[index[k]] + r -
+// out_first_idx[k] of values: (rows,) int64 on `device`.
+at::Tensor selected_source_rows(const at::Tensor& first_idx, const at::Tensor& index,
+                                const at::Tensor& out_first_idx, const c10::SymInt& rows,
+                                at::Device device) {
+  const int64_t segments = first_idx.size(0) - 1;
+  const at::Tensor offsets = first_idx.to(device, at::kLong);
+  const at::Tensor picks = index.to(device, at::kLong);
+  const at::Tensor wrapped = at::where(picks < 0, picks + segments, picks);
+  const at::Tensor out_offsets = out_first_idx.to(device, at::kLong);
+  const at::Tensor shift = offsets.index_select(0, wrapped) - out_offsets.slice(0, 0, -1);
+  return ops::segment_expand(shift, out_offsets, rows) +
+         at::arange(c10::Scalar(rows), offsets.options());
+}
+
+class RaggedIndexSelect : public torch::autograd::Function<RaggedIndexSelect> {
+ public:
+  static variable_list forward(AutogradContext* ctx, const at::Tensor& values,
+                               const at::Tensor& first_idx, const at::Tensor& index,
+                               std::optional<c10::SymInt> num_rows) {
+    at::AutoDispatchBelowADInplaceOrView guard;
+    auto [out, out_first_idx] = ops::ragged_index_select(values, first_idx, index, num_rows);
+    ctx->save_for_backward({first_idx, index, out_first_idx});
+    ctx->saved_data["rows"] = values.sym_size(0);
+    ctx->mark_non_differentiable({out_first_idx});
+    return {out, out_first_idx};
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const variable_list saved = ctx->get_saved_variables();
+    const at::Tensor& grad = grads[0];
+    at::Tensor grad_values;
+    if (grad.defined()) {
+      const at::Tensor source =
+          selected_source_rows(saved[0], saved[1], saved[2], grad.sym_size(0), grad.device());
+      std::vector<c10::SymInt> sizes(grad.sym_sizes().begin(), grad.sym_sizes().end());
+      sizes[0] = rows_of(ctx);
+      grad_values = at::zeros_symint(sizes, grad.options()).index_add(0, source, grad);
+    }
+    return {grad_values, at::Tensor(), at::Tensor(), at::Tensor()};
+  }
+};
+
 void check_data_and_first_idx(std::string_view op, const at::Tensor& data,
                               const at::Tensor& first_idx) {
   check_defined(op, "data", data);
@@ -189,6 +233,16 @@ at::Tensor segment_softmax_backward_autograd(const at::Tensor& grad_output,
   return SegmentSoftmaxBackward::apply(grad_output, output, first_idx, log);
 }
 
+std::tuple<at::Tensor, at::Tensor> ragged_index_select_autograd(
+    const at::Tensor& values, const at::Tensor& first_idx, const at::Tensor& index,
+    std::optional<c10::SymInt> num_rows) {
+  check_defined("ragged_index_select", "values", values);
+  check_defined("ragged_index_select", "first_idx", first_idx);
+  check_defined("ragged_index_select", "index", index);
+  const variable_list out = RaggedIndexSelect::apply(values, first_idx, index, std::move(num_rows));
+  return {out[0], out[1]};
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(torch_ragged, Autograd, m) {
@@ -200,6 +254,7 @@ TORCH_LIBRARY_IMPL(torch_ragged, Autograd, m) {
   m.impl("segment_softmax", &segment_softmax_autograd<false>);
   m.impl("segment_log_softmax", &segment_softmax_autograd<true>);
   m.impl("segment_softmax_backward", &segment_softmax_backward_autograd);
+  m.impl("ragged_index_select", &ragged_index_select_autograd);
 }
 
 }  // namespace torch_ragged

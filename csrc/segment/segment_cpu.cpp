@@ -7,6 +7,7 @@
 #include <c10/util/SmallVector.h>
 #include <torch/library.h>
 
+#include <cstring>
 #include <limits>
 
 #include "common/checks.h"
@@ -732,6 +733,61 @@ at::Tensor segment_ids_cpu(const at::Tensor& first_idx, std::optional<c10::SymIn
   return out;
 }
 
+// ---- index select ----
+
+// Output segment k is a copy of the rows starting at source_row[k] (out_first_idx[k + 1] -
+// out_first_idx[k] of them). Balanced by output rows, so a few huge segments use every thread as
+// well as many small ones do; each thread copies whole runs with memcpy.
+void copy_selected_rows(const at::Tensor& values, at::Tensor& out,
+                        const std::vector<int64_t>& source_row,
+                        const std::vector<int64_t>& out_first_idx) {
+  const int64_t selected = static_cast<int64_t>(source_row.size()), rows = out_first_idx.back();
+  if (out.numel() == 0) return;
+  const int64_t row_bytes = out.nbytes() / rows;
+  const char* in = static_cast<const char*>(values.const_data_ptr());
+  char* dst = static_cast<char*>(out.mutable_data_ptr());
+  const int64_t grain = std::max<int64_t>(1, kGrainElems * 16 / row_bytes);
+  at::parallel_for(0, rows, grain, [&](int64_t begin, int64_t end) {
+    int64_t k = segment_of_row(out_first_idx.data(), selected, begin);
+    for (int64_t row = begin; row < end;) {
+      while (out_first_idx[k + 1] <= row) ++k;  // skip empty segments
+      const int64_t n = std::min(end, out_first_idx[k + 1]) - row;
+      const int64_t from = source_row[k] + (row - out_first_idx[k]);
+      std::memcpy(dst + row * row_bytes, in + from * row_bytes, n * row_bytes);
+      row += n;
+    }
+  });
+}
+
+std::tuple<at::Tensor, at::Tensor> ragged_index_select_cpu(const at::Tensor& values,
+                                                           const at::Tensor& first_idx,
+                                                           const at::Tensor& index,
+                                                           std::optional<c10::SymInt> num_rows) {
+  constexpr std::string_view op = "ragged_index_select";
+  const std::optional<int64_t> rows_given =
+      check_index_select_args(op, values, first_idx, index, num_rows);
+  const std::vector<int64_t> offsets = checked_first_idx(op, first_idx, std::nullopt);
+  check_last_offset_is_rows(op, offsets.back(), values.size(0));
+  const int64_t segments = static_cast<int64_t>(offsets.size()) - 1;
+  const at::Tensor picks = index_tensor_on_host(op, "index", index, 1);
+  const int64_t* pick = picks.const_data_ptr<int64_t>();
+  const int64_t selected = picks.numel();
+  std::vector<int64_t> source_row(selected), counts(selected);
+  for (int64_t k = 0; k < selected; ++k) {
+    const int64_t b = wrapped_segment_index(op, k, pick[k], segments);
+    source_row[k] = offsets[b];
+    counts[k] = offsets[b + 1] - offsets[b];
+  }
+  const std::vector<int64_t> out_first_idx =
+      offsets_from_counts(op, "index", counts.data(), selected);
+  check_num_rows_matches(op, rows_given, out_first_idx.back());
+  std::vector<int64_t> sizes = per_segment_sizes(values, out_first_idx.back());
+  check_numel_fits(op, "the output", sizes);
+  at::Tensor out = at::empty(sizes, values.options());
+  copy_selected_rows(values.contiguous(), out, source_row, out_first_idx);
+  return {out, at::tensor(out_first_idx, at::kLong).to(first_idx.device())};
+}
+
 at::Tensor get_first_idx_cpu(const at::Tensor& numel_per_tensor, bool validate) {
   // The scan checks as it goes; on the CPU that costs nothing, so validate=False changes nothing.
   (void)validate;
@@ -806,6 +862,7 @@ TORCH_LIBRARY_IMPL(torch_ragged, CPU, m) {
   m.impl("segment_ids", &segment_ids_cpu);
   m.impl("segment_gather_sum", &segment_gather_sum_cpu);
   m.impl("segment_gather_dot", &segment_gather_dot_cpu);
+  m.impl("ragged_index_select", &ragged_index_select_cpu);
 }
 
 }  // namespace torch_ragged

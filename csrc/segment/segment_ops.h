@@ -25,5 +25,9 @@ at::Tensor segment_gather_sum(const at::Tensor& data, const at::Tensor& index,
                               const std::optional<at::Tensor>& weight, const at::Tensor& first_idx);
 at::Tensor segment_gather_dot(const at::Tensor& a, const at::Tensor& b, const at::Tensor& index,
                               const at::Tensor& first_idx);
+std::tuple<at::Tensor, at::Tensor> ragged_index_select(const at::Tensor& values,
+                                                       const at::Tensor& first_idx,
+                                                       const at::Tensor& index,
+                                                       std::optional<c10::SymInt> num_rows);
 
 }  // namespace torch_ragged::ops

@@ -50,4 +50,13 @@ TORCH_RAGGED_API at::Tensor segment_expand(const at::Tensor& values, const at::T
 TORCH_RAGGED_API at::Tensor segment_ids(const at::Tensor& first_idx,
                                         std::optional<int64_t> num_rows = std::nullopt);
 
+// The segments `index` picks, in that order, packed: (selected values, their first_idx (K + 1,)
+// int64 on first_idx's device). index (K,) integer, entries in [-B, B) (negative counts from the
+// end), repeats allowed. Segment k of the result is a copy of segment index[k]. num_rows (the
+// selected row count) may be given to skip reading it. Differentiable in values (backward:
+// index_add of the gradient's rows onto the rows they came from).
+TORCH_RAGGED_API std::tuple<at::Tensor, at::Tensor> ragged_index_select(
+    const at::Tensor& values, const at::Tensor& first_idx, const at::Tensor& index,
+    std::optional<int64_t> num_rows = std::nullopt);
+
 }  // namespace torch_ragged

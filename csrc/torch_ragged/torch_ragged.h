@@ -8,6 +8,7 @@
 #include <torch_ragged/batch.h>
 #include <torch_ragged/export.h>
 #include <torch_ragged/pad.h>
+#include <torch_ragged/ragged_tensor.h>
 #include <torch_ragged/segment.h>
 #include <torch_ragged/sparse.h>
 

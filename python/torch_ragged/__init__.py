@@ -45,8 +45,9 @@ def _load_library() -> None:
 
 _load_library()
 
-from . import _fake, batch, segment, sparse  # noqa: E402,F401  (_fake registers the fake kernels)
+from . import _fake, batch, container, segment, sparse  # noqa: E402,F401  (_fake registers the fake kernels)
 from .batch import *  # noqa: E402,F403  (re-exports batch.__all__)
+from .container import LazyStack, RaggedCollate, RaggedTensor, collate  # noqa: E402
 from .pad import pad  # noqa: E402
 from .segment import *  # noqa: E402,F403  (re-exports segment.__all__)
 
@@ -56,5 +57,6 @@ def cuda_version() -> int:
     return torch.ops.torch_ragged.cuda_version()
 
 
-__all__ = ["batch", "cuda_version", "pad", "segment", "sparse", *batch.__all__,
+__all__ = ["LazyStack", "RaggedCollate", "RaggedTensor", "batch", "collate", "container", "cuda_version", "pad",
+           "segment", "sparse", *batch.__all__,
            *(name for name in segment.__all__ if name not in batch.__all__)]

@@ -16,6 +16,7 @@ from torch.library import register_fake
 
 __all__ = [
     "get_first_idx",
+    "ragged_index_select",
     "segment_expand",
     "segment_ids",
     "segment_log_softmax",
@@ -131,6 +132,19 @@ def segment_ids(first_idx, num_rows: int | None = None) -> torch.Tensor:
     return _ops.segment_ids(_first_idx(first_idx), num_rows)
 
 
+def ragged_index_select(values: torch.Tensor, first_idx, index, num_rows: int | None = None):
+    """The segments ``index`` picks, in that order, packed: ``(values, first_idx)`` of the selection.
+
+    ``index`` is a 1-D integer tensor (or list); negative entries count from the end; repeats are allowed.
+    Differentiable in ``values`` (backward: index_add of the gradient onto the rows it came from).
+
+    >>> ragged_index_select(torch.arange(5.0), torch.tensor([0, 2, 2, 5]), torch.tensor([2, 0]))
+    (tensor([2., 3., 4., 0., 1.]), tensor([0, 3, 5]))
+    """
+    index = torch.as_tensor(index, dtype=torch.long) if not isinstance(index, torch.Tensor) else index
+    return tuple(_ops.ragged_index_select(values, _first_idx(first_idx), index, num_rows))
+
+
 # ---- fake kernels (torch.compile / torch.export) ----
 
 def _check_index_devices(op: str, data: torch.Tensor, **index_tensors) -> None:
@@ -215,3 +229,11 @@ def _segment_gather_sum_fake(data, index, weight, first_idx):
 @register_fake("torch_ragged::segment_gather_dot")
 def _segment_gather_dot_fake(a, b, index, first_idx):
     return a.new_empty((index.shape[0],))
+
+
+@register_fake("torch_ragged::ragged_index_select")
+def _ragged_index_select_fake(values, first_idx, index, num_rows=None):
+    _check_index_devices("ragged_index_select", values, first_idx=first_idx, index=index)
+    torch._check(values.dim() >= 1, lambda: "torch_ragged.ragged_index_select: values must have at least 1 dim")
+    selected = values.new_empty((_rows(num_rows), *values.shape[1:]))
+    return selected, first_idx.new_empty((index.shape[0] + 1,), dtype=torch.long)

@@ -36,6 +36,8 @@ def segment_samples():
         (ops.segment_expand, (leaf(4), first_idx, 6)),
         (ops.segment_ids, (first_idx, None)),
         (ops.segment_ids, (first_idx, 6)),
+        (ops.ragged_index_select, (data, first_idx, torch.tensor([3, 0, -1, 0]), None)),
+        (ops.ragged_index_select, (leaf(6), first_idx, torch.tensor([2, 1]), 3)),
     ]
 
 

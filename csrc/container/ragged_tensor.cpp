@@ -1,0 +1,171 @@
+// The C++ RaggedTensor: a thin layer over the batch and segment ops, reached through their public
+// headers (the container owns no kernel; the dispatcher picks the CPU or CUDA one).
+
+#include <ATen/ATen.h>
+#include <torch_ragged/batch.h>
+#include <torch_ragged/ragged_tensor.h>
+#include <torch_ragged/segment.h>
+
+#include <numeric>
+
+namespace torch_ragged {
+namespace {
+
+constexpr std::string_view kWhere = "torch_ragged.RaggedTensor";
+
+at::Tensor first_idx_of(const at::Tensor& shape_per_tensor) {
+  return get_first_idx(shape_per_tensor.prod(1));
+}
+
+int64_t product(at::IntArrayRef sizes) {
+  return std::accumulate(sizes.begin(), sizes.end(), int64_t{1}, std::multiplies<>());
+}
+
+}  // namespace
+
+RaggedTensor::RaggedTensor(at::Tensor values, at::Tensor first_idx, at::Tensor shape_per_tensor,
+                           bool /*trusted*/)
+    : values_(std::move(values)),
+      first_idx_(std::move(first_idx)),
+      shape_per_tensor_(std::move(shape_per_tensor)) {}
+
+RaggedTensor::RaggedTensor(at::Tensor values, at::Tensor first_idx, at::Tensor shape_per_tensor) {
+  TORCH_CHECK_VALUE(values.defined() && values.dim() >= 1, kWhere,
+                    ": values must be a tensor (rows, *feature)");
+  TORCH_CHECK_VALUE(first_idx.defined() && first_idx.dim() == 1 && first_idx.numel() >= 1 &&
+                        at::isIntegralType(first_idx.scalar_type(), /*includeBool=*/false),
+                    kWhere, ": first_idx must be a 1-D integer tensor of B + 1 offsets");
+  first_idx = first_idx.to(at::kCPU, at::kLong);
+  const at::Tensor counts = first_idx.diff();
+  TORCH_CHECK_VALUE(first_idx[0].item<int64_t>() == 0 && !(counts < 0).any().item<bool>() &&
+                        first_idx[-1].item<int64_t>() == values.size(0),
+                    kWhere, ": first_idx must rise from 0 to values.size(0) = ", values.size(0));
+  if (!shape_per_tensor.defined()) {
+    shape_per_tensor = counts.unsqueeze(1);
+  }
+  shape_per_tensor = shape_per_tensor.to(at::kCPU, at::kLong);
+  TORCH_CHECK_VALUE(shape_per_tensor.dim() == 2 && shape_per_tensor.size(0) == counts.numel() &&
+                        shape_per_tensor.size(1) >= 1 &&
+                        !(shape_per_tensor < 0).any().item<bool>() &&
+                        at::equal(shape_per_tensor.prod(1), counts),
+                    kWhere, ": shape_per_tensor must be (B = ", counts.numel(),
+                    ", k >= 1) sizes whose products are the members' row counts");
+  values_ = std::move(values);
+  first_idx_ = std::move(first_idx);
+  shape_per_tensor_ = std::move(shape_per_tensor);
+}
+
+RaggedTensor RaggedTensor::from_list(at::TensorList tensors, int64_t ragged_dims) {
+  TORCH_CHECK_VALUE(!tensors.empty(), kWhere, ".from_list: tensors must hold at least one tensor");
+  TORCH_CHECK_VALUE(ragged_dims >= 1, kWhere, ".from_list: ragged_dims must be >= 1, got ",
+                    ragged_dims);
+  const at::Tensor& first = tensors[0];
+  TORCH_CHECK_VALUE(first.dim() >= ragged_dims, kWhere,
+                    ".from_list: tensors[0] must have at least ", ragged_dims, " dims, got shape ",
+                    first.sizes());
+  const at::IntArrayRef feature = first.sizes().slice(ragged_dims);
+  std::vector<at::Tensor> rows;
+  std::vector<int64_t> shapes;
+  rows.reserve(tensors.size());
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const at::Tensor& t = tensors[i];
+    TORCH_CHECK_VALUE(t.dim() == first.dim() && t.sizes().slice(ragged_dims) == feature &&
+                          t.dtype() == first.dtype() && t.device() == first.device(),
+                      kWhere, ".from_list: tensors[", i, "] is ", t.scalar_type(), " of shape ",
+                      t.sizes(), " on ", t.device(), "; tensors[0] is ", first.scalar_type(),
+                      " of shape ", first.sizes(), " on ", first.device(),
+                      " (members differ only in their ", ragged_dims, " ragged dims)");
+    std::vector<int64_t> row_shape{-1};
+    row_shape.insert(row_shape.end(), feature.begin(), feature.end());
+    rows.push_back(t.reshape(row_shape));
+    shapes.insert(shapes.end(), t.sizes().begin(), t.sizes().begin() + ragged_dims);
+  }
+  const at::Tensor shape_per_tensor =
+      at::tensor(shapes, at::kLong).view({static_cast<int64_t>(tensors.size()), ragged_dims});
+  return RaggedTensor(at::cat(rows), first_idx_of(shape_per_tensor), shape_per_tensor, true);
+}
+
+RaggedTensor RaggedTensor::from_padded(const at::Tensor& padded, const at::Tensor& shape_per_tensor,
+                                       std::string_view padding_side) {
+  at::Tensor shapes = shape_per_tensor.to(at::kCPU, at::kLong);
+  if (shapes.dim() == 1) shapes = shapes.unsqueeze(1);
+  TORCH_CHECK_VALUE(shapes.dim() == 2, kWhere,
+                    ".from_padded: shape_per_tensor must be (B,) or (B, k), got shape ",
+                    shapes.sizes());
+  const int64_t k = shapes.size(1);
+  TORCH_CHECK_VALUE(padded.defined() && padded.dim() >= 1 + k && padded.size(0) == shapes.size(0),
+                    kWhere, ".from_padded: padded must be (B = ", shapes.size(0), ", *max_shape (",
+                    k, " dims), *feature)");
+  const at::IntArrayRef feature = padded.sizes().slice(1 + k);
+  std::vector<int64_t> flat_shape(padded.sizes().begin(), padded.sizes().begin() + 1 + k);
+  flat_shape.push_back(product(feature));
+  const at::Tensor packed = padded_to_packed(padded.reshape(flat_shape), shapes, padding_side,
+                                             shapes.prod(1).sum().item<int64_t>());
+  std::vector<int64_t> row_shape{-1};
+  row_shape.insert(row_shape.end(), feature.begin(), feature.end());
+  return RaggedTensor(packed.view(row_shape), first_idx_of(shapes), shapes, true);
+}
+
+at::Tensor RaggedTensor::padded(const at::Scalar& padding_value, at::OptionalIntArrayRef max_shape,
+                                std::string_view padding_side) const {
+  const at::IntArrayRef feature = values_.sizes().slice(1);
+  const at::Tensor out =
+      packed_to_padded(values_.reshape({values_.size(0), product(feature)}), shape_per_tensor_,
+                       first_idx_, padding_value, max_shape, padding_side);
+  std::vector<int64_t> shape(out.sizes().begin(), out.sizes().end() - 1);
+  shape.insert(shape.end(), feature.begin(), feature.end());
+  return out.view(shape);
+}
+
+std::vector<int64_t> RaggedTensor::member_shape(int64_t b) const {
+  const at::Tensor sizes = shape_per_tensor_[b].contiguous();
+  std::vector<int64_t> shape(sizes.const_data_ptr<int64_t>(),
+                             sizes.const_data_ptr<int64_t>() + sizes.numel());
+  shape.insert(shape.end(), values_.sizes().begin() + 1, values_.sizes().end());
+  return shape;
+}
+
+std::vector<at::Tensor> RaggedTensor::list() const {
+  std::vector<at::Tensor> members;
+  members.reserve(size());
+  for (int64_t b = 0; b < size(); ++b) members.push_back((*this)[b]);
+  return members;
+}
+
+at::Tensor RaggedTensor::operator[](int64_t b) const {
+  TORCH_CHECK_INDEX(b >= -size() && b < size(), kWhere, "[]: index ", b, " is out of range for ",
+                    size(), " members");
+  if (b < 0) b += size();
+  const int64_t* offsets = first_idx_.const_data_ptr<int64_t>();
+  return values_.slice(0, offsets[b], offsets[b + 1]).view(member_shape(b));
+}
+
+RaggedTensor RaggedTensor::index_select(const at::Tensor& index) const {
+  auto [values, first_idx] = ragged_index_select(values_, first_idx_, index);
+  const at::Tensor picks = index.to(at::kCPU, at::kLong);
+  const at::Tensor wrapped = at::where(picks < 0, picks + size(), picks);  // checked by the op
+  return RaggedTensor(values, first_idx, shape_per_tensor_.index_select(0, wrapped), true);
+}
+
+at::Tensor RaggedTensor::sum() const { return segment_sum(values_, first_idx_); }
+at::Tensor RaggedTensor::mean() const { return segment_mean(values_, first_idx_); }
+at::Tensor RaggedTensor::amax() const { return std::get<0>(segment_max(values_, first_idx_)); }
+at::Tensor RaggedTensor::amin() const { return std::get<0>(segment_min(values_, first_idx_)); }
+RaggedTensor RaggedTensor::softmax() const {
+  return with_values(segment_softmax(values_, first_idx_));
+}
+RaggedTensor RaggedTensor::log_softmax() const {
+  return with_values(segment_log_softmax(values_, first_idx_));
+}
+
+RaggedTensor RaggedTensor::with_values(at::Tensor values) const {
+  TORCH_CHECK_VALUE(values.defined() && values.dim() >= 1 && values.size(0) == values_.size(0),
+                    kWhere, ".with_values: values must have ", values_.size(0), " rows");
+  return RaggedTensor(std::move(values), first_idx_, shape_per_tensor_, true);
+}
+
+RaggedTensor RaggedTensor::to(const at::TensorOptions& options) const {
+  return with_values(values_.to(options));
+}
+
+}  // namespace torch_ragged

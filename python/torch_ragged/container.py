@@ -1,0 +1,974 @@
+"""Containers for ragged data: :class:`RaggedTensor` (one packed buffer) and :class:`LazyStack` (records kept
+separate, read through the library's kernels), plus :class:`RaggedCollate` for ``torch.utils.data.DataLoader``.
+
+A RaggedTensor holds B members of shapes ``(*s_b, *feature)``: ``k`` leading *ragged* dims ``s_b`` whose sizes
+differ from member to member (k = 1 for point clouds and token sequences, k = 2 for images of different sizes)
+and common ``feature`` dims. They live in one packed buffer ``values (rows, *feature)`` with rows = sum_b
+prod(s_b), member b at rows ``first_idx[b]:first_idx[b + 1]``; ``shape_per_tensor (B, k)`` keeps each member's
+ragged sizes (Kaolin's layout). ``first_idx`` and ``shape_per_tensor`` are small int64 tensors kept on the CPU
+(reading them never synchronises a GPU); ``values`` lives on any device. See docs/container.md.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import numbers
+from collections.abc import Mapping, Sequence
+
+import torch
+import torch.utils._pytree as pytree
+
+from .segment import SegmentExtremum
+
+__all__ = ["LazyStack", "RaggedCollate", "RaggedTensor", "collate"]
+
+_ops = torch.ops.torch_ragged
+
+
+def _error(kind, where: str, message: str):
+    return kind(f"torch_ragged.{where}: {message}")
+
+
+# ---- elementwise functions: which torch functions act on the packed values ----
+
+_NOT_ELEMENTWISE, _ELEMENTWISE, _ELEMENTWISE_IN_PLACE = 0, 1, 2
+
+
+@torch.compiler.assume_constant_result  # torch.compile calls it eagerly: a fact about torch, not about data
+def _function_kind(func) -> int:
+    name = getattr(func, "__name__", "")
+    if not _is_pointwise_op(name):
+        return _NOT_ELEMENTWISE
+    return _ELEMENTWISE_IN_PLACE if name.endswith("_") and not name.endswith("__") else _ELEMENTWISE
+
+
+@torch.compiler.assume_constant_result
+def _is_elementwise_method(name: str) -> bool:
+    return not name.startswith("_") and _is_pointwise_op(name) and hasattr(torch.Tensor, name)
+
+
+@functools.cache
+def _is_pointwise_op(name: str) -> bool:
+    """Whether the aten op called `name` is tagged pointwise (then it maps values to values row by row)."""
+    candidates = [name]
+    if name.startswith("__") and name.endswith("__"):
+        bare = name[2:-2]
+        # __radd__ -> add, __iadd__ -> add_
+        candidates = [bare, bare[1:] if bare.startswith("r") else bare,
+                      bare[1:] + "_" if bare.startswith("i") else bare]
+    for candidate in candidates:
+        packet = getattr(torch.ops.aten, candidate, None)
+        if packet is not None and any(torch.Tag.pointwise in getattr(packet, o).tags for o in packet.overloads()):
+            return True
+    return False
+
+
+def _elementwise(func, args, kwargs, in_place: bool):
+    """func over the values of the RaggedTensors among args (one structure), the result rewrapped."""
+    template = next(a for a in pytree.tree_leaves((args, kwargs), is_leaf=_is_ragged) if _is_ragged(a))
+
+    def unwrap(a):
+        if not isinstance(a, RaggedTensor):
+            return a
+        if a is not template and not template._same_structure(a):
+            raise _error(ValueError, "RaggedTensor", "elementwise math needs RaggedTensors of one structure (the "
+                         "same members' shapes)")
+        return a.values
+
+    out = func(*pytree.tree_map(unwrap, args, is_leaf=_is_ragged),
+               **pytree.tree_map(unwrap, kwargs, is_leaf=_is_ragged))
+    if in_place:  # the values changed; the object is the same
+        return args[0]
+    rows = template.values.shape[0]
+    return pytree.tree_map(
+        lambda t: template.with_values(t) if isinstance(t, torch.Tensor) and t.dim() >= 1 and t.shape[0] == rows
+        else t, out)
+
+
+def _binary(func, reflected: bool = False):
+    if reflected:
+        return lambda self, other: _elementwise(func, (other, self), {}, False)
+    return lambda self, other: _elementwise(func, (self, other), {}, False)
+
+
+def _unary(func):
+    return lambda self: _elementwise(func, (self,), {}, False)
+
+
+class RaggedTensor:
+    """B tensors of shapes ``(*s_b, *feature)`` in one packed buffer; see the module docstring.
+
+    Build one with :meth:`from_list`, :meth:`from_padded`, :meth:`from_packed` or :meth:`from_nested`.
+    Read it as :meth:`padded`, :attr:`values` (packed), :meth:`list` (views), :meth:`to_nested` (zero copy) or
+    :meth:`mask`. ``r[i]`` is member i (a view), ``r[a:b]`` a view, ``r[index]`` a copy (one kernel).
+    Elementwise torch functions and operators apply to the values; :meth:`sum`, :meth:`mean`, :meth:`amax`,
+    :meth:`amin` reduce each member to ``(B, *feature)``; :meth:`softmax` / :meth:`log_softmax` normalise within
+    each member. Everything is differentiable through ``values``.
+    """
+
+    def __init__(self, values: torch.Tensor, first_idx: torch.Tensor, shape_per_tensor: torch.Tensor | None = None,
+                 *, validate: bool = True):
+        if validate:
+            values, first_idx, shape_per_tensor = _checked_parts(values, first_idx, shape_per_tensor)
+        elif shape_per_tensor is None:
+            shape_per_tensor = first_idx.diff().unsqueeze(1)
+        self._values = values
+        self._first_idx = first_idx
+        self._shape_per_tensor = shape_per_tensor
+        self._pending: list[torch.Tensor] = []  # members appended since the last read (packed lazily)
+        self._offsets_list: list[int] | None = None
+
+    # ---- constructors ----
+
+    @classmethod
+    def from_list(cls, tensors: Sequence[torch.Tensor], ragged_dims: int = 1) -> RaggedTensor:
+        """Packs tensors of shapes ``(*s_b, *feature)`` (``ragged_dims`` = len(s_b)) with one copy."""
+        where = "RaggedTensor.from_list"
+        tensors = list(tensors)
+        if not tensors:
+            raise _error(ValueError, where, "tensors must hold at least one tensor (the dtype and feature shape of "
+                         "an empty batch are unknown); build an empty one with from_packed")
+        _check_ragged_dims(where, ragged_dims)
+        first = tensors[0]
+        if isinstance(first, torch.Tensor) and first.dim() == ragged_dims + 1:
+            # One feature dim: Kaolin's list_to_packed (a C++ loop, checks included) is the whole job.
+            try:
+                values, shapes = _ops.list_to_packed(tensors)
+            except (RuntimeError, TypeError, ValueError):
+                _check_members(where, "tensors", tensors, ragged_dims)  # names the culprit, else:
+                raise
+            return cls(values, _first_idx_of(shapes), shapes, validate=False)
+        _check_members(where, "tensors", tensors, ragged_dims)
+        feature = first.shape[ragged_dims:]
+        values = torch.cat([t.reshape(-1, *feature) for t in tensors])
+        shapes = torch.tensor([t.shape[:ragged_dims] for t in tensors], dtype=torch.long).view(len(tensors),
+                                                                                                 ragged_dims)
+        return cls(values, _first_idx_of(shapes), shapes, validate=False)
+
+    @classmethod
+    def from_padded(cls, padded: torch.Tensor, lengths: torch.Tensor | Sequence, padding_side: str = "right"
+                    ) -> RaggedTensor:
+        """From ``padded (B, *M, *feature)`` and the members' sizes: ``lengths`` (B,) for one ragged dim, or
+        ``(B, k)`` for k ragged dims (Kaolin's shape_per_tensor)."""
+        where = "RaggedTensor.from_padded"
+        shapes = torch.as_tensor(lengths, dtype=torch.long, device="cpu")
+        if shapes.dim() == 1:
+            shapes = shapes.unsqueeze(1)
+        if shapes.dim() != 2:
+            raise _error(ValueError, where, f"lengths must be (B,) or (B, k), got shape {tuple(shapes.shape)}")
+        k = shapes.shape[1]
+        if not isinstance(padded, torch.Tensor) or padded.dim() < 1 + k or padded.shape[0] != shapes.shape[0]:
+            raise _error(ValueError, where, f"padded must be a tensor (B = {shapes.shape[0]}, *max_shape ({k} dims), "
+                         f"*feature), got {_describe(padded)}")
+        feature = padded.shape[1 + k:]
+        flat = padded.reshape(*padded.shape[:1 + k], math.prod(feature))
+        rows = int(shapes.prod(1).sum()) if not _is_symbolic(shapes) else None
+        values = _ops.padded_to_packed(flat, shapes, padding_side, rows)
+        return cls(values.view(-1, *feature), _first_idx_of(shapes), shapes, validate=False)
+
+    @classmethod
+    def from_packed(cls, values: torch.Tensor, first_idx: torch.Tensor | Sequence | None = None, *,
+                    lengths: torch.Tensor | Sequence | None = None,
+                    shape_per_tensor: torch.Tensor | None = None) -> RaggedTensor:
+        """From ``values (rows, *feature)`` and either ``first_idx`` (B + 1 offsets) or ``lengths`` (B rows
+        each); ``shape_per_tensor (B, k)`` gives members k ragged dims (default: one, of their row counts)."""
+        where = "RaggedTensor.from_packed"
+        if (first_idx is None) == (lengths is None):
+            raise _error(ValueError, where, "give exactly one of first_idx and lengths")
+        if lengths is not None:
+            counts = torch.as_tensor(lengths, device="cpu")
+            if counts.dim() != 1 or counts.is_floating_point():
+                raise _error(ValueError, where, f"lengths must be a 1-D integer sequence, got {_describe(counts)}")
+            first_idx = _ops.get_first_idx(counts.long(), True)
+        return cls(values, torch.as_tensor(first_idx), shape_per_tensor)
+
+    @classmethod
+    def from_nested(cls, nested: torch.Tensor) -> RaggedTensor:
+        """From a ``torch.nested`` jagged tensor (layout ``torch.jagged``, ragged dim 1): shares its values."""
+        where = "RaggedTensor.from_nested"
+        if not isinstance(nested, torch.Tensor) or not nested.is_nested or nested.layout != torch.jagged:
+            raise _error(TypeError, where, f"nested must be a torch.jagged nested tensor, got {_describe(nested)}")
+        if nested._ragged_idx != 1:
+            raise _error(ValueError, where, f"the ragged dim must be dim 1, got dim {nested._ragged_idx}")
+        offsets = nested.offsets().to("cpu", torch.long)
+        return cls(nested.values(), offsets, None, validate=False)
+
+    # ---- structure ----
+
+    @property
+    def values(self) -> torch.Tensor:
+        """The packed buffer ``(rows, *feature)``."""
+        self._pack_pending()
+        return self._values
+
+    @property
+    def first_idx(self) -> torch.Tensor:
+        """``(B + 1,)`` int64 on the CPU: member b is ``values[first_idx[b]:first_idx[b + 1]]``."""
+        self._pack_pending()
+        return self._first_idx
+
+    @property
+    def shape_per_tensor(self) -> torch.Tensor:
+        """``(B, k)`` int64 on the CPU: each member's ragged sizes."""
+        self._pack_pending()
+        return self._shape_per_tensor
+
+    @property
+    def lengths(self) -> torch.Tensor:
+        """Rows per member, ``(B,)`` int64 on the CPU."""
+        return self.first_idx.diff()
+
+    @property
+    def ragged_dims(self) -> int:
+        return self._shape_per_tensor.shape[1]
+
+    @property
+    def feature_shape(self) -> torch.Size:
+        return self._values.shape[1:]
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self._values.dtype
+
+    @property
+    def device(self) -> torch.device:
+        return self._values.device
+
+    @property
+    def requires_grad(self) -> bool:
+        return self._values.requires_grad
+
+    @property
+    def shape(self) -> torch.Size:
+        """``(B, *ragged, *feature)`` with -1 for each ragged dim whose size differs between members."""
+        spt = self.shape_per_tensor
+        ragged = [int(col[0]) if len(col) and bool((col == col[0]).all()) else -1 for col in spt.unbind(1)]
+        return torch.Size([len(self), *ragged, *self.feature_shape])
+
+    def size(self, dim: int | None = None):
+        return self.shape if dim is None else self.shape[dim]
+
+    def dim(self) -> int:
+        return 1 + self.ragged_dims + len(self.feature_shape)
+
+    ndim = property(dim)
+
+    def __len__(self) -> int:
+        return self._shape_per_tensor.shape[0] + len(self._pending)
+
+    def numel(self) -> int:
+        return self.values.numel()
+
+    def __repr__(self) -> str:
+        grad = ", requires_grad=True" if self.requires_grad else ""
+        lengths = self.lengths.tolist() if len(self) <= 8 else "..."
+        return (f"RaggedTensor(shape={tuple(self.shape)}, lengths={lengths}, "
+                f"dtype={self.dtype}, device={self.device}{grad})")
+
+    def _offsets(self) -> list[int]:
+        self._pack_pending()
+        if self._offsets_list is None:
+            self._offsets_list = self._first_idx.tolist()
+        return self._offsets_list
+
+    def _member_shape(self, b: int) -> list[int]:
+        return [*self._shape_per_tensor[b].tolist(), *self.feature_shape]
+
+    def with_values(self, values: torch.Tensor) -> RaggedTensor:
+        """The same members' structure over new values ``(rows, *any feature)``."""
+        if not isinstance(values, torch.Tensor) or values.dim() < 1 or values.shape[0] != self.values.shape[0]:
+            raise _error(ValueError, "RaggedTensor.with_values", f"values must have {self.values.shape[0]} rows, "
+                         f"got {_describe(values)}")
+        return RaggedTensor(values, self._first_idx, self._shape_per_tensor, validate=False)
+
+    # ---- views ----
+
+    def packed(self) -> torch.Tensor:
+        """The packed buffer ``(rows, *feature)`` (Kaolin's packed tensor when feature is one dim)."""
+        return self.values
+
+    def padded(self, padding_value=0, max_shape=None, padding_side: str = "right") -> torch.Tensor:
+        """``(B, *max_shape, *feature)``, members at the start (``"right"``) or the end (``"left"``) of every
+        ragged dim; ``max_shape`` entries None / -1 take the largest member's size (never truncates)."""
+        values = self.values
+        feature = values.shape[1:]
+        flat = values.reshape(values.shape[0], math.prod(feature))
+        if max_shape is not None:
+            max_shape = [-1 if m is None else int(m) for m in max_shape]
+        out = _ops.packed_to_padded(flat, self._shape_per_tensor, self._first_idx, padding_value, max_shape,
+                                    padding_side)
+        return out.view(*out.shape[:-1], *feature)
+
+    def list(self) -> list[torch.Tensor]:
+        """The members, as views of the values."""
+        offsets = self._offsets()
+        counts = [hi - lo for lo, hi in zip(offsets, offsets[1:], strict=False)]
+        parts = self._values.split(counts)
+        if self.ragged_dims == 1:
+            return list(parts)
+        return [part.view(self._member_shape(b)) for b, part in enumerate(parts)]
+
+    def __iter__(self):
+        return iter(self.list())
+
+    def to_nested(self) -> torch.Tensor:
+        """A ``torch.jagged`` nested tensor sharing the values (one ragged dim only), ``max_seqlen`` set."""
+        if self.ragged_dims != 1:
+            raise _error(ValueError, "RaggedTensor.to_nested", "torch.nested's jagged layout has one ragged dim; this "
+                         f"RaggedTensor has {self.ragged_dims} (read it with padded() or list())")
+        lengths = self.lengths
+        return torch.nested.nested_tensor_from_jagged(
+            self._values, self._first_idx.to(self._values.device),
+            min_seqlen=int(lengths.min()) if len(lengths) else 0, max_seqlen=int(lengths.max()) if len(lengths) else 0)
+
+    def mask(self, max_shape=None, padding_side: str = "right") -> torch.Tensor:
+        """``(B, *max_shape)`` bool: True where :meth:`padded` holds a member's element."""
+        where = "RaggedTensor.mask"
+        if padding_side not in ("right", "left"):
+            raise _error(ValueError, where, f'padding_side must be "right" or "left", got "{padding_side}"')
+        spt = self.shape_per_tensor
+        largest = spt.amax(0).tolist() if len(spt) else [0] * self.ragged_dims
+        sizes = largest if max_shape is None else [
+            m if m not in (None, -1) else d for m, d in zip(max_shape, largest, strict=False)]
+        if len(sizes) != self.ragged_dims or any(m < d for m, d in zip(sizes, largest, strict=False)):
+            raise _error(ValueError, where, f"max_shape must have {self.ragged_dims} entries, each >= the largest "
+                         f"member's size {largest}, got {list(max_shape)}")
+        spt = spt.to(self.device)
+        mask = torch.ones((len(spt),) + (1,) * len(sizes), dtype=torch.bool, device=self.device)
+        for d, size in enumerate(sizes):
+            positions = torch.arange(size, device=self.device).view([1] * (d + 1) + [size] + [1] * (len(sizes) - d - 1))
+            extent = spt[:, d].view([-1] + [1] * len(sizes))
+            inside = positions < extent if padding_side == "right" else positions >= size - extent
+            mask = mask & inside
+        return mask
+
+    # ---- indexing ----
+
+    def __getitem__(self, key):
+        if isinstance(key, tuple):
+            if not key or not isinstance(key[0], numbers.Integral):
+                raise _error(TypeError, "RaggedTensor.__getitem__", "a tuple key must start with a member index "
+                             f"(an int), got {key!r}")
+            return self[key[0]][key[1:]]
+        if isinstance(key, numbers.Integral) or (isinstance(key, torch.Tensor) and key.dim() == 0
+                                                   and not key.dtype.is_floating_point and key.dtype != torch.bool):
+            return self._member(int(key))
+        if isinstance(key, slice) and key.step in (None, 1):
+            return self._slice(*key.indices(len(self))[:2])
+        return self.index_select(_index_tensor(key, len(self)))
+
+    def _member(self, i: int) -> torch.Tensor:
+        n = len(self)
+        if not -n <= i < n:
+            raise _error(IndexError, "RaggedTensor.__getitem__", f"index {i} is out of range for {n} members")
+        i %= n
+        offsets = self._offsets()
+        return self._values[offsets[i]:offsets[i + 1]].view(self._member_shape(i))
+
+    def _slice(self, start: int, stop: int) -> RaggedTensor:
+        stop = max(start, stop)
+        offsets = self._offsets()
+        values = self._values[offsets[start]:offsets[stop]]
+        first_idx = self._first_idx[start:stop + 1] - offsets[start]
+        return RaggedTensor(values, first_idx, self._shape_per_tensor[start:stop], validate=False)
+
+    def index_select(self, index: torch.Tensor) -> RaggedTensor:
+        """Members ``index`` (1-D integer, negatives count from the end, repeats allowed), packed by one kernel."""
+        self._pack_pending()
+        values, first_idx = _ops.ragged_index_select(self._values, self._first_idx, index)
+        picks = index.to("cpu", torch.long)
+        picks = torch.where(picks < 0, picks + len(self), picks)  # in range: the op checked
+        return RaggedTensor(values, first_idx, self._shape_per_tensor.index_select(0, picks), validate=False)
+
+    # ---- growing ----
+
+    def append(self, member: torch.Tensor) -> None:
+        """Adds a member; it is packed (with every other pending one, in one copy) on the next read."""
+        self.extend([member])
+
+    def extend(self, members) -> None:
+        """Adds members (tensors, or a RaggedTensor's members); packed in one copy on the next read."""
+        members = members.list() if isinstance(members, RaggedTensor) else list(members)
+        spec = (self.feature_shape, self.dtype, self.device)
+        for i, member in enumerate(members):
+            _check_member("RaggedTensor.extend", f"members[{i}]", member, self.ragged_dims, spec)
+        self._pending.extend(members)
+
+    def _pack_pending(self) -> None:
+        if not self._pending:
+            return
+        pending, self._pending = self._pending, []
+        feature = self._values.shape[1:]
+        k = self._shape_per_tensor.shape[1]
+        self._values = torch.cat([self._values, *(m.reshape(-1, *feature) for m in pending)])
+        shapes = torch.tensor([m.shape[:k] for m in pending], dtype=torch.long).view(len(pending), k)
+        self._first_idx = torch.cat([self._first_idx, self._first_idx[-1] + shapes.prod(1).cumsum(0)])
+        self._shape_per_tensor = torch.cat([self._shape_per_tensor, shapes])
+        self._offsets_list = None
+
+    @staticmethod
+    def cat(ragged: Sequence[RaggedTensor]) -> RaggedTensor:
+        """Members of several RaggedTensors, in order (one copy of the values)."""
+        where = "RaggedTensor.cat"
+        ragged = list(ragged)
+        if not ragged or not all(isinstance(r, RaggedTensor) for r in ragged):
+            raise _error(TypeError, where, "expects a non-empty sequence of RaggedTensors")
+        head = ragged[0]
+        for i, r in enumerate(ragged[1:], 1):
+            if (r.ragged_dims, r.feature_shape, r.dtype, r.device) != (head.ragged_dims, head.feature_shape,
+                                                                        head.dtype, head.device):
+                raise _error(ValueError, where, f"ragged[{i}] has ragged_dims={r.ragged_dims}, feature shape "
+                             f"{tuple(r.feature_shape)}, {r.dtype} on {r.device}; ragged[0] has "
+                             f"ragged_dims={head.ragged_dims}, {tuple(head.feature_shape)}, {head.dtype} on "
+                             f"{head.device}")
+        shapes = torch.cat([r.shape_per_tensor for r in ragged])
+        return RaggedTensor(torch.cat([r.values for r in ragged]), _first_idx_of(shapes), shapes, validate=False)
+
+    # ---- devices, dtypes, autograd ----
+
+    def to(self, *args, **kwargs) -> RaggedTensor:
+        return self.with_values(self.values.to(*args, **kwargs))
+
+    def cuda(self, *args, **kwargs) -> RaggedTensor:
+        return self.with_values(self.values.cuda(*args, **kwargs))
+
+    def cpu(self) -> RaggedTensor:
+        return self.with_values(self.values.cpu())
+
+    def pin_memory(self) -> RaggedTensor:
+        """Pins the values (DataLoader(pin_memory=True) calls this); the CPU metadata is small and stays as is."""
+        return self.with_values(self.values.pin_memory())
+
+    def detach(self) -> RaggedTensor:
+        return self.with_values(self.values.detach())
+
+    def clone(self) -> RaggedTensor:
+        return RaggedTensor(self.values.clone(), self._first_idx.clone(), self._shape_per_tensor.clone(),
+                            validate=False)
+
+    def requires_grad_(self, requires_grad: bool = True) -> RaggedTensor:
+        self.values.requires_grad_(requires_grad)
+        return self
+
+    @property
+    def grad(self) -> RaggedTensor | None:
+        grad = self.values.grad
+        return None if grad is None else self.with_values(grad)
+
+    # ---- per-member reductions (segment core) ----
+
+    def sum(self) -> torch.Tensor:
+        """Each member's sum over its ragged dims: ``(B, *feature)`` (0 for empty members)."""
+        return _ops.segment_sum(self.values, self._first_idx)
+
+    def mean(self) -> torch.Tensor:
+        """Each member's mean over its ragged dims: ``(B, *feature)`` (0 for empty members)."""
+        return _ops.segment_mean(self.values, self._first_idx)
+
+    def amax(self) -> torch.Tensor:
+        """Each member's max over its ragged dims: ``(B, *feature)`` (0 for empty members)."""
+        return _ops.segment_max(self.values, self._first_idx)[0]
+
+    def amin(self) -> torch.Tensor:
+        """Each member's min over its ragged dims: ``(B, *feature)`` (0 for empty members)."""
+        return _ops.segment_min(self.values, self._first_idx)[0]
+
+    def max(self) -> SegmentExtremum:
+        """``(values, arg)``: each member's max ``(B, *feature)`` and its row within the member (-1 if empty)."""
+        return self._extremum(_ops.segment_max)
+
+    def min(self) -> SegmentExtremum:
+        """``(values, arg)``: each member's min ``(B, *feature)`` and its row within the member (-1 if empty)."""
+        return self._extremum(_ops.segment_min)
+
+    def _extremum(self, op) -> SegmentExtremum:
+        values, arg = op(self.values, self._first_idx)
+        starts = self._first_idx[:-1].to(arg.device).view([-1] + [1] * (arg.dim() - 1))
+        return SegmentExtremum(values, torch.where(arg >= 0, arg - starts, arg))
+
+    def softmax(self) -> RaggedTensor:
+        """Softmax within each member (over its ragged dims), per feature column."""
+        return self.with_values(_ops.segment_softmax(self.values, self._first_idx))
+
+    def log_softmax(self) -> RaggedTensor:
+        return self.with_values(_ops.segment_log_softmax(self.values, self._first_idx))
+
+    def broadcast_members(self, per_member: torch.Tensor) -> RaggedTensor:
+        """A RaggedTensor of this structure whose member b repeats ``per_member[b]`` on every row:
+        ``r - r.broadcast_members(r.mean())`` centres each member."""
+        return self.with_values(_ops.segment_expand(per_member, self._first_idx, self.values.shape[0]))
+
+    # ---- elementwise math: torch functions tagged pointwise act on the values ----
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        kind = _function_kind(func)
+        if kind == _NOT_ELEMENTWISE:
+            raise _error(TypeError, "RaggedTensor", f"{getattr(func, '__name__', func)} is not elementwise, so it "
+                         "does not apply to a RaggedTensor; use its methods (sum, mean, amax, softmax, ...), or "
+                         ".values / .padded()")
+        return _elementwise(func, args, kwargs or {}, kind == _ELEMENTWISE_IN_PLACE)
+
+    def __getattr__(self, name: str):
+        # Tensor methods that are elementwise (r.sin(), r.relu(), r.clamp_(0), ...) act on the values.
+        if not _is_elementwise_method(name):
+            raise AttributeError(f"'RaggedTensor' object has no attribute '{name}'")
+
+        def method(*args, **kwargs):
+            out = getattr(self.values, name)(*args, **kwargs)
+            return self if name.endswith("_") else self.with_values(out)
+
+        return method
+
+    def float(self) -> RaggedTensor:
+        return self.to(torch.float32)
+
+    def double(self) -> RaggedTensor:
+        return self.to(torch.float64)
+
+    def half(self) -> RaggedTensor:
+        return self.to(torch.float16)
+
+    def long(self) -> RaggedTensor:
+        return self.to(torch.int64)
+
+    def _same_structure(self, other: RaggedTensor) -> bool:
+        if self.first_idx is other.first_idx and self.shape_per_tensor is other.shape_per_tensor:
+            return True
+        return (self.shape_per_tensor.shape == other.shape_per_tensor.shape
+                and torch.equal(self.first_idx, other.first_idx)
+                and torch.equal(self.shape_per_tensor, other.shape_per_tensor))
+
+    # Operators go straight to _elementwise (torch.compile traces them without the __torch_function__ hop).
+    __add__, __radd__ = _binary(torch.add), _binary(torch.add, reflected=True)
+    __sub__, __rsub__ = _binary(torch.sub), _binary(torch.sub, reflected=True)
+    __mul__, __rmul__ = _binary(torch.mul), _binary(torch.mul, reflected=True)
+    __truediv__, __rtruediv__ = _binary(torch.div), _binary(torch.div, reflected=True)
+    __floordiv__, __mod__ = _binary(torch.floor_divide), _binary(torch.remainder)
+    __pow__, __rpow__ = _binary(torch.pow), _binary(torch.pow, reflected=True)
+    __lt__, __le__, __gt__, __ge__ = _binary(torch.lt), _binary(torch.le), _binary(torch.gt), _binary(torch.ge)
+    __and__, __or__, __xor__ = _binary(torch.bitwise_and), _binary(torch.bitwise_or), _binary(torch.bitwise_xor)
+    __neg__, __abs__, __invert__ = _unary(torch.neg), _unary(torch.abs), _unary(torch.bitwise_not)
+
+    # ---- pickling (torch.save / torch.load, DataLoader workers) ----
+
+    def __getstate__(self):
+        return {"values": self.values, "first_idx": self._first_idx, "shape_per_tensor": self._shape_per_tensor}
+
+    def __setstate__(self, state):
+        # A loaded file is input like any other: check it before use.
+        self.__init__(state["values"], state["first_idx"], state["shape_per_tensor"])
+
+
+torch.serialization.add_safe_globals([RaggedTensor])
+
+
+def _flatten(r: RaggedTensor):
+    return [r.values, r.first_idx, r.shape_per_tensor], None
+
+
+def _unflatten(children, _context) -> RaggedTensor:
+    return RaggedTensor(*children, validate=False)
+
+
+pytree.register_pytree_node(RaggedTensor, _flatten, _unflatten,
+                            serialized_type_name="torch_ragged.RaggedTensor")
+
+
+# ---- argument checks ----
+
+def _is_ragged(x) -> bool:
+    return isinstance(x, RaggedTensor)
+
+
+def _describe(x) -> str:
+    if isinstance(x, torch.Tensor):
+        return f"a {x.dtype} tensor of shape {tuple(x.shape)} on {x.device}"
+    return f"{type(x).__name__}"
+
+
+def _is_symbolic(t: torch.Tensor) -> bool:
+    return isinstance(t, torch._subclasses.FakeTensor) or t.device.type == "meta"
+
+
+def _check_ragged_dims(where: str, ragged_dims) -> None:
+    if not isinstance(ragged_dims, numbers.Integral) or ragged_dims < 1:
+        raise _error(ValueError, where, f"ragged_dims must be an int >= 1, got {ragged_dims!r}")
+
+
+def _check_member(where: str, arg: str, t, ragged_dims: int, spec) -> None:
+    """A member: a tensor with >= ragged_dims dims and, given spec = (feature, dtype, device), the others'."""
+    if not isinstance(t, torch.Tensor):
+        raise _error(TypeError, where, f"{arg} must be a tensor, got {type(t).__name__}")
+    if t.dim() < ragged_dims:
+        raise _error(ValueError, where, f"{arg} must have at least ragged_dims = {ragged_dims} dims, got shape "
+                     f"{tuple(t.shape)}")
+    if spec is None:
+        return
+    feature, dtype, device = spec
+    if t.shape[ragged_dims:] != feature:
+        raise _error(ValueError, where, f"{arg} has shape {tuple(t.shape)}: after its {ragged_dims} ragged dims "
+                     f"its feature shape must be {tuple(feature)}, like the others'")
+    if t.dtype != dtype or t.device != device:
+        raise _error(ValueError, where, f"{arg} is {t.dtype} on {t.device}; the others are {dtype} on {device}")
+
+
+def _check_members(where: str, arg: str, tensors: list, ragged_dims: int) -> None:
+    first = tensors[0]
+    _check_member(where, f"{arg}[0]", first, ragged_dims, None)
+    spec = (first.shape[ragged_dims:], first.dtype, first.device)
+    for i, t in enumerate(tensors[1:], 1):
+        _check_member(where, f"{arg}[{i}]", t, ragged_dims, spec)
+
+
+def _first_idx_of(shapes: torch.Tensor) -> torch.Tensor:
+    return _ops.get_first_idx(shapes.prod(1), True)
+
+
+def _checked_parts(values, first_idx, shape_per_tensor):
+    where = "RaggedTensor"
+    if not isinstance(values, torch.Tensor) or values.dim() < 1:
+        raise _error(ValueError, where, f"values must be a tensor (rows, *feature), got {_describe(values)}")
+    if not isinstance(first_idx, torch.Tensor) or first_idx.dim() != 1 or first_idx.numel() < 1 \
+            or first_idx.is_floating_point() or first_idx.dtype == torch.bool:
+        raise _error(ValueError, where, f"first_idx must be a 1-D integer tensor of B + 1 offsets, got "
+                     f"{_describe(first_idx)}")
+    first_idx = first_idx.to("cpu", torch.long)
+    counts = first_idx.diff()
+    if first_idx[0] != 0 or bool((counts < 0).any()) or first_idx[-1] != values.shape[0]:
+        raise _error(ValueError, where, f"first_idx must rise from 0 to values.shape[0] = {values.shape[0]}, got "
+                     f"{first_idx.tolist() if first_idx.numel() <= 16 else _describe(first_idx)}")
+    if shape_per_tensor is None:
+        return values, first_idx, counts.unsqueeze(1)
+    spt = torch.as_tensor(shape_per_tensor).to("cpu", torch.long)
+    if spt.dim() != 2 or spt.shape[0] != counts.numel() or spt.shape[1] < 1 or bool((spt < 0).any()) \
+            or not torch.equal(spt.prod(1), counts):
+        raise _error(ValueError, where, f"shape_per_tensor must be (B = {counts.numel()}, k >= 1) non-negative "
+                     "sizes whose products are the members' row counts (first_idx.diff())")
+    return values, first_idx, spt
+
+
+def _index_tensor(key, n: int) -> torch.Tensor:
+    where = "RaggedTensor.__getitem__"
+    if isinstance(key, slice):
+        return torch.arange(*key.indices(n))
+    index = torch.as_tensor(key) if not isinstance(key, torch.Tensor) else key
+    if index.numel() == 0 and not isinstance(key, torch.Tensor):
+        index = index.long()  # [] is a float tensor
+    if index.dtype == torch.bool:
+        if index.shape != (n,):
+            raise _error(IndexError, where, f"a boolean mask must have shape ({n},), got {tuple(index.shape)}")
+        return index.nonzero().view(-1)
+    if index.dim() != 1 or index.is_floating_point() or index.is_complex():
+        raise _error(IndexError, where, f"index must be an int, a slice, a 1-D integer / boolean tensor or a list of "
+                     f"ints, got {_describe(index) if isinstance(key, torch.Tensor) else repr(key)}")
+    if index.numel() == 0:
+        return index.long()
+    return index
+
+
+# ---- LazyStack: records kept separate, fields read in one kernel launch ----
+
+def _read_field(record, key):
+    if isinstance(key, tuple) and not _is_tensordict(record):
+        for part in key:
+            record = record[part]
+        return record
+    return record[key]
+
+
+def _is_tensordict(x) -> bool:
+    return type(x).__module__.startswith("tensordict")
+
+
+def _record_batch_size(record) -> tuple:
+    return tuple(record.batch_size) if _is_tensordict(record) else ()
+
+
+def _shape_with_holes(shapes: Sequence[tuple]) -> list[int]:
+    """Per dim: the common size, or -1 where the shapes differ (all of one rank)."""
+    return [dims[0] if all(d == dims[0] for d in dims) else -1 for dims in zip(*shapes, strict=False)]
+
+
+class LazyStack:
+    """A stack of records (dicts of tensors, or ``tensordict.TensorDict``\\ s) kept separate, as tensordict's
+    ``LazyStackedTensorDict``: ``stack[i] is records[i]``; ``stack["a"]`` stacks the members' entries when their
+    shapes agree; :meth:`get` reads them padded, nested, as a list or as a :class:`RaggedTensor` with one kernel
+    launch per field; writes through the stack reach the members. ``stack_dim`` is 0.
+    """
+
+    def __init__(self, *records, stack_dim: int = 0):
+        if stack_dim != 0:
+            raise _error(ValueError, "LazyStack", f"stack_dim must be 0 (records stack along a new first dim), "
+                         f"got {stack_dim}")
+        self._records: list = []
+        self.extend(records)
+
+    @classmethod
+    def from_list(cls, records: Sequence) -> LazyStack:
+        return cls(*records)
+
+    @classmethod
+    def from_tensordict(cls, lazy) -> LazyStack:
+        """From a ``tensordict.LazyStackedTensorDict`` stacked along dim 0 (shares its members)."""
+        if getattr(lazy, "stack_dim", 0) != 0:
+            raise _error(ValueError, "LazyStack.from_tensordict", f"the lazy stack must stack along dim 0, got "
+                         f"stack_dim={lazy.stack_dim}")
+        return cls(*lazy.tensordicts)
+
+    def to_tensordict(self):
+        """A ``tensordict.LazyStackedTensorDict`` of the members (dict records become TensorDicts)."""
+        from tensordict import LazyStackedTensorDict, TensorDict
+        members = [r if _is_tensordict(r) else TensorDict(r, batch_size=[]) for r in self._records]
+        return LazyStackedTensorDict(*members, stack_dim=0)
+
+    # ---- the members ----
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+    def __iter__(self):
+        return iter(self._records)
+
+    @property
+    def records(self) -> list:
+        return list(self._records)
+
+    def _check_record(self, where: str, arg: str, record) -> None:
+        if not isinstance(record, Mapping) and not _is_tensordict(record):
+            raise _error(TypeError, where, f"{arg} must be a dict of tensors or a TensorDict, got "
+                         f"{type(record).__name__}")
+        if self._records:
+            ndim, first = len(_record_batch_size(record)), len(_record_batch_size(self._records[0]))
+            if ndim != first:
+                raise _error(ValueError, where, f"{arg} has {ndim} batch dims; the stack's members have {first}")
+
+    def insert(self, index: int, record) -> None:
+        self._check_record("LazyStack.insert", "record", record)
+        self._records.insert(index, record)
+
+    def append(self, record) -> None:
+        self._check_record("LazyStack.append", "record", record)
+        self._records.append(record)
+
+    def extend(self, records) -> None:
+        for i, record in enumerate(records):
+            self._check_record("LazyStack.extend", f"records[{i}]", record)
+            self._records.append(record)
+
+    # ---- keys and shapes ----
+
+    def keys(self) -> list:
+        """The keys every member holds (in the first member's order)."""
+        if not self._records:
+            return []
+        common = set(self._records[0].keys())
+        for record in self._records[1:]:
+            common &= set(record.keys())
+        return [key for key in self._records[0].keys() if key in common]
+
+    @property
+    def exclusive_keys(self) -> list[list]:
+        """For each member, the keys it holds that not every member does."""
+        common = set(self.keys())
+        return [[key for key in record.keys() if key not in common] for record in self._records]
+
+    @property
+    def batch_size(self) -> torch.Size:
+        """``(N, *member batch dims)`` with -1 where the members' batch sizes differ."""
+        return torch.Size([len(self), *_shape_with_holes([_record_batch_size(r) for r in self._records])])
+
+    def get_item_shape(self, key) -> torch.Size:
+        """The entry's stacked shape, with -1 in each dim whose size differs between members."""
+        entries = self._entries("LazyStack.get_item_shape", key)
+        self._check_ranks("LazyStack.get_item_shape", key, entries)
+        return torch.Size([len(entries), *_shape_with_holes([tuple(t.shape) for t in entries])])
+
+    # ---- reads ----
+
+    def _entries(self, where: str, key, default=None, has_default=False) -> list:
+        entries = []
+        for i, record in enumerate(self._records):
+            try:
+                entries.append(_read_field(record, key))
+            except KeyError:
+                if not has_default:
+                    raise KeyError(f"torch_ragged.{where}: member {i} has no key {key!r} (keys() lists the keys "
+                                   "every member holds)") from None
+                entries.append(default)
+        return entries
+
+    @staticmethod
+    def _check_ranks(where: str, key, entries: list) -> None:
+        for i, t in enumerate(entries):
+            if not isinstance(t, torch.Tensor):
+                raise _error(TypeError, where, f"entry {key!r} of member {i} is a {type(t).__name__}, not a tensor")
+            if t.dim() != entries[0].dim() or t.dtype != entries[0].dtype or t.device != entries[0].device:
+                raise _error(ValueError, where, f"entry {key!r} of member {i} is {_describe(t)}; member 0's is "
+                             f"{_describe(entries[0])} (the members' entries need one rank, dtype and device)")
+
+    def __getitem__(self, key):
+        if isinstance(key, numbers.Integral):
+            return self._records[key]
+        if isinstance(key, slice):
+            return LazyStack(*self._records[key])
+        if isinstance(key, (str, tuple)):
+            return self.get(key)
+        if isinstance(key, (list, torch.Tensor)):
+            index = _index_tensor(key, len(self)).tolist()
+            return LazyStack(*(self._records[i] for i in index))
+        raise _error(TypeError, "LazyStack.__getitem__", f"key must be an int, a slice, an index list / tensor or "
+                     f"a field name, got {type(key).__name__}")
+
+    def get(self, key, default=..., *, as_padded_tensor: bool = False, as_nested_tensor: bool = False,
+            as_list: bool = False, as_ragged: bool = False, padding_side: str = "right", padding_value=0.0,
+            layout=torch.jagged):
+        """The members' entries for ``key``: stacked (shapes must agree), or with one of the flags a padded tensor
+        (every dim padded to its largest size), a nested tensor (``layout``), a list or a RaggedTensor. A
+        ``default`` stands in for members lacking the key."""
+        where = "LazyStack.get"
+        if sum(map(bool, (as_padded_tensor, as_nested_tensor, as_list, as_ragged))) > 1:
+            raise _error(ValueError, where, "as_padded_tensor, as_nested_tensor, as_list and as_ragged are exclusive")
+        entries = self._entries(where, key, default, default is not ...)
+        if as_list:
+            return entries
+        if not entries:
+            raise _error(ValueError, where, f"the stack is empty: no entry {key!r} to read")
+        if as_padded_tensor:
+            return self._padded(where, key, entries, padding_value, padding_side)
+        self._check_ranks(where, key, entries)
+        shape = _shape_with_holes([tuple(t.shape) for t in entries])
+        ragged = max((d + 1 for d, size in enumerate(shape) if size == -1), default=0)
+        if as_nested_tensor:
+            return self._nested(where, key, entries, ragged, layout)
+        if as_ragged:
+            return RaggedTensor.from_list(entries, ragged_dims=max(ragged, 1))
+        if ragged:
+            raise _error(ValueError, where, f"the entries {key!r} have different shapes (stacked shape "
+                         f"{[len(entries), *shape]}, -1 where they differ); read them with as_padded_tensor=True, "
+                         "as_nested_tensor=True, as_list=True or as_ragged=True")
+        return torch.stack(entries)
+
+    def _padded(self, where, key, entries, padding_value, padding_side):
+        """Every dim padded to its largest size in one list_to_padded launch: that kernel pads all dims but the
+        last, so entries whose last dim agrees go in as they are (a common dim pads to itself)."""
+        if all(isinstance(t, torch.Tensor) for t in entries[:1]) and entries[0].dim() >= 2:
+            try:
+                return _ops.list_to_padded(entries, padding_value, None, padding_side)[0]
+            except (RuntimeError, TypeError, ValueError):
+                self._check_ranks(where, key, entries)  # names the member, else the last dims differ:
+                if all(t.shape[-1] == entries[0].shape[-1] for t in entries):
+                    raise
+        else:
+            self._check_ranks(where, key, entries)
+        columns = [t.unsqueeze(-1) for t in entries]  # every dim may differ: the element is one scalar
+        return _ops.list_to_padded(columns, padding_value, None, padding_side)[0].squeeze(-1)
+
+    @staticmethod
+    def _nested(where, key, entries, ragged, layout):
+        if layout == torch.strided:
+            return torch.nested.nested_tensor(entries, layout=torch.strided)
+        if ragged > 1:
+            raise _error(ValueError, where, f"the entries {key!r} differ in dims after the first, which torch.jagged "
+                         "cannot hold; pass layout=torch.strided or read them with as_padded_tensor / as_ragged")
+        if entries[0].dim() == 0:
+            raise _error(ValueError, where, f"the entries {key!r} are 0-D: a nested tensor needs a ragged dim")
+        return RaggedTensor.from_list(entries, ragged_dims=1).to_nested()
+
+    def __setitem__(self, key, value) -> None:
+        """Writes member i's entry ``key`` from ``value[i]`` (a list / tuple of tensors, a RaggedTensor or a tensor
+        whose first dim is the stack's length)."""
+        where = "LazyStack.__setitem__"
+        if not isinstance(key, (str, tuple)):
+            raise _error(TypeError, where, f"key must be a field name, got {type(key).__name__} (members are "
+                         "replaced through .records)")
+        if isinstance(value, RaggedTensor):
+            parts = value.list() if value.ragged_dims == 1 else [value[i] for i in range(len(value))]
+        elif isinstance(value, torch.Tensor):
+            parts = value.unbind(0) if value.dim() >= 1 else None
+        elif isinstance(value, (list, tuple)):
+            parts = list(value)
+        else:
+            parts = None
+        if parts is None or len(parts) != len(self):
+            raise _error(ValueError, where, f"value must hold one entry per member ({len(self)}), got "
+                         f"{_describe(value) if isinstance(value, torch.Tensor) else type(value).__name__}"
+                         f"{'' if parts is None else f' with {len(parts)} entries'}")
+        for record, part in zip(self._records, parts, strict=False):
+            if isinstance(key, tuple) and not _is_tensordict(record):
+                for k in key[:-1]:
+                    record = record[k]
+                record[key[-1]] = part
+            else:
+                record[key] = part
+
+    def __repr__(self) -> str:
+        return f"LazyStack(len={len(self)}, keys={self.keys()}, batch_size={tuple(self.batch_size)})"
+
+
+# ---- DataLoader collate ----
+
+class RaggedCollate:
+    """A ``collate_fn`` for ``torch.utils.data.DataLoader`` over variable-size samples.
+
+    Tensors of >= 1 dim become :class:`RaggedTensor`\\ s (``ragged_dims`` leading ragged dims; one copy per field);
+    0-d tensors and numbers are stacked; strings and other objects are listed. Samples may be tensors, dicts
+    (collated per key) or tuples / lists (per position). ``rebase={"faces": "vertices"}`` adds, to each member
+    of field ``faces``, the first packed row of its sample's ``vertices``, so face indices address the packed
+    vertices (meshes). Picklable, so worker processes can use it; ``pin_memory=True`` pins the values.
+    """
+
+    def __init__(self, ragged_dims: int | Mapping = 1, rebase: Mapping | None = None):
+        self.ragged_dims = ragged_dims
+        self.rebase = dict(rebase or {})
+
+    def __call__(self, batch: Sequence):
+        where = "RaggedCollate"
+        batch = list(batch)
+        if not batch:
+            raise _error(ValueError, where, "the batch is empty")
+        first = batch[0]
+        if isinstance(first, Mapping):
+            keys = list(first.keys())
+            for i, sample in enumerate(batch):
+                if not isinstance(sample, Mapping) or set(sample.keys()) != set(keys):
+                    found = sorted(map(str, sample.keys())) if isinstance(sample, Mapping) else type(sample).__name__
+                    raise _error(KeyError, where, f"sample {i} has keys {found}; sample 0 has {sorted(map(str, keys))}")
+            out = {key: self._field(key, [sample[key] for sample in batch]) for key in keys}
+            for field, target in self.rebase.items():
+                out[field] = _rebased(where, field, target, out)
+            return out
+        if self.rebase:
+            raise _error(ValueError, where, "rebase needs dict samples (it names fields)")
+        if isinstance(first, (tuple, list)) and not isinstance(first, str):
+            if any(len(sample) != len(first) for sample in batch):
+                raise _error(ValueError, where, "the samples have different numbers of fields")
+            fields = [self._field(i, list(column)) for i, column in enumerate(zip(*batch, strict=False))]
+            return type(first)(*fields) if hasattr(first, "_fields") else type(first)(fields)
+        return self._field(None, batch)
+
+    def _field(self, key, values: list):
+        first = values[0]
+        if isinstance(first, torch.Tensor) and first.dim() >= 1:
+            k = self.ragged_dims.get(key, 1) if isinstance(self.ragged_dims, Mapping) else self.ragged_dims
+            return RaggedTensor.from_list(values, ragged_dims=k)
+        if isinstance(first, torch.Tensor):
+            return torch.stack(values)
+        if isinstance(first, (bool, numbers.Number)) and not isinstance(first, complex):
+            return torch.tensor(values)
+        return values
+
+
+def _rebased(where: str, field: str, target: str, out: dict) -> RaggedTensor:
+    faces, vertices = out.get(field), out.get(target)
+    if not isinstance(faces, RaggedTensor) or not isinstance(vertices, RaggedTensor):
+        raise _error(KeyError, where, f"rebase {field!r} -> {target!r} needs both fields to be tensors of >= 1 dim")
+    if faces.dtype.is_floating_point or faces.dtype == torch.bool:
+        raise _error(TypeError, where, f"rebase: {field!r} must hold integer indices, got {faces.dtype}")
+    starts = vertices.first_idx[:-1].to(faces.device, faces.dtype)
+    shift = _ops.segment_expand(starts, faces.first_idx, faces.values.shape[0])
+    return faces.with_values(faces.values + shift.view(-1, *[1] * len(faces.feature_shape)))
+
+
+collate = RaggedCollate()

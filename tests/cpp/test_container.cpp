@@ -1,0 +1,81 @@
+// The C++ RaggedTensor, through the public headers only. References are plain loops over the
+// members and torch ops on each member.
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+#include <torch_ragged/torch_ragged.h>
+
+namespace {
+
+std::vector<at::Tensor> point_clouds() {
+  return {torch::randn({3, 2}), torch::randn({0, 2}), torch::randn({4, 2})};
+}
+
+TEST(RaggedTensor, FromListKeepsMembersAndPadsThem) {
+  const auto clouds = point_clouds();
+  const auto r = torch_ragged::RaggedTensor::from_list(clouds);
+  ASSERT_EQ(r.size(), 3);
+  EXPECT_TRUE(torch::equal(r.first_idx(), torch::tensor({0, 3, 3, 7}, torch::kLong)));
+  const auto padded = r.padded(-1.0);
+  ASSERT_EQ(padded.sizes(), (std::vector<int64_t>{3, 4, 2}));
+  for (int64_t b = 0; b < 3; ++b) {
+    const int64_t n = clouds[b].size(0);
+    EXPECT_TRUE(torch::equal(r[b], clouds[b]));
+    EXPECT_TRUE(torch::equal(padded[b].slice(0, 0, n), clouds[b]));
+    EXPECT_TRUE((padded[b].slice(0, n) == -1).all().item<bool>());
+  }
+}
+
+TEST(RaggedTensor, IndexSelectAndReductionsMatchPerMemberOps) {
+  const auto clouds = point_clouds();
+  const auto r = torch_ragged::RaggedTensor::from_list(clouds);
+  const auto picked = r.index_select(torch::tensor({2, -3, 2}, torch::kLong));
+  ASSERT_EQ(picked.size(), 3);
+  EXPECT_TRUE(torch::equal(picked[0], clouds[2]));
+  EXPECT_TRUE(torch::equal(picked[1], clouds[0]));
+  EXPECT_TRUE(torch::equal(picked[2], clouds[2]));
+  const auto sums = r.sum();
+  for (int64_t b = 0; b < 3; ++b) {
+    EXPECT_TRUE(torch::allclose(sums[b], clouds[b].sum(0)));
+  }
+  EXPECT_TRUE(torch::allclose(r.softmax()[2], torch::softmax(clouds[2], 0)));
+}
+
+TEST(RaggedTensor, ImagesWithTwoRaggedDimsRoundTripThroughPadded) {
+  const std::vector<at::Tensor> images{torch::randn({2, 3, 4}), torch::randn({5, 1, 4})};
+  const auto r = torch_ragged::RaggedTensor::from_list(images, 2);
+  ASSERT_EQ(r.ragged_dims(), 2);
+  const auto padded = r.padded(0, std::nullopt, "left");
+  ASSERT_EQ(padded.sizes(), (std::vector<int64_t>{2, 5, 3, 4}));
+  EXPECT_TRUE(torch::equal(padded[0].slice(0, 3).slice(1, 0), images[0]));
+  const auto back = torch_ragged::RaggedTensor::from_padded(padded, r.shape_per_tensor(), "left");
+  EXPECT_TRUE(torch::equal(back.values(), r.values()));
+  EXPECT_TRUE(torch::equal(back[1], images[1]));
+}
+
+TEST(RaggedTensor, GradientsReachTheValues) {
+  const auto values = torch::randn({7, 2}, torch::requires_grad());
+  const torch_ragged::RaggedTensor r(values, torch::tensor({0, 3, 3, 7}, torch::kLong));
+  r.index_select(torch::tensor({0, 0}, torch::kLong)).values().sum().backward();
+  const auto expected = torch::cat({torch::full({3, 2}, 2.0), torch::zeros({4, 2})});
+  EXPECT_TRUE(torch::equal(values.grad(), expected));
+}
+
+TEST(RaggedTensor, BadInputRaisesNamingTheMethod) {
+  EXPECT_THROW(
+      torch_ragged::RaggedTensor(torch::randn({4, 2}), torch::tensor({0, 3}, torch::kLong)),
+      c10::ValueError);
+  EXPECT_THROW(torch_ragged::RaggedTensor::from_list({torch::randn({3, 2}), torch::randn({3, 5})}),
+               c10::ValueError);
+  const auto r = torch_ragged::RaggedTensor::from_list(point_clouds());
+  EXPECT_THROW(r[3], c10::IndexError);
+  EXPECT_THROW(r.index_select(torch::tensor({5}, torch::kLong)), c10::IndexError);
+  try {
+    r.with_values(torch::randn({2}));
+    FAIL() << "expected a ValueError";
+  } catch (const c10::ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("RaggedTensor.with_values"), std::string::npos);
+  }
+}
+
+}  // namespace

@@ -1,0 +1,228 @@
+"""RaggedTensor against independent references: per-member loops, slices, torch.cat, hand-made padding."""
+
+import io
+
+import pytest
+import torch
+import torch.utils._pytree as pytree
+from devices import DEVICES
+from torch_ragged import RaggedTensor
+
+
+def members(device="cpu", dtype=torch.float32, feature=(3,), ragged_dims=1, seed=0):
+    generator = torch.Generator().manual_seed(seed)
+    shapes = [(3,), (0,), (5,), (1,)] if ragged_dims == 1 else [(2, 3), (4, 1), (0, 2), (1, 1)]
+    return [(torch.randn(*s, *feature, generator=generator) * 10).to(dtype).to(device) for s in shapes]
+
+
+def padded_reference(tensors, ragged_dims, padding_value, side):
+    """Each member copied into a slot of the largest size, at the start ("right") or the end ("left")."""
+    largest = [max(t.shape[d] for t in tensors) for d in range(ragged_dims)]
+    feature = tensors[0].shape[ragged_dims:]
+    out = torch.full((len(tensors), *largest, *feature), padding_value, dtype=tensors[0].dtype)
+    for b, t in enumerate(tensors):
+        slots = tuple(slice(0, n) if side == "right" else slice(m - n, m)
+                      for n, m in zip(t.shape, largest, strict=False))
+        out[(b, *slots)] = t.cpu()
+    return out
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("ragged_dims,feature", [(1, (3,)), (1, ()), (1, (2, 2)), (2, (4,)), (2, ())])
+@pytest.mark.parametrize("side", ["right", "left"])
+def test_views_match_members(device, ragged_dims, feature, side):
+    tensors = members(device, feature=feature, ragged_dims=ragged_dims)
+    r = RaggedTensor.from_list(tensors, ragged_dims=ragged_dims)
+    assert len(r) == 4 and r.ragged_dims == ragged_dims and r.feature_shape == feature
+    assert torch.equal(r.values.cpu(), torch.cat([t.cpu().reshape(-1, *feature) for t in tensors]))
+    assert r.shape == torch.Size([4, *[-1] * ragged_dims, *feature])
+    assert torch.equal(r.padded(-7.0, padding_side=side).cpu(), padded_reference(tensors, ragged_dims, -7.0, side))
+    for b, t in enumerate(tensors):
+        assert torch.equal(r[b], t) and torch.equal(r.list()[b], t)
+    expected_mask = padded_reference([torch.ones(t.shape[:ragged_dims], dtype=torch.bool) for t in tensors],
+                                     ragged_dims, False, side)
+    assert torch.equal(r.mask(padding_side=side).cpu(), expected_mask)
+
+
+def test_views_share_memory_and_shape_has_holes_only_where_sizes_differ():
+    r = RaggedTensor.from_list([torch.randn(2, 3, 4), torch.randn(5, 3, 4)], ragged_dims=2)
+    assert r.shape == torch.Size([2, -1, 3, 4])
+    assert r[1].data_ptr() == r.values[6].data_ptr()
+    assert r.list()[1].data_ptr() == r.values[6].data_ptr()
+    r[1][0, 0, 0] = 123.0
+    assert r.values[6, 0] == 123.0
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_padded_with_max_shape_and_round_trip(device):
+    tensors = members(device)
+    r = RaggedTensor.from_list(tensors)
+    padded = r.padded(0.0, max_shape=[7], padding_side="left")
+    assert padded.shape == (4, 7, 3)
+    back = RaggedTensor.from_padded(padded, r.lengths, padding_side="left")
+    assert torch.equal(back.values, r.values) and torch.equal(back.first_idx, r.first_idx)
+    images = RaggedTensor.from_list(members(device, ragged_dims=2), ragged_dims=2)
+    back = RaggedTensor.from_padded(images.padded(), images.shape_per_tensor)
+    assert torch.equal(back.values, images.values)
+
+
+def test_from_packed_by_offsets_or_lengths():
+    values = torch.arange(12.0).view(6, 2)
+    by_offsets = RaggedTensor.from_packed(values, [0, 2, 2, 6])
+    by_lengths = RaggedTensor.from_packed(values, lengths=[2, 0, 4])
+    for r in (by_offsets, by_lengths):
+        assert torch.equal(r[2], values[2:6]) and r[1].shape == (0, 2)
+    grid = RaggedTensor.from_packed(values, [0, 6], shape_per_tensor=torch.tensor([[2, 3]]))
+    assert torch.equal(grid[0], values.view(2, 3, 2))
+
+
+def test_nested_round_trip_shares_values_and_sets_max_seqlen():
+    r = RaggedTensor.from_list(members())
+    nested = r.to_nested()
+    assert nested.layout == torch.jagged and nested.values().data_ptr() == r.values.data_ptr()
+    assert nested._max_seqlen == 5 and nested._min_seqlen == 0
+    assert torch.equal(torch.nested.to_padded_tensor(nested, 0.0), r.padded(0.0))
+    njt = torch.nested.nested_tensor([torch.randn(2, 4), torch.randn(3, 4)], layout=torch.jagged)
+    back = RaggedTensor.from_nested(njt)
+    assert back.values.data_ptr() == njt.values().data_ptr()
+    assert torch.equal(back[1], njt.unbind()[1])
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("key", [[3, 0, -2, 0], torch.tensor([2, 2]), torch.tensor([True, False, True, True]),
+                                 slice(None, None, 2), slice(3, 0, -1), [], slice(1, 3)])
+def test_indexing_matches_a_loop(device, key):
+    tensors = members(device)
+    r = RaggedTensor.from_list(tensors)
+    picked = r[key]
+    if isinstance(key, torch.Tensor) and key.dtype == torch.bool:
+        positions = key.nonzero().view(-1).tolist()
+    elif isinstance(key, slice):
+        positions = list(range(4))[key]
+    else:
+        positions = [int(i) for i in key]
+    assert len(picked) == len(positions)
+    for k, i in enumerate(positions):
+        assert torch.equal(picked[k], tensors[i])
+    assert picked.values.shape[0] == sum(tensors[i].shape[0] for i in positions)
+
+
+def test_two_ragged_dims_index_and_member_tuple_key():
+    tensors = members(ragged_dims=2)
+    r = RaggedTensor.from_list(tensors, ragged_dims=2)
+    picked = r[torch.tensor([1, 0])]
+    assert torch.equal(picked[0], tensors[1]) and torch.equal(picked[1], tensors[0])
+    assert torch.equal(r[0, 1], tensors[0][1])
+
+
+def test_append_and_extend_pack_lazily_in_order():
+    tensors = members()
+    r = RaggedTensor.from_list(tensors[:2])
+    r.append(tensors[2])
+    r.extend([tensors[3], tensors[0]])
+    assert len(r) == 5
+    assert r.first_idx.tolist() == [0, 3, 3, 8, 9, 12]
+    for b, t in enumerate(tensors + tensors[:1]):
+        assert torch.equal(r[b], t)
+    both = RaggedTensor.cat([r, RaggedTensor.from_list(tensors[2:])])
+    assert len(both) == 7 and torch.equal(both[6], tensors[3])
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_elementwise_math_acts_on_values(device):
+    r = RaggedTensor.from_list(members(device))
+    v = r.values
+    assert torch.equal((r * 2 + 1).values, v * 2 + 1)
+    assert torch.equal((1 - r).values, 1 - v)
+    assert torch.equal(torch.sin(r).values, torch.sin(v))
+    assert torch.equal(r.relu().values, v.relu())
+    assert torch.equal((r > 0).values, v > 0)
+    assert torch.equal(torch.where(r > 0, r, 0.0).values, torch.where(v > 0, v, 0.0))
+    assert torch.equal((r + r.broadcast_members(torch.arange(4.0, device=device).view(4, 1))).values[3:8],
+                       v[3:8] + 2)
+    s = r.clone()
+    s.mul_(3)
+    assert torch.equal(s.values, v * 3) and torch.equal(r.values, v)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_reductions_match_per_member_torch(device):
+    tensors = members(device, dtype=torch.float64)
+    r = RaggedTensor.from_list(tensors)
+    zero = torch.zeros(3, dtype=torch.float64, device=device)
+    for b, t in enumerate(tensors):
+        empty = t.shape[0] == 0
+        assert torch.allclose(r.sum()[b], t.sum(0))
+        assert torch.allclose(r.mean()[b], zero if empty else t.mean(0))
+        assert torch.equal(r.amax()[b], zero if empty else t.amax(0))
+        assert torch.equal(r.amin()[b], zero if empty else t.amin(0))
+        assert torch.equal(r.max().arg[b], torch.full((3,), -1, device=device) if empty else t.argmax(0))
+        assert torch.allclose(r.softmax()[b], torch.softmax(t, 0))
+        assert torch.allclose(r.log_softmax()[b], torch.log_softmax(t, 0))
+
+
+def test_autograd_end_to_end_and_grad_view():
+    tensors = [t.double().requires_grad_() for t in members()]
+
+    def loss(*ts):
+        r = RaggedTensor.from_list(ts)
+        picked = r[[2, 0, 2]]
+        return (picked.softmax() * picked).padded(0.0).sum() + r.mean().pow(2).sum()
+
+    assert torch.autograd.gradcheck(loss, tensors)
+    values = torch.randn(4, 2, requires_grad=True)
+    r = RaggedTensor.from_packed(values, [0, 1, 4])
+    r.sum().sum().backward()
+    assert torch.equal(r.grad.values, torch.ones(4, 2))
+
+
+def test_compile_common_paths_without_graph_breaks():
+    r = RaggedTensor.from_list(members())
+
+    def reduce(r):
+        return (r.softmax() * 2).sum() + r.mean() + (1 + r).relu().amax() + torch.sin(r).sum()
+
+    def pad(r):
+        return r.padded(0.0), r.padded(-1.0, max_shape=[6], padding_side="left")
+
+    def select(r, index):
+        return r.index_select(index).padded(0.0, max_shape=[5])
+
+    def build(values, first_idx):
+        return RaggedTensor(values, first_idx, validate=False).mean()
+
+    cases = [(reduce, (r,)), (pad, (r,)), (select, (r, torch.tensor([2, 0]))), (build, (r.values, r.first_idx))]
+    for fn, args in cases:
+        torch._dynamo.reset()
+        got, want = torch.compile(fn, fullgraph=True)(*args), fn(*args)
+        for g, w in zip(pytree.tree_leaves(got), pytree.tree_leaves(want), strict=False):
+            assert torch.allclose(g, w)
+
+
+def test_save_load_and_pytree():
+    r = RaggedTensor.from_list(members(ragged_dims=2), ragged_dims=2)
+    buffer = io.BytesIO()
+    torch.save({"batch": r}, buffer)
+    buffer.seek(0)
+    loaded = torch.load(buffer)["batch"]  # weights_only (the default) accepts RaggedTensor
+    assert torch.equal(loaded.values, r.values) and torch.equal(loaded.shape_per_tensor, r.shape_per_tensor)
+    leaves, spec = pytree.tree_flatten({"r": r})
+    assert len(leaves) == 3
+    again = pytree.tree_unflatten(leaves, spec)["r"]
+    assert torch.equal(again[1], r[1])
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (none on this machine)")
+def test_to_device_and_pin_memory():
+    r = RaggedTensor.from_list(members())
+    pinned = r.pin_memory()
+    assert pinned.values.is_pinned()
+    on_gpu = pinned.to("cuda", non_blocking=True)
+    assert on_gpu.device.type == "cuda" and on_gpu.first_idx.device.type == "cpu"
+    assert torch.equal(on_gpu[2].cpu(), r[2])
+
+
+def test_dtype_conversions():
+    r = RaggedTensor.from_list(members())
+    assert r.double().dtype == torch.float64 and r.long().dtype == torch.int64
+    assert r.to(torch.float16).values.dtype == torch.float16
