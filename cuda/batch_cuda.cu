@@ -21,6 +21,7 @@
 #include "batch/layout.h"
 #include "common/checks.h"
 #include "common/element_type.h"
+#include "common/fill.h"
 #include "common/parallel.h"
 #include "segment/offsets.h"
 #include "segment/segment_index.h"
@@ -124,7 +125,8 @@ Element element_from_bytes(const std::vector<char>& bytes) {
 
 void scatter_to_padded(std::string_view op, at::Tensor& padded, const RaggedLayout& layout,
                        const std::vector<int64_t>& sources, const at::Scalar& padding_value) {
-  const std::vector<char> pad = padding_bytes(op, padding_value, padded.scalar_type());
+  const std::vector<char> pad =
+      fill_value_bytes(op, "padding_value", padding_value, padded.scalar_type());
   const int64_t total = padded.numel();
   if (total == 0) return;
   at::Tensor tables;
@@ -320,7 +322,7 @@ at::Tensor packed_to_padded_on_device(const at::Tensor& packed_tensor,
   padded_sizes.insert(padded_sizes.end(), max_shape.begin(), max_shape.end());
   padded_sizes.push_back(elem);
   at::Tensor padded = at::empty(padded_sizes, packed.options());
-  check_padding_value(op, padding_value, padded.scalar_type());
+  check_fill_value(op, "padding_value", padding_value, padded.scalar_type());
   if (padded.numel() == 0) return padded;
   LayoutOnDevice l =
       layout_on_device(shape_per_tensor, max_shape, left, first_idx, elem, packed.device());
@@ -330,7 +332,8 @@ at::Tensor packed_to_padded_on_device(const at::Tensor& packed_tensor,
   check_on_device(l.view, packed.size(0));
   const int64_t padded_line = line_elems(max_shape.data(), rank, elem);
   const int64_t lines_per_item = padded_lines_per_item(max_shape.data(), rank);
-  const std::vector<char> pad = padding_bytes(op, padding_value, padded.scalar_type());
+  const std::vector<char> pad =
+      fill_value_bytes(op, "padding_value", padding_value, padded.scalar_type());
   with_element_type(op, padded.element_size(), [&](auto element) {
     using Element = decltype(element);
     scatter_to_padded_kernel<Element>

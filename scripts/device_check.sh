@@ -33,6 +33,7 @@ timeout 240 "$PYTHON" -m pytest -q -p no:cacheprovider -k "cuda" tests/python/te
   tests/python/test_segment.py tests/python/test_segment_autograd.py tests/python/test_sparse.py \
   tests/python/test_sparse_autograd.py tests/python/test_sparse_softmax.py \
   tests/python/test_sparse_matmul.py tests/python/test_ragged_index_select.py tests/python/test_container.py \
+  tests/python/test_tiles.py \
   >"$OUT/test_cuda.log" 2>&1
 echo "exit $?: $(tail -n 1 "$OUT/test_cuda.log")" | tee -a "$OUT/summary.log"
 
@@ -49,7 +50,7 @@ if command -v compute-sanitizer >/dev/null; then
   timeout 150 compute-sanitizer --tool memcheck --error-exitcode 1 "$PYTHON" -m pytest -q -p no:cacheprovider \
     -k "cuda and not two_to_the_31 and not opcheck and not synchronise" tests/python/test_cuda.py \
     tests/python/test_pad_autograd.py tests/python/test_segment.py tests/python/test_sparse.py \
-    tests/python/test_ragged_index_select.py >"$OUT/memcheck.log" 2>&1
+    tests/python/test_ragged_index_select.py tests/python/test_tiles.py >"$OUT/memcheck.log" 2>&1
   echo "exit $?" | tee -a "$OUT/summary.log"
 fi
 

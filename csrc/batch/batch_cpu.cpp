@@ -105,7 +105,7 @@ std::tuple<at::Tensor, at::Tensor> list_to_padded_cpu(at::TensorList tensor_list
   const std::vector<at::Tensor> inputs = contiguous_all(tensor_list);
   at::Tensor padded = at::empty(layout.padded_sizes(), inputs[0].options());
   scatter_to_padded(static_cast<char*>(padded.mutable_data_ptr()), layout, list_sources(inputs),
-                    padding_bytes("list_to_padded", padding_value, padded.scalar_type()));
+                    fill_value_bytes("list_to_padded", "padding_value", padding_value, padded.scalar_type()));
   return {padded, layout.shape_per_tensor()};
 }
 
@@ -123,7 +123,7 @@ at::Tensor packed_to_padded_cpu(const at::Tensor& packed_tensor, const at::Tenso
     sources[b] = base + layout.first_row[b] * layout.elem * packed.element_size();
   }
   scatter_to_padded(static_cast<char*>(padded.mutable_data_ptr()), layout, sources,
-                    padding_bytes("packed_to_padded", padding_value, padded.scalar_type()));
+                    fill_value_bytes("packed_to_padded", "padding_value", padding_value, padded.scalar_type()));
   return padded;
 }
 

@@ -172,51 +172,6 @@ RaggedLayout layout_from_tensor_list(std::string_view op, at::TensorList tensors
   return layout;
 }
 
-void check_padding_value(std::string_view op, const at::Scalar& value, at::ScalarType dtype) {
-  if (at::isComplexType(dtype)) return;
-  if (at::isFloatingType(dtype)) {
-    if (value.isComplex()) {
-      TORCH_CHECK_VALUE(false, "torch_ragged.", op, ": padding_value ", value,
-                        " is complex but the tensors are ", dtype);
-    }
-    const double v = value.toDouble();
-    const double largest = AT_DISPATCH_FLOATING_TYPES_AND2(
-        at::kHalf, at::kBFloat16, dtype, "padding_value_range",
-        [] { return static_cast<double>(std::numeric_limits<scalar_t>::max()); });
-    TORCH_CHECK_VALUE(!std::isfinite(v) || std::abs(v) <= largest, "torch_ragged.", op,
-                      ": padding_value ", value, " does not fit dtype ", dtype,
-                      " (it would become inf)");
-    return;
-  }
-  // bool and integers: an integral value within the dtype's range.
-  bool integral = value.isIntegral(/*includeBool=*/true);
-  if (value.isFloatingPoint()) {
-    const double v = value.toDouble();
-    integral = std::isfinite(v) && std::trunc(v) == v;
-  }
-  TORCH_CHECK_VALUE(!value.isComplex() && integral, "torch_ragged.", op, ": padding_value ", value,
-                    " is not an integer, but the tensors are ", dtype);
-  const double v = value.toDouble();  // exact for every value an int64 / uint64 dtype can hold
-  double low = 0, high = 1;
-  if (dtype != at::kBool) {
-    AT_DISPATCH_V2(dtype, "padding_value_range", AT_WRAP([&] {
-                     low = static_cast<double>(std::numeric_limits<scalar_t>::lowest());
-                     high = static_cast<double>(std::numeric_limits<scalar_t>::max());
-                   }),
-                   AT_EXPAND(AT_INTEGRAL_TYPES), AT_EXPAND(AT_BAREBONES_UNSIGNED_TYPES));
-  }
-  TORCH_CHECK_VALUE(v >= low && v <= high, "torch_ragged.", op, ": padding_value ", value,
-                    " does not fit dtype ", dtype, " (range [", low, ", ", high, "])");
-}
-
-std::vector<char> padding_bytes(std::string_view op, const at::Scalar& value,
-                                at::ScalarType dtype) {
-  check_padding_value(op, value, dtype);
-  const at::Tensor t = at::scalar_tensor(value, at::TensorOptions().dtype(dtype));
-  const char* p = static_cast<const char*>(t.const_data_ptr());
-  return std::vector<char>(p, p + t.element_size());
-}
-
 std::vector<at::Tensor> contiguous_all(at::TensorList tensors) {
   std::vector<at::Tensor> out;
   out.reserve(tensors.size());

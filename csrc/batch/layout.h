@@ -69,14 +69,7 @@ RaggedLayout padded_to_packed_layout(const at::Tensor& padded_tensor,
 
 // ---- host helpers shared by the CPU and CUDA kernels of the family ----
 
-// The padding value must be representable in the padded dtype: an integer dtype takes integral
-// values in its range (no wrapping: -1 into uint8 is not 255), bool takes 0 / 1, a floating dtype
-// any NaN / inf or a finite value within its range (2^62 into half is not inf). ValueError naming
-// op.
-void check_padding_value(std::string_view op, const at::Scalar& value, at::ScalarType dtype);
-
-// The padding value converted to `dtype` as raw bytes, after check_padding_value.
-std::vector<char> padding_bytes(std::string_view op, const at::Scalar& value, at::ScalarType dtype);
+// padding_value checks and bytes: check_fill_value / fill_value_bytes (common/fill.h).
 
 std::vector<at::Tensor> contiguous_all(at::TensorList tensors);
 

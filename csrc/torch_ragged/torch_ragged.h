@@ -11,6 +11,7 @@
 #include <torch_ragged/ragged_tensor.h>
 #include <torch_ragged/segment.h>
 #include <torch_ragged/sparse.h>
+#include <torch_ragged/tiles.h>
 
 #include <cstdint>
 #include <string>

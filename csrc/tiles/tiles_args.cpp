@@ -1,0 +1,288 @@
+#include "tiles/tiles_args.h"
+
+#include <c10/util/safe_numerics.h>
+
+#include "common/checks.h"
+#include "common/fill.h"
+#include "segment/segment_ops.h"
+
+namespace torch_ragged {
+
+std::vector<int64_t> dim_list(std::string_view op, std::string_view arg, at::IntArrayRef values,
+                              int64_t dims) {
+  TORCH_CHECK_VALUE(static_cast<int64_t>(values.size()) == dims, "torch_ragged.", op, ": ", arg,
+                    " must have one entry per tile dim (", dims, "), got ", values);
+  return values.vec();
+}
+
+TileGeometry tile_geometry(std::string_view op, at::IntArrayRef tile_size, at::IntArrayRef full_min,
+                           at::IntArrayRef full_max) {
+  const int64_t dims = static_cast<int64_t>(tile_size.size());
+  TORCH_CHECK_VALUE(dims >= 1 && dims <= kMaxTileDims, "torch_ragged.", op,
+                    ": tiles have 1, 2 or 3 dims, got tile_size ", tile_size);
+  dim_list(op, "full_min", full_min, dims);
+  dim_list(op, "full_max", full_max, dims);
+  TileGeometry geo{};
+  geo.dims = static_cast<int>(dims);
+  geo.tile_elems = geo.bound_elems = geo.num_cells = 1;
+  for (int64_t d = 0; d < dims; ++d) {
+    TORCH_CHECK_VALUE(tile_size[d] >= 1, "torch_ragged.", op, ": tile sizes must be >= 1, got ",
+                      tile_size);
+    int64_t extent = 0;
+    TORCH_CHECK_VALUE(
+        full_min[d] < full_max[d] && !__builtin_sub_overflow(full_max[d], full_min[d], &extent),
+        "torch_ragged.", op, ": the bound needs full_min < full_max in every dim, got ", full_min,
+        " and ", full_max);
+    geo.tile[d] = tile_size[d];
+    geo.lo[d] = full_min[d];
+    geo.extent[d] = extent;
+    geo.cells[d] = extent / tile_size[d] + (extent % tile_size[d] != 0);
+    TORCH_CHECK_VALUE(!c10::mul_overflows(geo.tile_elems, tile_size[d], &geo.tile_elems) &&
+                          !c10::mul_overflows(geo.bound_elems, extent, &geo.bound_elems) &&
+                          !c10::mul_overflows(geo.num_cells, geo.cells[d], &geo.num_cells),
+                      "torch_ragged.", op, ": the tile or the bound has more than 2^63 - 1 points");
+  }
+  return geo;
+}
+
+TileSet tile_set(std::string_view op, const at::Tensor& origins, int64_t dims,
+                 const std::optional<at::Tensor>& tile_first_idx, at::Device device) {
+  check_index_tensor(op, "origins", origins, 2);
+  TORCH_CHECK_VALUE(origins.size(1) == dims, "torch_ragged.", op, ": origins must be (T, ", dims,
+                    "), one origin per tile, got shape ", origins.sizes());
+  TORCH_CHECK_VALUE(origins.is_cpu() || origins.device() == device, "torch_ragged.", op,
+                    ": origins must be on the CPU or on ", device, ", got ", origins.device());
+  TileSet set{origins.to(device, at::kLong).contiguous(), at::Tensor(), 1};
+  if (tile_first_idx.has_value() && tile_first_idx->defined()) {
+    const at::Tensor& first = *tile_first_idx;
+    check_index_tensor(op, "tile_first_idx", first, 1);
+    TORCH_CHECK_VALUE(first.is_cpu() || first.device() == device, "torch_ragged.", op,
+                      ": tile_first_idx must be on the CPU or on ", device, ", got ",
+                      first.device());
+    TORCH_CHECK_VALUE(first.size(0) >= 1, "torch_ragged.", op,
+                      ": tile_first_idx needs B + 1 >= 1 entries");
+    set.members = first.size(0) - 1;
+    // segment_ids checks that tile_first_idx rises from 0 to T.
+    set.member = ops::segment_ids(first, c10::SymInt(set.count())).to(device);
+  }
+  return set;
+}
+
+CellIndex build_cell_index(const TileGeometry& geo, const TileSet& set) {
+  const at::Tensor& origins = set.origins;
+  const int64_t count = set.count(), dims = geo.dims;
+  const auto longs = origins.options();
+  const at::Tensor lo = at::tensor(at::IntArrayRef(geo.lo, dims), at::kLong).to(origins.device());
+  const at::Tensor tile =
+      at::tensor(at::IntArrayRef(geo.tile, dims), at::kLong).to(origins.device());
+  const at::Tensor cells =
+      at::tensor(at::IntArrayRef(geo.cells, dims), at::kLong).to(origins.device());
+  // The first and the last cell each tile overlaps, per dim (a tile spans at most two).
+  const at::Tensor rel = origins - lo;
+  const at::Tensor first_cell = at::div(rel, tile, "floor");
+  const at::Tensor last_cell = at::div(rel + tile - 1, tile, "floor");
+  // Candidates: one per (tile, corner), tile-major so that a stable sort by key keeps the tiles of
+  // each cell in ascending order. A corner taking the last cell where it equals the first is a
+  // duplicate and is dropped; so are cells outside the bound.
+  std::vector<at::Tensor> keys, keep;
+  for (int64_t corner = 0; corner < (int64_t{1} << dims); ++corner) {
+    at::Tensor key = set.member.defined() ? set.member.clone() : at::zeros({count}, longs);
+    at::Tensor valid = at::ones({count}, longs.dtype(at::kBool));
+    for (int64_t d = 0; d < dims; ++d) {
+      const bool upper = (corner >> d) & 1;
+      const at::Tensor c = (upper ? last_cell : first_cell).select(1, d);
+      valid = valid & (c >= 0) & (c < cells[d]);
+      if (upper) valid = valid & (last_cell.select(1, d) != first_cell.select(1, d));
+      key = key * geo.cells[d] + c;
+    }
+    keys.push_back(key);
+    keep.push_back(valid);
+  }
+  const at::Tensor all_keys = at::stack(keys, 1).reshape(-1);
+  const at::Tensor all_keep = at::stack(keep, 1).reshape(-1);
+  const at::Tensor all_tiles =
+      at::arange(count, longs).unsqueeze(1).expand({count, int64_t{1} << dims}).reshape(-1);
+  const at::Tensor kept_keys = all_keys.masked_select(all_keep);
+  const at::Tensor kept_tiles = all_tiles.masked_select(all_keep);
+  const auto [sorted_keys, order] = at::sort(kept_keys, /*stable=*/true, 0, false);
+  const auto [unique_keys, inverse, counts] =
+      at::unique_consecutive(sorted_keys, false, /*return_counts=*/true);
+  at::Tensor first = at::zeros({unique_keys.numel() + 1}, longs);
+  first.slice(0, 1).copy_(counts.cumsum(0));
+  return CellIndex{unique_keys.contiguous(), first, kept_tiles.index_select(0, order)};
+}
+
+CellIndex cell_index(std::string_view op, const TileGeometry& geo, const TileSet& set,
+                     const std::optional<at::TensorList>& index) {
+  if (!index.has_value()) return build_cell_index(geo, set);
+  TORCH_CHECK_VALUE(index->size() == 3, "torch_ragged.", op,
+                    ": index must be the 3 tensors tiles_index returns, got ", index->size());
+  const at::Device device = set.origins.device();
+  std::array<at::Tensor, 3> parts;
+  for (size_t i = 0; i < 3; ++i) {
+    check_index_tensor(op, "index", (*index)[i], 1);
+    parts[i] = (*index)[i].to(device, at::kLong).contiguous();
+  }
+  // A wrong index would send the kernels out of bounds: check it against the tiles (small; on a
+  // GPU this reads a few flags on the host).
+  const at::Tensor &keys = parts[0], &first = parts[1], &tiles = parts[2];
+  const bool shaped = first.numel() == keys.numel() + 1 && first.numel() >= 1 &&
+                      first[0].item<int64_t>() == 0 && first[-1].item<int64_t>() == tiles.numel();
+  TORCH_CHECK_VALUE(
+      shaped && (keys.numel() < 2 || (keys.diff() > 0).all().item<bool>()) &&
+          (first.diff() >= 0).all().item<bool>() &&
+          (tiles.numel() == 0 || ((tiles >= 0) & (tiles < set.count())).all().item<bool>()) &&
+          (keys.numel() == 0 ||
+           ((keys >= 0) & (keys < set.members * geo.num_cells)).all().item<bool>()),
+      "torch_ragged.", op,
+      ": index does not fit these tiles and bounds (pass the tensors tiles_index returned for the "
+      "same origins, tile size, bounds and tile_first_idx)");
+  return CellIndex{keys, first, tiles};
+}
+
+std::vector<int64_t> page_tile_size(std::string_view op, const at::Tensor& pages, int64_t dims) {
+  check_defined(op, "pages", pages);
+  TORCH_CHECK_VALUE(pages.dim() >= 1 + dims, "torch_ragged.", op,
+                    ": pages must be (T, *tile_size (", dims, " dims), *F), got shape ",
+                    pages.sizes());
+  return pages.sizes().slice(1, dims).vec();
+}
+
+std::vector<int64_t> feature_sizes(const at::Tensor& t, int64_t leading) {
+  return t.sizes().slice(leading).vec();
+}
+
+bool is_first_wins(std::string_view op, std::string_view reduce) {
+  TORCH_CHECK_VALUE(reduce == "first" || reduce == "sum", "torch_ragged.", op,
+                    ": reduce must be \"first\" or \"sum\", got \"", reduce, "\"");
+  return reduce == "first";
+}
+
+namespace {
+
+std::vector<int64_t> concat(std::vector<int64_t> head, at::IntArrayRef tail) {
+  head.insert(head.end(), tail.begin(), tail.end());
+  return head;
+}
+
+int64_t product(at::IntArrayRef sizes) {
+  int64_t n = 1;
+  for (const int64_t s : sizes) n *= s;
+  return n;
+}
+
+}  // namespace
+
+GatherPlan plan_tiles_to_dense(std::string_view op, const at::Tensor& pages,
+                               const at::Tensor& origins, at::IntArrayRef full_min,
+                               at::IntArrayRef full_max, const at::Scalar& fill_value,
+                               const std::optional<at::Tensor>& tile_first_idx,
+                               const std::optional<at::TensorList>& index) {
+  check_defined(op, "origins", origins);
+  const int64_t dims = origins.dim() == 2 ? origins.size(1) : 0;
+  const std::vector<int64_t> tile = page_tile_size(op, pages, dims);
+  GatherPlan plan;
+  plan.geo = tile_geometry(op, tile, full_min, full_max);
+  plan.set = tile_set(op, origins, dims, tile_first_idx, pages.device());
+  TORCH_CHECK_VALUE(pages.size(0) == plan.set.count(), "torch_ragged.", op,
+                    ": pages and origins disagree: ", pages.size(0), " pages, ", plan.set.count(),
+                    " origins");
+  plan.cells = cell_index(op, plan.geo, plan.set, index);
+  plan.source = pages.contiguous();
+  const at::IntArrayRef feature = pages.sizes().slice(1 + dims);
+  std::vector<int64_t> lead;
+  if (plan.set.member.defined()) lead.push_back(plan.set.members);
+  lead.insert(lead.end(), plan.geo.extent, plan.geo.extent + dims);
+  plan.out_sizes = concat(lead, feature);
+  check_numel_fits(op, "the dense output", plan.out_sizes);
+  plan.rows = plan.set.members * plan.geo.bound_elems;
+  plan.row_elems = product(feature);
+  plan.fill = fill_value_bytes(op, "fill_value", fill_value, pages.scalar_type());
+  return plan;
+}
+
+GatherPlan plan_dense_to_tiles(std::string_view op, const at::Tensor& dense,
+                               const at::Tensor& origins, at::IntArrayRef tile_size,
+                               at::IntArrayRef full_min, const at::Scalar& fill_value,
+                               const std::optional<at::Tensor>& tile_first_idx,
+                               const std::optional<at::TensorList>& index) {
+  check_defined(op, "dense", dense);
+  const int64_t dims = static_cast<int64_t>(tile_size.size());
+  const bool batched = tile_first_idx.has_value() && tile_first_idx->defined();
+  const int64_t lead = batched ? 1 : 0;
+  TORCH_CHECK_VALUE(dense.dim() >= lead + dims, "torch_ragged.", op, ": dense must be (",
+                    batched ? "B, " : "", "*extent (", dims, " dims), *F), got shape ",
+                    dense.sizes());
+  dim_list(op, "full_min", full_min, dims);
+  std::vector<int64_t> full_max(dims);
+  for (int64_t d = 0; d < dims; ++d) full_max[d] = full_min[d] + dense.size(lead + d);
+  GatherPlan plan;
+  plan.geo = tile_geometry(op, tile_size, full_min, full_max);
+  plan.set = tile_set(op, origins, dims, tile_first_idx, dense.device());
+  TORCH_CHECK_VALUE(!batched || dense.size(0) == plan.set.members, "torch_ragged.", op,
+                    ": dense holds ", dense.size(0), " members but tile_first_idx describes ",
+                    plan.set.members);
+  plan.cells = cell_index(op, plan.geo, plan.set, index);
+  plan.source = dense.contiguous();
+  const at::IntArrayRef feature = dense.sizes().slice(lead + dims);
+  plan.out_sizes = concat(concat({plan.set.count()}, tile_size), feature);
+  check_numel_fits(op, "the pages", plan.out_sizes);
+  plan.rows = plan.set.count() * plan.geo.tile_elems;
+  plan.row_elems = product(feature);
+  plan.fill = fill_value_bytes(op, "fill_value", fill_value, dense.scalar_type());
+  return plan;
+}
+
+GatherPlan plan_tiles_halo(std::string_view op, const at::Tensor& pages, const at::Tensor& origins,
+                           at::IntArrayRef radius, at::IntArrayRef full_min,
+                           at::IntArrayRef full_max, const at::Scalar& fill_value,
+                           const std::optional<at::Tensor>& tile_first_idx,
+                           const std::optional<at::TensorList>& index, HaloFromOwner& halo) {
+  GatherPlan plan = plan_tiles_to_dense(op, pages, origins, full_min, full_max, fill_value,
+                                        tile_first_idx, index);
+  const int64_t dims = plan.geo.dims;
+  dim_list(op, "radius", radius, dims);
+  std::vector<int64_t> box(dims);
+  halo.box_elems = 1;
+  for (int64_t d = 0; d < dims; ++d) {
+    TORCH_CHECK_VALUE(radius[d] >= 0, "torch_ragged.", op, ": radius must be >= 0, got ", radius);
+    box[d] = plan.geo.tile[d] + 2 * radius[d];
+    halo.radius[d] = radius[d];
+    halo.box[d] = box[d];
+    halo.box_elems *= box[d];
+  }
+  plan.out_sizes = concat(concat({plan.set.count()}, box), pages.sizes().slice(1 + dims));
+  check_numel_fits(op, "the halo pages", plan.out_sizes);
+  plan.rows = plan.set.count() * halo.box_elems;
+  return plan;
+}
+
+LookupPlan plan_tiles_lookup(std::string_view op, const at::Tensor& origins,
+                             at::IntArrayRef tile_size, const at::Tensor& coords,
+                             at::IntArrayRef full_min, at::IntArrayRef full_max,
+                             const std::optional<at::Tensor>& tile_first_idx,
+                             const std::optional<at::TensorList>& index) {
+  const int64_t dims = static_cast<int64_t>(tile_size.size());
+  check_index_tensor(op, "coords", coords, 2);
+  const bool batched = tile_first_idx.has_value() && tile_first_idx->defined();
+  const int64_t width = dims + (batched ? 1 : 0);
+  TORCH_CHECK_VALUE(coords.size(1) == width, "torch_ragged.", op, ": coords must be (N, ", width,
+                    ")", batched ? " (the member, then the point)" : " (one point per row)",
+                    ", got shape ", coords.sizes());
+  LookupPlan plan;
+  plan.geo = tile_geometry(op, tile_size, full_min, full_max);
+  plan.set = tile_set(op, origins, dims, tile_first_idx, coords.device());
+  plan.cells = cell_index(op, plan.geo, plan.set, index);
+  const at::Tensor longs = coords.to(at::kLong);
+  plan.points = longs.slice(1, width - dims).contiguous();
+  if (batched) {
+    plan.member = longs.select(1, 0).contiguous();
+    TORCH_CHECK_INDEX(
+        plan.member.numel() == 0 ||
+            ((plan.member >= 0) & (plan.member < plan.set.members)).all().item<bool>(),
+        "torch_ragged.", op, ": coords[:, 0] (the member) must be in [0, ", plan.set.members, ")");
+  }
+  return plan;
+}
+
+}  // namespace torch_ragged

@@ -1,0 +1,99 @@
+#pragma once
+
+// Argument checks, geometry and the cell index of the tiles family, shared by its CPU and CUDA
+// kernels (host code; the index is built with ATen ops on the data's device).
+
+#include <ATen/ATen.h>
+
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "tiles/tiles_index.h"
+
+namespace torch_ragged {
+
+// The geometry of tiles of `tile_size` in the bound [full_min, full_max): d = 1..3 dims, tile sizes
+// >= 1, full_min < full_max per dim, every count within int64. ValueError naming op.
+TileGeometry tile_geometry(std::string_view op, at::IntArrayRef tile_size, at::IntArrayRef full_min,
+                           at::IntArrayRef full_max);
+
+// Checked origins (T, d) as int64 contiguous on `device`, and each tile's batch member (T,) int64
+// on `device` (undefined without tile_first_idx), with the member count B (1 without).
+struct TileSet {
+  at::Tensor origins;
+  at::Tensor member;
+  int64_t members = 1;
+  int64_t count() const { return origins.size(0); }
+};
+TileSet tile_set(std::string_view op, const at::Tensor& origins, int64_t dims,
+                 const std::optional<at::Tensor>& tile_first_idx, at::Device device);
+
+// The cell lists (tiles_index.h): built from the tile set, or the `index` a caller passed (the
+// outputs of tiles_index for the same tiles and geometry), checked.
+struct CellIndex {
+  at::Tensor keys, first, tiles;  // int64 on the data's device
+  TileCells view(const TileSet& set) const {
+    return TileCells{keys.const_data_ptr<int64_t>(), first.const_data_ptr<int64_t>(),
+                     tiles.const_data_ptr<int64_t>(), keys.numel(),
+                     set.origins.const_data_ptr<int64_t>()};
+  }
+};
+CellIndex build_cell_index(const TileGeometry& geo, const TileSet& set);
+CellIndex cell_index(std::string_view op, const TileGeometry& geo, const TileSet& set,
+                     const std::optional<at::TensorList>& index);
+
+// Sizes: pages (T, *tile, *F) -> the tile sizes (checked against origins' width) and F.
+std::vector<int64_t> page_tile_size(std::string_view op, const at::Tensor& pages, int64_t dims);
+std::vector<int64_t> feature_sizes(const at::Tensor& t, int64_t leading);
+
+// "first" -> true, "sum" -> false; ValueError otherwise.
+bool is_first_wins(std::string_view op, std::string_view reduce);
+
+// int[] -> vector with a check of its length.
+std::vector<int64_t> dim_list(std::string_view op, std::string_view arg, at::IntArrayRef values,
+                              int64_t dims);
+
+// Everything a tiles kernel needs, checked, per op. Output rows are points (F elements each).
+struct GatherPlan {
+  TileGeometry geo;
+  TileSet set;
+  CellIndex cells;
+  at::Tensor source;               // pages or dense, contiguous
+  std::vector<int64_t> out_sizes;  // the output's shape
+  int64_t rows = 0;                // output points
+  int64_t row_elems = 1;           // F: elements per point
+  std::vector<char> fill;          // the fill value's bytes in the source's dtype
+};
+
+GatherPlan plan_tiles_to_dense(std::string_view op, const at::Tensor& pages,
+                               const at::Tensor& origins, at::IntArrayRef full_min,
+                               at::IntArrayRef full_max, const at::Scalar& fill_value,
+                               const std::optional<at::Tensor>& tile_first_idx,
+                               const std::optional<at::TensorList>& index);
+GatherPlan plan_dense_to_tiles(std::string_view op, const at::Tensor& dense,
+                               const at::Tensor& origins, at::IntArrayRef tile_size,
+                               at::IntArrayRef full_min, const at::Scalar& fill_value,
+                               const std::optional<at::Tensor>& tile_first_idx,
+                               const std::optional<at::TensorList>& index);
+// tiles_halo: also the radius and the box (tile + 2 radius) per dim.
+GatherPlan plan_tiles_halo(std::string_view op, const at::Tensor& pages, const at::Tensor& origins,
+                           at::IntArrayRef radius, at::IntArrayRef full_min,
+                           at::IntArrayRef full_max, const at::Scalar& fill_value,
+                           const std::optional<at::Tensor>& tile_first_idx,
+                           const std::optional<at::TensorList>& index, HaloFromOwner& halo);
+
+struct LookupPlan {
+  TileGeometry geo;
+  TileSet set;
+  CellIndex cells;
+  at::Tensor points;  // (N, d) int64 contiguous
+  at::Tensor member;  // (N,) int64, or undefined: one member
+};
+LookupPlan plan_tiles_lookup(std::string_view op, const at::Tensor& origins,
+                             at::IntArrayRef tile_size, const at::Tensor& coords,
+                             at::IntArrayRef full_min, at::IntArrayRef full_max,
+                             const std::optional<at::Tensor>& tile_first_idx,
+                             const std::optional<at::TensorList>& index);
+
+}  // namespace torch_ragged

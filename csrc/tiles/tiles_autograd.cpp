@@ -1,0 +1,194 @@
+// Autograd of the tiles movers (Autograd dispatch key). Each backward is the other mover, so double
+// backward comes from the same code:
+//   tiles_to_dense(reduce="first") <-> dense_to_tiles(owned_only=True)  (a point's gradient goes to
+//                                                                         its owner only)
+//   tiles_to_dense(reduce="sum")   <-> dense_to_tiles(owned_only=False)
+//   tiles_halo: the halo boxes' gradients summed onto the bound (tiles_to_dense "sum" at origins -
+//   radius), then read back by the owners (dense_to_tiles owned_only=True); deterministic, but
+//   it holds a dense gradient of the bound's size.
+// fill_value is a constant: no gradient.
+
+#include <torch/autograd.h>
+#include <torch/library.h>
+
+#include "common/checks.h"
+#include "tiles/tiles_ops.h"
+
+namespace torch_ragged {
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+void save_tile_set(AutogradContext* ctx, const at::Tensor& origins,
+                   const std::optional<at::Tensor>& tile_first_idx,
+                   const std::optional<at::TensorList>& index) {
+  ctx->saved_data["origins"] = origins;
+  ctx->saved_data["tile_first_idx"] = tile_first_idx;
+  if (index.has_value()) ctx->saved_data["index"] = index->vec();
+}
+
+struct SavedTiles {
+  at::Tensor origins;
+  std::optional<at::Tensor> tile_first_idx;
+  std::vector<at::Tensor> index;
+  bool has_index;
+  std::optional<at::TensorList> index_arg() const {
+    return has_index ? std::optional<at::TensorList>(index) : std::nullopt;
+  }
+};
+
+SavedTiles saved_tiles(AutogradContext* ctx) {
+  SavedTiles s;
+  s.origins = ctx->saved_data["origins"].toTensor();
+  s.tile_first_idx = ctx->saved_data["tile_first_idx"].toOptional<at::Tensor>();
+  s.has_index = ctx->saved_data.count("index") > 0;
+  if (s.has_index) s.index = ctx->saved_data["index"].toTensorVector();
+  return s;
+}
+
+// origins + sign * shift per column, with scalar arithmetic only (at::tensor of host numbers cannot
+// be traced by torch.compile's fake tensors).
+at::Tensor shifted_columns(const at::Tensor& origins, const std::vector<int64_t>& shift,
+                           int64_t sign) {
+  std::vector<at::Tensor> columns;
+  for (size_t d = 0; d < shift.size(); ++d) {
+    columns.push_back(origins.select(1, static_cast<int64_t>(d)) + sign * shift[d]);
+  }
+  return at::stack(columns, 1);
+}
+
+std::vector<int64_t> ints(AutogradContext* ctx, const char* key) {
+  return ctx->saved_data[key].toIntVector();
+}
+
+class TilesToDense : public torch::autograd::Function<TilesToDense> {
+ public:
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& pages,
+                            const at::Tensor& origins, at::IntArrayRef full_min,
+                            at::IntArrayRef full_max, const at::Scalar& fill_value,
+                            c10::string_view reduce,
+                            const std::optional<at::Tensor>& tile_first_idx,
+                            std::optional<at::TensorList> index) {
+    at::AutoDispatchBelowADInplaceOrView guard;
+    at::Tensor out = ops::tiles_to_dense(pages, origins, full_min, full_max, fill_value, reduce,
+                                         tile_first_idx, index);
+    save_tile_set(ctx, origins, tile_first_idx, index);
+    ctx->saved_data["full_min"] = full_min.vec();
+    ctx->saved_data["tile"] = pages.sizes().slice(1, origins.size(1)).vec();
+    ctx->saved_data["first"] = reduce == "first";
+    return out;
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const SavedTiles s = saved_tiles(ctx);
+    const at::Tensor grad_pages =
+        ops::dense_to_tiles(grads[0], s.origins, ints(ctx, "tile"), ints(ctx, "full_min"), 0,
+                            ctx->saved_data["first"].toBool(), s.tile_first_idx, s.index_arg());
+    return {grad_pages, {}, {}, {}, {}, {}, {}, {}};
+  }
+};
+
+class DenseToTiles : public torch::autograd::Function<DenseToTiles> {
+ public:
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& dense,
+                            const at::Tensor& origins, at::IntArrayRef tile_size,
+                            at::IntArrayRef full_min, const at::Scalar& fill_value, bool owned_only,
+                            const std::optional<at::Tensor>& tile_first_idx,
+                            std::optional<at::TensorList> index) {
+    at::AutoDispatchBelowADInplaceOrView guard;
+    at::Tensor out = ops::dense_to_tiles(dense, origins, tile_size, full_min, fill_value,
+                                         owned_only, tile_first_idx, index);
+    save_tile_set(ctx, origins, tile_first_idx, index);
+    const int64_t lead = tile_first_idx.has_value() && tile_first_idx->defined() ? 1 : 0;
+    std::vector<int64_t> full_max(full_min.begin(), full_min.end());
+    for (size_t d = 0; d < full_max.size(); ++d) full_max[d] += dense.size(lead + d);
+    ctx->saved_data["full_min"] = full_min.vec();
+    ctx->saved_data["full_max"] = full_max;
+    ctx->saved_data["owned_only"] = owned_only;
+    return out;
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const SavedTiles s = saved_tiles(ctx);
+    const bool owned_only = ctx->saved_data["owned_only"].toBool();
+    const at::Tensor grad_dense =
+        ops::tiles_to_dense(grads[0], s.origins, ints(ctx, "full_min"), ints(ctx, "full_max"), 0,
+                            owned_only ? "first" : "sum", s.tile_first_idx, s.index_arg());
+    return {grad_dense, {}, {}, {}, {}, {}, {}, {}};
+  }
+};
+
+class TilesHalo : public torch::autograd::Function<TilesHalo> {
+ public:
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& pages,
+                            const at::Tensor& origins, at::IntArrayRef radius,
+                            at::IntArrayRef full_min, at::IntArrayRef full_max,
+                            const at::Scalar& fill_value,
+                            const std::optional<at::Tensor>& tile_first_idx,
+                            std::optional<at::TensorList> index) {
+    at::AutoDispatchBelowADInplaceOrView guard;
+    at::Tensor out = ops::tiles_halo(pages, origins, radius, full_min, full_max, fill_value,
+                                     tile_first_idx, index);
+    save_tile_set(ctx, origins, tile_first_idx, index);
+    ctx->saved_data["radius"] = radius.vec();
+    ctx->saved_data["full_min"] = full_min.vec();
+    ctx->saved_data["full_max"] = full_max.vec();
+    ctx->saved_data["tile"] = pages.sizes().slice(1, origins.size(1)).vec();
+    return out;
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const SavedTiles s = saved_tiles(ctx);
+    const std::vector<int64_t> radius = ints(ctx, "radius"), full_min = ints(ctx, "full_min");
+    const at::Tensor box_origins = shifted_columns(s.origins.to(at::kLong), radius, -1);
+    // Every box reading a point adds its gradient there (the boxes' own cell lists: their size
+    // differs from the tiles'), then each point's sum goes to the point's owner.
+    const at::Tensor on_bound =
+        ops::tiles_to_dense(grads[0], box_origins, full_min, ints(ctx, "full_max"), 0, "sum",
+                            s.tile_first_idx, std::nullopt);
+    const at::Tensor grad_pages = ops::dense_to_tiles(
+        on_bound, s.origins, ints(ctx, "tile"), full_min, 0, true, s.tile_first_idx, s.index_arg());
+    return {grad_pages, {}, {}, {}, {}, {}, {}, {}};
+  }
+};
+
+at::Tensor tiles_to_dense_autograd(const at::Tensor& pages, const at::Tensor& origins,
+                                   at::IntArrayRef full_min, at::IntArrayRef full_max,
+                                   const at::Scalar& fill_value, c10::string_view reduce,
+                                   const std::optional<at::Tensor>& tile_first_idx,
+                                   std::optional<at::TensorList> index) {
+  check_defined("tiles_to_dense", "pages", pages);
+  check_index_tensor("tiles_to_dense", "origins", origins, 2);
+  return TilesToDense::apply(pages, origins, full_min, full_max, fill_value, reduce, tile_first_idx,
+                             index);
+}
+
+at::Tensor dense_to_tiles_autograd(const at::Tensor& dense, const at::Tensor& origins,
+                                   at::IntArrayRef tile_size, at::IntArrayRef full_min,
+                                   const at::Scalar& fill_value, bool owned_only,
+                                   const std::optional<at::Tensor>& tile_first_idx,
+                                   std::optional<at::TensorList> index) {
+  check_defined("dense_to_tiles", "dense", dense);
+  check_defined("dense_to_tiles", "origins", origins);
+  return DenseToTiles::apply(dense, origins, tile_size, full_min, fill_value, owned_only,
+                             tile_first_idx, index);
+}
+
+at::Tensor tiles_halo_autograd(const at::Tensor& pages, const at::Tensor& origins,
+                               at::IntArrayRef radius, at::IntArrayRef full_min,
+                               at::IntArrayRef full_max, const at::Scalar& fill_value,
+                               const std::optional<at::Tensor>& tile_first_idx,
+                               std::optional<at::TensorList> index) {
+  check_defined("tiles_halo", "pages", pages);
+  check_index_tensor("tiles_halo", "origins", origins, 2);
+  return TilesHalo::apply(pages, origins, radius, full_min, full_max, fill_value, tile_first_idx,
+                          index);
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(torch_ragged, Autograd, m) {
+  m.impl("tiles_to_dense", &tiles_to_dense_autograd);
+  m.impl("dense_to_tiles", &dense_to_tiles_autograd);
+  m.impl("tiles_halo", &tiles_halo_autograd);
+}
+
+}  // namespace torch_ragged

@@ -1,0 +1,368 @@
+// CPU kernels of the tiles family: every output point is found by the cell lists (tiles_index.h)
+// and written once, so results are deterministic and need no atomics. Points are balanced across
+// threads by at::parallel_for.
+
+#include <ATen/Dispatch_v2.h>
+#include <ATen/OpMathType.h>
+#include <ATen/Parallel.h>
+#include <c10/util/SmallVector.h>
+#include <torch/library.h>
+
+#include <cstring>
+
+#include "common/checks.h"
+#include "common/fill.h"
+#include "common/parallel.h"
+#include "tiles/tiles_args.h"
+
+namespace torch_ragged {
+namespace {
+
+// The owner of points met in sequence: consecutive points mostly share a cell, whose tile list is
+// found (binary search) once.
+struct OwnerCache {
+  const TileGeometry& geo;
+  const TileCells& cells;
+  int64_t key = -1, list = -1;
+
+  int64_t owner(int64_t b, const int64_t* g) {
+    const int64_t k = b * geo.num_cells + geo.cell_of(g);
+    if (k != key) {
+      key = k;
+      list = cells.find(k);
+    }
+    if (list < 0) return -1;
+    for (int64_t j = cells.first[list]; j < cells.first[list + 1]; ++j) {
+      if (cells.covers(cells.tiles[j], g, geo)) return cells.tiles[j];
+    }
+    return -1;
+  }
+};
+
+// Byte pointers and sizes of a gather; `row` is one point (F elements).
+struct Rows {
+  const char* src;
+  char* dst;
+  int64_t elem, row_bytes, row_elems;
+  const char* fill;
+
+  void fill_points(int64_t at, int64_t n) const {
+    cpu::fill_pattern(dst + at * row_bytes, n * row_elems, fill, elem);
+  }
+  void copy_points(int64_t at, int64_t from, int64_t n) const {
+    std::memcpy(dst + at * row_bytes, src + from * row_bytes, n * row_bytes);
+  }
+};
+
+Rows rows_of(const GatherPlan& plan, at::Tensor& out) {
+  return Rows{static_cast<const char*>(plan.source.const_data_ptr()),
+              static_cast<char*>(out.mutable_data_ptr()),
+              out.element_size(),
+              plan.row_elems * out.element_size(),
+              plan.row_elems,
+              plan.fill.data()};
+}
+
+// The page row of point g in tile t.
+int64_t page_row(const TileGeometry& geo, const TileCells& cells, int64_t t, const int64_t* g) {
+  int64_t p[kMaxTileDims];
+  for (int d = 0; d < geo.dims; ++d) p[d] = g[d] - cells.origins[t * geo.dims + d];
+  return t * geo.tile_elems + TileGeometry::box_offset(p, geo.tile, geo.dims);
+}
+
+// Calls row(g) for the start of every row (run along the last dim) of a box of size n at `start`.
+template <typename Row>
+void for_each_box_row(int dims, const int64_t* start, const int64_t* n, Row&& row) {
+  const int last = dims - 1;
+  int64_t rows = 1;
+  for (int d = 0; d < last; ++d) rows *= n[d];
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t g[kMaxTileDims];
+    TileGeometry::box_point(r, n, last, g);
+    for (int d = 0; d < last; ++d) g[d] += start[d];
+    g[last] = start[last];
+    row(g);
+  }
+}
+
+// tiles_to_dense walks the dense output in memory order, one line (a run along the last dim) at a
+// time, split into the cells it crosses. A dense table maps every cell to its tile list (the output
+// is prod(tile) times larger than the table, so the table costs nothing in comparison), so a
+// segment finds its list in one read: runs of empty cells are filled at once, a segment the list's
+// first tile covers whole is one copy (aligned tiles), other segments go point by point.
+struct DenseLines {
+  const GatherPlan& plan;
+  TileCells cells;
+  at::Tensor table;  // (members * num_cells,) int64: the cell's position in the keys, or -1
+
+  explicit DenseLines(const GatherPlan& p) : plan(p), cells(p.cells.view(p.set)) {
+    table = at::full({p.set.members * p.geo.num_cells}, -1, at::kLong);
+    table.index_put_({p.cells.keys}, at::arange(p.cells.keys.numel(), at::kLong));
+  }
+
+  // Calls segment(at, g, n, list) for every cell segment of every line: `at` the output point of
+  // g, n points along the last dim, `list` the cell's position in the keys (-1: no tile; then n
+  // may span several empty cells).
+  template <typename Segment>
+  void for_each_segment(Segment&& segment) const {
+    const TileGeometry& geo = plan.geo;
+    const int last = geo.dims - 1;
+    const int64_t width = geo.extent[last], tile = geo.tile[last];
+    const int64_t lines_per_member = geo.bound_elems / width;
+    const int64_t* lists = table.const_data_ptr<int64_t>();
+    const int64_t grain =
+        std::max<int64_t>(1, kGrainElems / std::max<int64_t>(1, width * plan.row_elems));
+    at::parallel_for(
+        0, plan.set.members * lines_per_member, grain, [&](int64_t begin, int64_t end) {
+          for (int64_t line = begin; line < end; ++line) {
+            int64_t g[kMaxTileDims];
+            geo.bound_point((line % lines_per_member) * width, g);
+            int64_t base = line / lines_per_member;  // member, then the cell row of the line
+            for (int d = 0; d < last; ++d)
+              base = base * geo.cells[d] + (g[d] - geo.lo[d]) / geo.tile[d];
+            base *= geo.cells[last];
+            for (int64_t x = 0; x < width;) {
+              const int64_t list = lists[base + x / tile];
+              int64_t stop = std::min(width, (x / tile + 1) * tile);
+              while (list < 0 && stop < width && lists[base + stop / tile] < 0) {
+                stop = std::min(width, stop + tile);
+              }
+              g[last] = geo.lo[last] + x;
+              segment(line * width + x, g, stop - x, list);
+              x = stop;
+            }
+          }
+        });
+  }
+};
+
+void dense_from_owners(const GatherPlan& plan, at::Tensor& out) {
+  if (plan.rows == 0 || plan.row_elems == 0) return;
+  const DenseLines lines(plan);
+  const TileGeometry& geo = plan.geo;
+  const TileCells& cells = lines.cells;
+  const Rows io = rows_of(plan, out);
+  const int last = geo.dims - 1;
+  lines.for_each_segment([&](int64_t at, int64_t* g, int64_t n, int64_t list) {
+    if (list < 0) return io.fill_points(at, n);
+    // The list's first tile is the lowest overlapping the cell: where it covers a point, it owns
+    // it.
+    const int64_t first = cells.tiles[cells.first[list]];
+    bool whole = true;
+    for (int d = 0; d < geo.dims; ++d) {
+      const int64_t o = cells.origins[first * geo.dims + d];
+      const int64_t top = d == last ? g[d] + n : g[d] + 1;
+      whole = whole && o <= g[d] && top <= o + geo.tile[d];
+    }
+    if (whole) return io.copy_points(at, page_row(geo, cells, first, g), n);
+    for (int64_t x = 0; x < n; ++x, ++g[last]) {
+      int64_t t = -1;
+      for (int64_t j = cells.first[list]; j < cells.first[list + 1] && t < 0; ++j) {
+        if (cells.covers(cells.tiles[j], g, geo)) t = cells.tiles[j];
+      }
+      t < 0 ? io.fill_points(at + x, 1) : io.copy_points(at + x, page_row(geo, cells, t, g), 1);
+    }
+  });
+}
+
+// dense_to_tiles, one tile row at a time: the part inside the bound is one contiguous run of the
+// dense tensor (copied whole unless owned_only asks for the owner of each point).
+void tiles_from_dense(const GatherPlan& plan, at::Tensor& out, bool owned_only) {
+  if (plan.rows == 0 || plan.row_elems == 0) return;
+  const TileGeometry& geo = plan.geo;
+  const TileCells cells = plan.cells.view(plan.set);
+  const Rows io = rows_of(plan, out);
+  const int last = geo.dims - 1;
+  const int64_t* member =
+      plan.set.member.defined() ? plan.set.member.const_data_ptr<int64_t>() : nullptr;
+  const int64_t per_tile = std::max<int64_t>(1, geo.tile_elems * plan.row_elems);
+  const int64_t zero[kMaxTileDims] = {0, 0, 0};
+  at::parallel_for(
+      0, plan.set.count(), std::max<int64_t>(1, kGrainElems / per_tile),
+      [&](int64_t begin, int64_t end) {
+        OwnerCache cache{geo, cells};
+        for (int64_t t = begin; t < end; ++t) {
+          const int64_t b = member != nullptr ? member[t] : 0;
+          const int64_t* origin = cells.origins + t * geo.dims;
+          for_each_box_row(geo.dims, zero, geo.tile, [&](int64_t* p) {
+            const int64_t at = t * geo.tile_elems + TileGeometry::box_offset(p, geo.tile, geo.dims);
+            int64_t g[kMaxTileDims];
+            bool inside = true;
+            for (int d = 0; d < geo.dims; ++d) {
+              g[d] = origin[d] + p[d];
+              inside =
+                  inside && (d == last || (g[d] >= geo.lo[d] && g[d] < geo.lo[d] + geo.extent[d]));
+            }
+            const int64_t width = geo.tile[last];
+            const int64_t x0 =
+                inside ? std::clamp<int64_t>(geo.lo[last] - g[last], 0, width) : width;
+            const int64_t x1 =
+                inside ? std::clamp<int64_t>(geo.lo[last] + geo.extent[last] - g[last], x0, width)
+                       : width;
+            io.fill_points(at, x0);
+            io.fill_points(at + x1, width - x1);
+            if (x1 <= x0) return;
+            g[last] += x0;
+            const int64_t from = b * geo.bound_elems + geo.bound_offset(g);
+            if (!owned_only) return io.copy_points(at + x0, from, x1 - x0);
+            for (int64_t x = 0; x < x1 - x0; ++x, ++g[last]) {
+              cache.owner(b, g) == t ? io.copy_points(at + x0 + x, from + x, 1)
+                                     : io.fill_points(at + x0 + x, 1);
+            }
+          });
+        }
+      });
+}
+
+// tiles_halo, one box row at a time, each point from its owner (cached cell lists).
+void halo_from_owners(const GatherPlan& plan, const HaloFromOwner& halo, at::Tensor& out) {
+  if (plan.rows == 0 || plan.row_elems == 0) return;
+  const TileGeometry& geo = plan.geo;
+  const TileCells& cells = halo.cells;
+  const Rows io = rows_of(plan, out);
+  const int last = geo.dims - 1;
+  const int64_t zero[kMaxTileDims] = {0, 0, 0};
+  const int64_t per_box = std::max<int64_t>(1, halo.box_elems * plan.row_elems);
+  at::parallel_for(0, plan.set.count(), std::max<int64_t>(1, kGrainElems / per_box),
+                   [&](int64_t begin, int64_t end) {
+                     OwnerCache cache{geo, cells};
+                     for (int64_t t = begin; t < end; ++t) {
+                       const int64_t b = halo.member != nullptr ? halo.member[t] : 0;
+                       for_each_box_row(geo.dims, zero, halo.box, [&](int64_t* q) {
+                         const int64_t at =
+                             t * halo.box_elems + TileGeometry::box_offset(q, halo.box, geo.dims);
+                         int64_t g[kMaxTileDims];
+                         for (int d = 0; d < geo.dims; ++d) {
+                           g[d] = cells.origins[t * geo.dims + d] - halo.radius[d] + q[d];
+                         }
+                         for (int64_t x = 0; x < halo.box[last]; ++x, ++g[last]) {
+                           const int64_t owner = geo.in_bound(g) ? cache.owner(b, g) : -1;
+                           owner < 0 ? io.fill_points(at + x, 1)
+                                     : io.copy_points(at + x, page_row(geo, cells, owner, g), 1);
+                         }
+                       });
+                     }
+                   });
+}
+
+// tiles_to_dense(reduce="sum"): each point adds its covering tiles' rows in tile order (op-math
+// accumulation), or holds the fill value where none covers it; lines and cells as for "first".
+void sum_covering_rows(const GatherPlan& plan, at::Tensor& out) {
+  if (plan.rows == 0 || plan.row_elems == 0) return;
+  const DenseLines lines(plan);
+  const TileGeometry& geo = plan.geo;
+  const TileCells& cells = lines.cells;
+  const Rows io = rows_of(plan, out);
+  const int64_t width = plan.row_elems;
+  const int last = geo.dims - 1;
+  AT_DISPATCH_V2(out.scalar_type(), "tiles_to_dense_sum", AT_WRAP([&] {
+                   using acc_t = at::opmath_type<scalar_t>;
+                   const scalar_t* pages = plan.source.const_data_ptr<scalar_t>();
+                   scalar_t* o = out.mutable_data_ptr<scalar_t>();
+                   lines.for_each_segment([&](int64_t at, int64_t* g, int64_t n, int64_t list) {
+                     if (list < 0) return io.fill_points(at, n);
+                     c10::SmallVector<acc_t, 16> acc(width);
+                     for (int64_t x = 0; x < n; ++x, ++g[last]) {
+                       std::fill(acc.begin(), acc.end(), acc_t(0));
+                       bool covered = false;
+                       for (int64_t j = cells.first[list]; j < cells.first[list + 1]; ++j) {
+                         const int64_t t = cells.tiles[j];
+                         if (!cells.covers(t, g, geo)) continue;
+                         const scalar_t* row = pages + page_row(geo, cells, t, g) * width;
+                         for (int64_t c = 0; c < width; ++c) acc[c] += static_cast<acc_t>(row[c]);
+                         covered = true;
+                       }
+                       if (!covered) {
+                         io.fill_points(at + x, 1);
+                         continue;
+                       }
+                       for (int64_t c = 0; c < width; ++c)
+                         o[(at + x) * width + c] = static_cast<scalar_t>(acc[c]);
+                     }
+                   });
+                 }),
+                 AT_EXPAND(AT_ALL_TYPES_AND_COMPLEX), AT_EXPAND(AT_BAREBONES_UNSIGNED_TYPES),
+                 at::kHalf, at::kBFloat16);
+}
+
+at::Tensor tiles_to_dense_cpu(const at::Tensor& pages, const at::Tensor& origins,
+                              at::IntArrayRef full_min, at::IntArrayRef full_max,
+                              const at::Scalar& fill_value, c10::string_view reduce,
+                              const std::optional<at::Tensor>& tile_first_idx,
+                              std::optional<at::TensorList> index) {
+  constexpr std::string_view op = "tiles_to_dense";
+  const bool first_wins = is_first_wins(op, reduce);
+  TORCH_CHECK_TYPE(first_wins || (pages.defined() && pages.scalar_type() != at::kBool),
+                   "torch_ragged.", op, ": reduce=\"sum\" needs numbers, got bool pages");
+  const GatherPlan plan = plan_tiles_to_dense(op, pages, origins, full_min, full_max, fill_value,
+                                              tile_first_idx, index);
+  at::Tensor out = at::empty(plan.out_sizes, pages.options());
+  if (first_wins) {
+    dense_from_owners(plan, out);
+  } else {
+    sum_covering_rows(plan, out);
+  }
+  return out;
+}
+
+at::Tensor dense_to_tiles_cpu(const at::Tensor& dense, const at::Tensor& origins,
+                              at::IntArrayRef tile_size, at::IntArrayRef full_min,
+                              const at::Scalar& fill_value, bool owned_only,
+                              const std::optional<at::Tensor>& tile_first_idx,
+                              std::optional<at::TensorList> index) {
+  const GatherPlan plan = plan_dense_to_tiles("dense_to_tiles", dense, origins, tile_size, full_min,
+                                              fill_value, tile_first_idx, index);
+  at::Tensor out = at::empty(plan.out_sizes, dense.options());
+  tiles_from_dense(plan, out, owned_only);
+  return out;
+}
+
+at::Tensor tiles_halo_cpu(const at::Tensor& pages, const at::Tensor& origins,
+                          at::IntArrayRef radius, at::IntArrayRef full_min,
+                          at::IntArrayRef full_max, const at::Scalar& fill_value,
+                          const std::optional<at::Tensor>& tile_first_idx,
+                          std::optional<at::TensorList> index) {
+  HaloFromOwner halo{};
+  const GatherPlan plan = plan_tiles_halo("tiles_halo", pages, origins, radius, full_min, full_max,
+                                          fill_value, tile_first_idx, index, halo);
+  halo.geo = plan.geo;
+  halo.cells = plan.cells.view(plan.set);
+  halo.member = plan.set.member.defined() ? plan.set.member.const_data_ptr<int64_t>() : nullptr;
+  at::Tensor out = at::empty(plan.out_sizes, pages.options());
+  halo_from_owners(plan, halo, out);
+  return out;
+}
+
+std::tuple<at::Tensor, at::Tensor> tiles_lookup_cpu(
+    const at::Tensor& origins, at::IntArrayRef tile_size, const at::Tensor& coords,
+    at::IntArrayRef full_min, at::IntArrayRef full_max,
+    const std::optional<at::Tensor>& tile_first_idx, std::optional<at::TensorList> index) {
+  const LookupPlan plan = plan_tiles_lookup("tiles_lookup", origins, tile_size, coords, full_min,
+                                            full_max, tile_first_idx, index);
+  const int64_t n = plan.points.size(0), dims = plan.geo.dims;
+  at::Tensor tile = at::empty({n}, plan.points.options());
+  at::Tensor local = at::empty({n, dims}, plan.points.options());
+  const TileCells cells = plan.cells.view(plan.set);
+  const int64_t* points = plan.points.const_data_ptr<int64_t>();
+  const int64_t* member = plan.member.defined() ? plan.member.const_data_ptr<int64_t>() : nullptr;
+  int64_t* t = tile.mutable_data_ptr<int64_t>();
+  int64_t* l = local.mutable_data_ptr<int64_t>();
+  at::parallel_for(0, n, kGrainElems / 16, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      t[i] = lookup_point(plan.geo, cells, member != nullptr ? member[i] : 0, points + i * dims,
+                          l + i * dims);
+    }
+  });
+  return {tile, local};
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(torch_ragged, CPU, m) {
+  m.impl("tiles_to_dense", &tiles_to_dense_cpu);
+  m.impl("dense_to_tiles", &dense_to_tiles_cpu);
+  m.impl("tiles_halo", &tiles_halo_cpu);
+  m.impl("tiles_lookup", &tiles_lookup_cpu);
+}
+
+}  // namespace torch_ragged

@@ -1,0 +1,195 @@
+#pragma once
+
+// Geometry of a tile set and its per-cell tile lists: the index math every tiles kernel shares,
+// host and device alike.
+//
+// A tile set: T tiles of one size `tile` (d <= 3 dims), tile t covering the global points
+// [origins[t], origins[t] + tile), inside a bound [lo, lo + extent). Origins may be negative or
+// unaligned; tiles may overlap and may stick out of the bound. Reading the field at a point g finds
+// the *first* tile (lowest t) covering g — the seed's select chain — or the fill value.
+//
+// The lookup: the bound is cut into cells of the tile's size, aligned at lo; a tile overlaps at
+// most 2 cells per dim. Each (member, cell) that some tile overlaps has a key, member * num_cells +
+// cell; keys are sorted and distinct, and the tiles overlapping keys[i] are
+// tiles[first[i] : first[i + 1]] in ascending order. A point's owner is found by one binary search
+// and a scan of a short list (1 entry for non-overlapping aligned tiles).
+
+#include <c10/macros/Macros.h>
+
+#include <cstdint>
+
+namespace torch_ragged {
+
+constexpr int kMaxTileDims = 3;
+
+struct TileGeometry {
+  int dims;
+  int64_t tile[kMaxTileDims];    // tile size per dim
+  int64_t lo[kMaxTileDims];      // full_min
+  int64_t extent[kMaxTileDims];  // full_max - full_min
+  int64_t cells[kMaxTileDims];   // ceil(extent / tile): the cell grid of the bound
+  int64_t tile_elems;            // prod(tile): points per tile
+  int64_t bound_elems;           // prod(extent): points per member's bound
+  int64_t num_cells;             // prod(cells): cells per member
+
+  C10_HOST_DEVICE bool in_bound(const int64_t* g) const {
+    for (int d = 0; d < dims; ++d) {
+      if (g[d] < lo[d] || g[d] >= lo[d] + extent[d]) return false;
+    }
+    return true;
+  }
+  // Cell of a point inside the bound (row-major over the cell grid).
+  C10_HOST_DEVICE int64_t cell_of(const int64_t* g) const {
+    int64_t cell = 0;
+    for (int d = 0; d < dims; ++d) cell = cell * cells[d] + (g[d] - lo[d]) / tile[d];
+    return cell;
+  }
+  // Row-major offset of a point inside the bound, and back.
+  C10_HOST_DEVICE int64_t bound_offset(const int64_t* g) const {
+    int64_t offset = 0;
+    for (int d = 0; d < dims; ++d) offset = offset * extent[d] + (g[d] - lo[d]);
+    return offset;
+  }
+  C10_HOST_DEVICE void bound_point(int64_t offset, int64_t* g) const {
+    for (int d = dims - 1; d >= 0; --d) {
+      g[d] = lo[d] + offset % extent[d];
+      offset /= extent[d];
+    }
+  }
+  // Row-major offset within a box of size `box`, and back.
+  C10_HOST_DEVICE static int64_t box_offset(const int64_t* p, const int64_t* box, int dims) {
+    int64_t offset = 0;
+    for (int d = 0; d < dims; ++d) offset = offset * box[d] + p[d];
+    return offset;
+  }
+  C10_HOST_DEVICE static void box_point(int64_t offset, const int64_t* box, int dims, int64_t* p) {
+    for (int d = dims - 1; d >= 0; --d) {
+      p[d] = offset % box[d];
+      offset /= box[d];
+    }
+  }
+};
+
+// The cell lists of one tile set (see the header comment); origins (T, dims) int64 contiguous.
+struct TileCells {
+  const int64_t* keys;
+  const int64_t* first;
+  const int64_t* tiles;
+  int64_t num_keys;
+  const int64_t* origins;
+
+  C10_HOST_DEVICE int64_t find(int64_t key) const {
+    int64_t lo = 0, hi = num_keys;  // keys[lo..hi) may hold key
+    while (lo < hi) {
+      const int64_t mid = lo + (hi - lo) / 2;
+      if (keys[mid] < key) {
+        lo = mid + 1;
+      } else {
+        hi = mid;
+      }
+    }
+    return lo < num_keys && keys[lo] == key ? lo : -1;
+  }
+  C10_HOST_DEVICE bool covers(int64_t t, const int64_t* g, const TileGeometry& geo) const {
+    for (int d = 0; d < geo.dims; ++d) {
+      const int64_t o = origins[t * geo.dims + d];
+      if (g[d] < o || g[d] >= o + geo.tile[d]) return false;
+    }
+    return true;
+  }
+  // Calls visit(t) for each tile of member b covering g (inside the bound), in ascending t, until
+  // visit returns false.
+  template <typename Visit>
+  C10_HOST_DEVICE void for_each_cover(int64_t b, const int64_t* g, const TileGeometry& geo,
+                                      Visit&& visit) const {
+    const int64_t i = find(b * geo.num_cells + geo.cell_of(g));
+    if (i < 0) return;
+    for (int64_t j = first[i]; j < first[i + 1]; ++j) {
+      if (covers(tiles[j], g, geo) && !visit(tiles[j])) return;
+    }
+  }
+  // The first tile of member b covering g (inside the bound), or -1.
+  C10_HOST_DEVICE int64_t owner(int64_t b, const int64_t* g, const TileGeometry& geo) const {
+    int64_t found = -1;
+    for_each_cover(b, g, geo, [&](int64_t t) {
+      found = t;
+      return false;
+    });
+    return found;
+  }
+};
+
+}  // namespace torch_ragged
+
+namespace torch_ragged {
+
+// Output row -> source row, or -1 for the fill value: the gathers behind the tiles ops. A row is
+// one point's feature vector (F elements).
+
+// tiles_to_dense(reduce="first"): out row (member b, point of the bound) <- the owner's page row.
+struct DenseFromOwner {
+  TileGeometry geo;
+  TileCells cells;
+  C10_HOST_DEVICE int64_t operator()(int64_t row) const {
+    int64_t g[kMaxTileDims], p[kMaxTileDims];
+    geo.bound_point(row % geo.bound_elems, g);
+    const int64_t t = cells.owner(row / geo.bound_elems, g, geo);
+    if (t < 0) return -1;
+    for (int d = 0; d < geo.dims; ++d) p[d] = g[d] - cells.origins[t * geo.dims + d];
+    return t * geo.tile_elems + TileGeometry::box_offset(p, geo.tile, geo.dims);
+  }
+};
+
+// dense_to_tiles: out row (tile t, point of the tile) <- the dense row of that point; -1 outside
+// the bound, or (owned_only) where another tile owns the point.
+struct TileFromDense {
+  TileGeometry geo;
+  TileCells cells;
+  const int64_t* member;  // (T,) or nullptr: one member
+  bool owned_only;
+  C10_HOST_DEVICE int64_t operator()(int64_t row) const {
+    const int64_t t = row / geo.tile_elems;
+    int64_t g[kMaxTileDims];
+    TileGeometry::box_point(row % geo.tile_elems, geo.tile, geo.dims, g);
+    for (int d = 0; d < geo.dims; ++d) g[d] += cells.origins[t * geo.dims + d];
+    if (!geo.in_bound(g)) return -1;
+    const int64_t b = member != nullptr ? member[t] : 0;
+    if (owned_only && cells.owner(b, g, geo) != t) return -1;
+    return b * geo.bound_elems + geo.bound_offset(g);
+  }
+};
+
+// tiles_halo: out row (tile t, point of the box [origin - radius, origin + tile + radius)) <- the
+// owner's page row of that point (first wins), -1 outside the bound or where no tile is.
+struct HaloFromOwner {
+  TileGeometry geo;
+  TileCells cells;
+  const int64_t* member;
+  int64_t radius[kMaxTileDims];
+  int64_t box[kMaxTileDims];
+  int64_t box_elems;
+  C10_HOST_DEVICE int64_t operator()(int64_t row) const {
+    const int64_t t = row / box_elems;
+    int64_t g[kMaxTileDims], p[kMaxTileDims];
+    TileGeometry::box_point(row % box_elems, box, geo.dims, g);
+    for (int d = 0; d < geo.dims; ++d) g[d] += cells.origins[t * geo.dims + d] - radius[d];
+    if (!geo.in_bound(g)) return -1;
+    const int64_t owner = cells.owner(member != nullptr ? member[t] : 0, g, geo);
+    if (owner < 0) return -1;
+    for (int d = 0; d < geo.dims; ++d) p[d] = g[d] - cells.origins[owner * geo.dims + d];
+    return owner * geo.tile_elems + TileGeometry::box_offset(p, geo.tile, geo.dims);
+  }
+};
+
+// tiles_lookup: coordinate i (member b) -> its owner (-1 if none or outside the bound) and the
+// position inside it.
+C10_HOST_DEVICE inline int64_t lookup_point(const TileGeometry& geo, const TileCells& cells,
+                                            int64_t b, const int64_t* g, int64_t* local) {
+  const int64_t t = geo.in_bound(g) ? cells.owner(b, g, geo) : -1;
+  for (int d = 0; d < geo.dims; ++d) {
+    local[d] = t < 0 ? 0 : g[d] - cells.origins[t * geo.dims + d];
+  }
+  return t;
+}
+
+}  // namespace torch_ragged

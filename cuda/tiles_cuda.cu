@@ -1,0 +1,185 @@
+// CUDA kernels of the tiles family: one thread per output element, the point's source found by the
+// cell lists (tiles/tiles_index.h, shared with the CPU kernels), each element written once: no
+// atomics, deterministic. The cell index is built with ATen ops on the device (tiles_args.cpp).
+
+#include <ATen/ATen.h>
+#include <ATen/Dispatch_v2.h>
+#include <ATen/OpMathType.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <torch/library.h>
+
+#include <cstring>
+
+#include "common/checks.h"
+#include "common/element_type.h"
+#include "common/parallel.h"
+#include "tiles/tiles_args.h"
+
+namespace torch_ragged {
+namespace {
+
+cudaStream_t stream() { return at::cuda::getCurrentCUDAStream(); }
+
+template <typename Element, typename Source>
+__global__ void gather_rows_kernel(Source source, const Element* __restrict__ src,
+                                   Element* __restrict__ out, Element fill, int64_t total,
+                                   int64_t row_elems) {
+  for (int64_t e = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; e < total;
+       e += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t s = source(e / row_elems);
+    out[e] = s < 0 ? fill : src[s * row_elems + e % row_elems];
+  }
+}
+
+template <typename Source>
+void gather_rows(const GatherPlan& plan, at::Tensor& out, const Source& source) {
+  const int64_t total = plan.rows * plan.row_elems;
+  if (total == 0) return;
+  with_element_type("tiles", out.element_size(), [&](auto element) {
+    using Element = decltype(element);
+    Element fill;
+    std::memcpy(&fill, plan.fill.data(), sizeof(Element));
+    gather_rows_kernel<Element><<<cuda_grid_for(total), kCudaThreads, 0, stream()>>>(
+        source, static_cast<const Element*>(plan.source.const_data_ptr()),
+        static_cast<Element*>(out.mutable_data_ptr()), fill, total, plan.row_elems);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  });
+}
+
+// reduce="sum": element (point, c) adds column c of every covering tile's row, in tile order.
+template <typename scalar_t>
+__global__ void sum_covering_kernel(TileGeometry geo, TileCells cells,
+                                    const scalar_t* __restrict__ pages, scalar_t* __restrict__ out,
+                                    scalar_t fill, int64_t total, int64_t width) {
+  using acc_t = at::opmath_type<scalar_t>;
+  for (int64_t e = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; e < total;
+       e += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t r = e / width, c = e % width;
+    int64_t g[kMaxTileDims];
+    geo.bound_point(r % geo.bound_elems, g);
+    acc_t acc = acc_t(0);
+    bool covered = false;
+    cells.for_each_cover(r / geo.bound_elems, g, geo, [&](int64_t t) {
+      int64_t p[kMaxTileDims];
+      for (int d = 0; d < geo.dims; ++d) p[d] = g[d] - cells.origins[t * geo.dims + d];
+      const int64_t row = t * geo.tile_elems + TileGeometry::box_offset(p, geo.tile, geo.dims);
+      acc += static_cast<acc_t>(pages[row * width + c]);
+      covered = true;
+      return true;
+    });
+    out[e] = covered ? static_cast<scalar_t>(acc) : fill;
+  }
+}
+
+__global__ void lookup_kernel(TileGeometry geo, TileCells cells, const int64_t* points,
+                              const int64_t* member, int64_t n, int64_t* tile, int64_t* local) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    tile[i] = lookup_point(geo, cells, member != nullptr ? member[i] : 0, points + i * geo.dims,
+                           local + i * geo.dims);
+  }
+}
+
+const int64_t* member_of(const TileSet& set) {
+  return set.member.defined() ? set.member.const_data_ptr<int64_t>() : nullptr;
+}
+
+at::Tensor tiles_to_dense_cuda(const at::Tensor& pages, const at::Tensor& origins,
+                               at::IntArrayRef full_min, at::IntArrayRef full_max,
+                               const at::Scalar& fill_value, c10::string_view reduce,
+                               const std::optional<at::Tensor>& tile_first_idx,
+                               std::optional<at::TensorList> index) {
+  constexpr std::string_view op = "tiles_to_dense";
+  const bool first_wins = is_first_wins(op, reduce);
+  TORCH_CHECK_TYPE(first_wins || (pages.defined() && pages.scalar_type() != at::kBool),
+                   "torch_ragged.", op, ": reduce=\"sum\" needs numbers, got bool pages");
+  check_defined(op, "pages", pages);
+  const c10::cuda::CUDAGuard guard(pages.device());
+  const GatherPlan plan = plan_tiles_to_dense(op, pages, origins, full_min, full_max, fill_value,
+                                              tile_first_idx, index);
+  at::Tensor out = at::empty(plan.out_sizes, pages.options());
+  if (first_wins) {
+    gather_rows(plan, out, DenseFromOwner{plan.geo, plan.cells.view(plan.set)});
+    return out;
+  }
+  const int64_t total = plan.rows * plan.row_elems;
+  if (total == 0) return out;
+  AT_DISPATCH_V2(
+      pages.scalar_type(), "tiles_to_dense_sum_cuda", AT_WRAP([&] {
+        scalar_t fill;
+        std::memcpy(&fill, plan.fill.data(), sizeof(scalar_t));
+        sum_covering_kernel<scalar_t><<<cuda_grid_for(total), kCudaThreads, 0, stream()>>>(
+            plan.geo, plan.cells.view(plan.set), plan.source.const_data_ptr<scalar_t>(),
+            out.mutable_data_ptr<scalar_t>(), fill, total, plan.row_elems);
+        C10_CUDA_KERNEL_LAUNCH_CHECK();
+      }),
+      AT_EXPAND(AT_ALL_TYPES_AND_COMPLEX), AT_EXPAND(AT_BAREBONES_UNSIGNED_TYPES), at::kHalf,
+      at::kBFloat16);
+  return out;
+}
+
+at::Tensor dense_to_tiles_cuda(const at::Tensor& dense, const at::Tensor& origins,
+                               at::IntArrayRef tile_size, at::IntArrayRef full_min,
+                               const at::Scalar& fill_value, bool owned_only,
+                               const std::optional<at::Tensor>& tile_first_idx,
+                               std::optional<at::TensorList> index) {
+  check_defined("dense_to_tiles", "dense", dense);
+  const c10::cuda::CUDAGuard guard(dense.device());
+  const GatherPlan plan = plan_dense_to_tiles("dense_to_tiles", dense, origins, tile_size, full_min,
+                                              fill_value, tile_first_idx, index);
+  at::Tensor out = at::empty(plan.out_sizes, dense.options());
+  gather_rows(plan, out,
+              TileFromDense{plan.geo, plan.cells.view(plan.set), member_of(plan.set), owned_only});
+  return out;
+}
+
+at::Tensor tiles_halo_cuda(const at::Tensor& pages, const at::Tensor& origins,
+                           at::IntArrayRef radius, at::IntArrayRef full_min,
+                           at::IntArrayRef full_max, const at::Scalar& fill_value,
+                           const std::optional<at::Tensor>& tile_first_idx,
+                           std::optional<at::TensorList> index) {
+  check_defined("tiles_halo", "pages", pages);
+  const c10::cuda::CUDAGuard guard(pages.device());
+  HaloFromOwner halo{};
+  const GatherPlan plan = plan_tiles_halo("tiles_halo", pages, origins, radius, full_min, full_max,
+                                          fill_value, tile_first_idx, index, halo);
+  halo.geo = plan.geo;
+  halo.cells = plan.cells.view(plan.set);
+  halo.member = member_of(plan.set);
+  at::Tensor out = at::empty(plan.out_sizes, pages.options());
+  gather_rows(plan, out, halo);
+  return out;
+}
+
+std::tuple<at::Tensor, at::Tensor> tiles_lookup_cuda(
+    const at::Tensor& origins, at::IntArrayRef tile_size, const at::Tensor& coords,
+    at::IntArrayRef full_min, at::IntArrayRef full_max,
+    const std::optional<at::Tensor>& tile_first_idx, std::optional<at::TensorList> index) {
+  check_defined("tiles_lookup", "coords", coords);
+  const c10::cuda::CUDAGuard guard(coords.device());
+  const LookupPlan plan = plan_tiles_lookup("tiles_lookup", origins, tile_size, coords, full_min,
+                                            full_max, tile_first_idx, index);
+  const int64_t n = plan.points.size(0);
+  at::Tensor tile = at::empty({n}, plan.points.options());
+  at::Tensor local = at::empty({n, plan.geo.dims}, plan.points.options());
+  if (n > 0) {
+    lookup_kernel<<<cuda_grid_for(n), kCudaThreads, 0, stream()>>>(
+        plan.geo, plan.cells.view(plan.set), plan.points.const_data_ptr<int64_t>(),
+        plan.member.defined() ? plan.member.const_data_ptr<int64_t>() : nullptr, n,
+        tile.mutable_data_ptr<int64_t>(), local.mutable_data_ptr<int64_t>());
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  }
+  return {tile, local};
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(torch_ragged, CUDA, m) {
+  m.impl("tiles_to_dense", &tiles_to_dense_cuda);
+  m.impl("dense_to_tiles", &dense_to_tiles_cuda);
+  m.impl("tiles_halo", &tiles_halo_cuda);
+  m.impl("tiles_lookup", &tiles_lookup_cuda);
+}
+
+}  // namespace torch_ragged

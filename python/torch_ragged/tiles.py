@@ -1,0 +1,143 @@
+"""Sparse tiles <-> dense: fixed-size tiles ("pages") of a field, each with an origin inside a bound.
+
+``pages (T, *tile_size, *F)``, ``origins (T, d)`` integer (negative or unaligned allowed), ``d`` = 1, 2 or 3, and a
+bound ``[full_min, full_max)``. Reading the field at a point takes the **first** tile covering it (lowest t) or
+``fill_value`` where no tile does or outside the bound (the seed's select chain). ``tile_first_idx (B + 1,)``
+splits the tiles into B members, one dense output each. ``index`` is the output of :func:`tiles_index` for the
+same tiles and bound: build it once and pass it to every call (otherwise each call builds it). See docs/tiles.md.
+"""
+
+from collections.abc import Sequence
+
+import torch
+from torch.library import register_fake
+
+__all__ = [
+    "dense_to_tiles",
+    "tiles_box_filter",
+    "tiles_correlate",
+    "tiles_from_dense",
+    "tiles_index",
+    "tiles_lookup",
+    "tiles_to_dense",
+]
+
+_ops = torch.ops.torch_ragged
+
+
+def _ints(values) -> list[int]:
+    if isinstance(values, torch.Tensor):
+        return [int(v) for v in values.reshape(-1).tolist()]
+    if isinstance(values, Sequence):
+        return [int(v) for v in values]
+    return [int(values)]
+
+
+def _index(index):
+    return None if index is None else list(index)
+
+
+def tiles_index(origins, tile_size, full_min, full_max, tile_first_idx=None):
+    """The per-cell tile lists ``(keys, first, tiles)`` every tiles op uses to find a point's owner."""
+    return tuple(_ops.tiles_index(origins, _ints(tile_size), _ints(full_min), _ints(full_max), tile_first_idx))
+
+
+def tiles_to_dense(pages, origins, full_min, full_max, fill_value=0, reduce="first", tile_first_idx=None,
+                   index=None):
+    """``[(B,) *extent, *F]``: each point from its first covering tile (``reduce="first"``) or the sum of all
+    covering tiles in tile order (``"sum"``); ``fill_value`` elsewhere. Tile pixels outside the bound are dropped.
+
+    >>> pages = torch.ones(2, 2, 2); pages[1] *= 2
+    >>> tiles_to_dense(pages, torch.tensor([[0, 0], [1, 1]]), [0, 0], [3, 3], -1.0)
+    tensor([[ 1.,  1., -1.],
+            [ 1.,  1.,  2.],
+            [-1.,  2.,  2.]])
+    """
+    return _ops.tiles_to_dense(pages, origins, _ints(full_min), _ints(full_max), fill_value, reduce, tile_first_idx,
+                               _index(index))
+
+
+def dense_to_tiles(dense, origins, tile_size, full_min, fill_value=0, owned_only=False, tile_first_idx=None,
+                   index=None):
+    """``pages (T, *tile_size, *F)`` read from ``dense [(B,) *extent, *F]`` (the bound is ``full_min + extent``);
+    points outside the bound read ``fill_value``, and with ``owned_only`` so do points another tile owns. The
+    adjoint of :func:`tiles_to_dense` (``owned_only`` for ``"first"``)."""
+    return _ops.dense_to_tiles(dense, origins, _ints(tile_size), _ints(full_min), fill_value, owned_only,
+                               tile_first_idx, _index(index))
+
+
+def tiles_lookup(origins, tile_size, coords, full_min, full_max, tile_first_idx=None, index=None):
+    """``(tile (N,), local (N, d))``: the owner of each point (-1 where none, or outside the bound) and the
+    point's position inside it. With ``tile_first_idx``, ``coords`` is ``(N, 1 + d)``: the member, then the point."""
+    return tuple(_ops.tiles_lookup(origins, _ints(tile_size), coords, _ints(full_min), _ints(full_max),
+                                   tile_first_idx, _index(index)))
+
+
+def tiles_correlate(pages, origins, weight, full_min, full_max, fill_value=0, out="tiles", tile_first_idx=None,
+                    index=None):
+    """Per-channel correlation of the first-wins field with an odd, centred ``weight (*K, *F)``, reading across
+    tile boundaries (``fill_value`` outside the bound and where no tile is): ``out="tiles"`` at the tiles' points
+    ``(T, *tile_size, *F)``, ``out="dense"`` over the whole bound ``[(B,) *extent, *F]``. Differentiable in pages
+    and weight."""
+    return _ops.tiles_correlate(pages, origins, weight, _ints(full_min), _ints(full_max), fill_value, out,
+                                tile_first_idx, _index(index))
+
+
+def tiles_box_filter(pages, origins, full_min, full_max, size=3, fill_value=0, out="tiles", tile_first_idx=None,
+                     index=None):
+    """The seed's filter: the mean over a ``size``\\ :sup:`d` box (:func:`tiles_correlate` with a box kernel)."""
+    if not isinstance(size, int) or size < 1 or size % 2 == 0:
+        raise ValueError(f"torch_ragged.tiles_box_filter: size must be an odd int >= 1, got {size!r}")
+    dims = origins.shape[1] if isinstance(origins, torch.Tensor) and origins.dim() == 2 else 1
+    feature = tuple(pages.shape[1 + dims:])
+    weight = torch.full((size,) * dims + feature, 1.0 / size**dims, dtype=pages.dtype, device=pages.device)
+    return tiles_correlate(pages, origins, weight, full_min, full_max, fill_value, out, tile_first_idx, index)
+
+
+def tiles_from_dense(dense, tile_size, fill_value=0, full_min=None):
+    """``(pages, origins)`` of the ``tile_size``-aligned tiles of ``dense (*extent, *F)`` holding any value other
+    than ``fill_value`` (origins from ``full_min``, default 0); :func:`tiles_to_dense` gives ``dense`` back."""
+    return tuple(_ops.tiles_from_dense(dense, _ints(tile_size), fill_value,
+                                       None if full_min is None else _ints(full_min)))
+
+
+# ---- fake kernels (torch.compile / torch.export) ----
+
+def _members(tile_first_idx):
+    return [] if tile_first_idx is None else [tile_first_idx.shape[0] - 1]
+
+
+@register_fake("torch_ragged::tiles_index")
+def _tiles_index_fake(origins, tile_size, full_min, full_max, tile_first_idx=None):
+    ctx = torch.library.get_ctx()
+    keys, entries = ctx.new_dynamic_size(), ctx.new_dynamic_size()
+    longs = dict(dtype=torch.long, device=origins.device)
+    return torch.empty(keys, **longs), torch.empty(keys + 1, **longs), torch.empty(entries, **longs)
+
+
+@register_fake("torch_ragged::tiles_to_dense")
+def _tiles_to_dense_fake(pages, origins, full_min, full_max, fill_value=0, reduce="first", tile_first_idx=None,
+                         index=None):
+    dims = origins.shape[1]
+    extent = [hi - lo for lo, hi in zip(full_min, full_max, strict=True)]
+    return pages.new_empty((*_members(tile_first_idx), *extent, *pages.shape[1 + dims:]))
+
+
+@register_fake("torch_ragged::dense_to_tiles")
+def _dense_to_tiles_fake(dense, origins, tile_size, full_min, fill_value=0, owned_only=False, tile_first_idx=None,
+                         index=None):
+    lead = 0 if tile_first_idx is None else 1
+    return dense.new_empty((origins.shape[0], *tile_size, *dense.shape[lead + len(tile_size):]))
+
+
+@register_fake("torch_ragged::tiles_halo")
+def _tiles_halo_fake(pages, origins, radius, full_min, full_max, fill_value=0, tile_first_idx=None, index=None):
+    dims = origins.shape[1]
+    box = [pages.shape[1 + d] + 2 * radius[d] for d in range(dims)]
+    return pages.new_empty((pages.shape[0], *box, *pages.shape[1 + dims:]))
+
+
+@register_fake("torch_ragged::tiles_lookup")
+def _tiles_lookup_fake(origins, tile_size, coords, full_min, full_max, tile_first_idx=None, index=None):
+    n = coords.shape[0]
+    return coords.new_empty((n,), dtype=torch.long), coords.new_empty((n, len(tile_size)), dtype=torch.long)

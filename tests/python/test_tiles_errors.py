@@ -1,0 +1,76 @@
+"""Bad input to the tiles family: clear errors naming the op and the argument; tiles outside the bound are legal."""
+
+import torch
+from expect import raises
+from torch_ragged import tiles
+
+PAGES = torch.zeros(2, 4, 4)
+ORIGINS = torch.tensor([[0, 0], [2, 2]])
+
+
+def test_geometry_checks():
+    name = "torch_ragged.tiles_to_dense"
+    with raises(ValueError, name, "full_min < full_max in every dim"):
+        tiles.tiles_to_dense(PAGES, ORIGINS, [0, 5], [8, 5])
+    with raises(ValueError, name, "full_min must have one entry per tile dim (2)"):
+        tiles.tiles_to_dense(PAGES, ORIGINS, [0], [8, 8])
+    with raises(ValueError, "torch_ragged.dense_to_tiles", "tile sizes must be >= 1"):
+        tiles.dense_to_tiles(torch.zeros(8, 8), ORIGINS, [4, 0], [0, 0])
+    with raises(ValueError, "torch_ragged.tiles_index", "tiles have 1, 2 or 3 dims"):
+        tiles.tiles_index(torch.zeros(1, 4, dtype=torch.long), [2, 2, 2, 2], [0] * 4, [4] * 4)
+
+
+def test_pages_and_origins_must_agree():
+    name = "torch_ragged.tiles_to_dense"
+    with raises(ValueError, name, "pages and origins disagree: 3 pages, 2 origins"):
+        tiles.tiles_to_dense(torch.zeros(3, 4, 4), ORIGINS, [0, 0], [8, 8])
+    with raises(ValueError, name, "pages must be (T, *tile_size (2 dims), *F)"):
+        tiles.tiles_to_dense(torch.zeros(2, 4), ORIGINS, [0, 0], [8, 8])
+    with raises(TypeError, name, "origins must be an integer"):
+        tiles.tiles_to_dense(PAGES, ORIGINS.float(), [0, 0], [8, 8])
+    with raises(ValueError, name, 'reduce must be "first" or "sum"'):
+        tiles.tiles_to_dense(PAGES, ORIGINS, [0, 0], [8, 8], reduce="max")
+    with raises(TypeError, name, 'reduce="sum" needs numbers'):
+        tiles.tiles_to_dense(PAGES.bool(), ORIGINS, [0, 0], [8, 8], reduce="sum")
+    with raises(ValueError, name, "fill_value 300 does not fit dtype Byte"):
+        tiles.tiles_to_dense(PAGES.byte(), ORIGINS, [0, 0], [8, 8], 300)
+    with raises(ValueError, "torch_ragged.segment_ids", "first_idx"):
+        tiles.tiles_to_dense(PAGES, ORIGINS, [0, 0], [8, 8], tile_first_idx=torch.tensor([0, 1]))
+
+
+def test_correlate_weight_checks():
+    name = "torch_ragged.tiles_correlate"
+    with raises(ValueError, name, "odd size in every dim"):
+        tiles.tiles_correlate(PAGES, ORIGINS, torch.ones(2, 3), [0, 0], [8, 8])
+    with raises(ValueError, name, "weight must be (*kernel (2 dims), *F = [])"):
+        tiles.tiles_correlate(PAGES, ORIGINS, torch.ones(3, 3, 3), [0, 0], [8, 8])
+    with raises(TypeError, name, "share a floating dtype"):
+        tiles.tiles_correlate(PAGES.long(), ORIGINS, torch.ones(3, 3), [0, 0], [8, 8])
+    with raises(ValueError, name, 'out must be "tiles" or "dense"'):
+        tiles.tiles_correlate(PAGES, ORIGINS, torch.ones(3, 3), [0, 0], [8, 8], out="both")
+    with raises(ValueError, "torch_ragged.tiles_box_filter", "size must be an odd int"):
+        tiles.tiles_box_filter(PAGES, ORIGINS, [0, 0], [8, 8], size=2)
+
+
+def test_lookup_and_index_checks():
+    with raises(ValueError, "torch_ragged.tiles_lookup", "coords must be (N, 2)"):
+        tiles.tiles_lookup(ORIGINS, [4, 4], torch.zeros(3, 3, dtype=torch.long), [0, 0], [8, 8])
+    with raises(IndexError, "torch_ragged.tiles_lookup", "coords[:, 0] (the member) must be in [0, 1)"):
+        tiles.tiles_lookup(ORIGINS, [4, 4], torch.tensor([[1, 0, 0]]), [0, 0], [8, 8],
+                           tile_first_idx=torch.tensor([0, 2]))
+    bad = (torch.tensor([0, 5]), torch.tensor([0, 1, 2]), torch.tensor([0, 7]))
+    with raises(ValueError, "torch_ragged.tiles_to_dense", "index does not fit these tiles"):
+        tiles.tiles_to_dense(PAGES, ORIGINS, [0, 0], [8, 8], index=bad)
+    with raises(ValueError, "torch_ragged.tiles_to_dense", "index must be the 3 tensors"):
+        tiles.tiles_to_dense(PAGES, ORIGINS, [0, 0], [8, 8], index=bad[:2])
+
+
+def test_tiles_outside_the_bound_are_legal():
+    origins = torch.tensor([[-100, -100], [6, 6], [2**40, 0]])
+    pages = torch.ones(3, 4, 4)
+    dense = tiles.tiles_to_dense(pages, origins, [0, 0], [8, 8], -1.0)
+    assert dense[6:, 6:].eq(1).all() and dense[:6].eq(-1).all()
+    back = tiles.dense_to_tiles(dense, origins, [4, 4], [0, 0], 5.0)
+    assert back[0].eq(5).all() and back[2].eq(5).all() and back[1, :2, :2].eq(1).all()
+    found, _ = tiles.tiles_lookup(origins, [4, 4], torch.tensor([[7, 7], [-99, -99]]), [0, 0], [8, 8])
+    assert found.tolist() == [1, -1]
