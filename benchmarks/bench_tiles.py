@@ -93,6 +93,9 @@ def case_rows(name, dims, bound, tile, count, aligned, min_run_time):
     add("tiles_to_dense", "index_put_" + (" + scatter_reduce first-wins" if first_wins else ""),
         lambda: torch_to_dense(pages, origins, bound, tile, dims, first_wins),
         lambda: tiles.tiles_to_dense(pages, origins, lo, hi, index=index))
+    extent = (bound,) * dims + (CHANNELS,)
+    add("tiles_to_dense", "torch.full of the dense output alone (the fresh-output floor)",
+        lambda: torch.full(extent, 0.0), lambda: tiles.tiles_to_dense(pages, origins, lo, hi, index=index))
     dense = tiles.tiles_to_dense(pages, origins, lo, hi, index=index)
     add("dense_to_tiles", "advanced indexing", lambda: torch_to_tiles(dense, origins, tile, dims),
         lambda: tiles.dense_to_tiles(dense, origins, [tile] * dims, lo, index=index), 2 * pages.nbytes)
