@@ -160,12 +160,18 @@ RaggedLayout layout_from_tensor_list(std::string_view op, at::TensorList tensors
     TORCH_CHECK_VALUE(t.device() == first.device(), "torch_ragged.", op,
                       ": tensors must share one device, tensor 0 is on ", first.device(),
                       " but tensor ", b, " is on ", t.device());
+    // The parenthesised phrases are Kaolin's (torch.stack / torch.cat) messages for the same
+    // mistakes, so code matching them keeps working.
     TORCH_CHECK_VALUE(t.dim() == first.dim(), "torch_ragged.", op,
                       ": tensors must share one number of dims, tensor 0 has ", first.dim(),
-                      " but tensor ", b, " has ", t.dim());
+                      " but tensor ", b, " has ", t.dim(), " (Expected all tensors to have ",
+                      first.dim(), " dimensions but got ", t.dim(), " at index ", b, ")");
     TORCH_CHECK_VALUE(t.size(-1) == layout.elem, "torch_ragged.", op,
                       ": tensors must share the last dim (element size), tensor 0 has ",
-                      layout.elem, " but tensor ", b, " has ", t.size(-1));
+                      layout.elem, " but tensor ", b, " has ", t.size(-1),
+                      " (Sizes of tensors must match except in dimension 0. Expected size ",
+                      layout.elem, " but got size ", t.size(-1), " for tensor number ", b,
+                      " in the list.)");
     for (int64_t j = 0; j < layout.rank; ++j) layout.shapes.push_back(t.size(j));
   }
   fill_first_rows(op, "tensor_list", layout);

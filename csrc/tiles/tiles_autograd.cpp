@@ -58,6 +58,16 @@ at::Tensor shifted_columns(const at::Tensor& origins, const std::vector<int64_t>
   return at::stack(columns, 1);
 }
 
+// pages' tile dims, one per origin column. Concrete, but read one dim at a time: dim 0 (the tile
+// count) may be a data-dependent size under torch.compile, and size(d) / sizes() would guard on it.
+std::vector<int64_t> tile_sizes(const at::Tensor& pages, const at::Tensor& origins) {
+  const int64_t dims = origins.sym_size(1).guard_int(__FILE__, __LINE__);
+  std::vector<int64_t> tile;
+  for (int64_t d = 1; d <= dims; ++d)
+    tile.push_back(pages.sym_size(d).guard_int(__FILE__, __LINE__));
+  return tile;
+}
+
 std::vector<int64_t> ints(AutogradContext* ctx, const char* key) {
   return ctx->saved_data[key].toIntVector();
 }
@@ -75,7 +85,7 @@ class TilesToDense : public torch::autograd::Function<TilesToDense> {
                                          tile_first_idx, index);
     save_tile_set(ctx, origins, tile_first_idx, index);
     ctx->saved_data["full_min"] = full_min.vec();
-    ctx->saved_data["tile"] = pages.sizes().slice(1, origins.size(1)).vec();
+    ctx->saved_data["tile"] = tile_sizes(pages, origins);
     ctx->saved_data["first"] = reduce == "first";
     return out;
   }
@@ -101,7 +111,8 @@ class DenseToTiles : public torch::autograd::Function<DenseToTiles> {
     save_tile_set(ctx, origins, tile_first_idx, index);
     const int64_t lead = tile_first_idx.has_value() && tile_first_idx->defined() ? 1 : 0;
     std::vector<int64_t> full_max(full_min.begin(), full_min.end());
-    for (size_t d = 0; d < full_max.size(); ++d) full_max[d] += dense.size(lead + d);
+    for (size_t d = 0; d < full_max.size(); ++d)
+      full_max[d] += dense.sym_size(lead + static_cast<int64_t>(d)).guard_int(__FILE__, __LINE__);
     ctx->saved_data["full_min"] = full_min.vec();
     ctx->saved_data["full_max"] = full_max;
     ctx->saved_data["owned_only"] = owned_only;
@@ -132,7 +143,7 @@ class TilesHalo : public torch::autograd::Function<TilesHalo> {
     ctx->saved_data["radius"] = radius.vec();
     ctx->saved_data["full_min"] = full_min.vec();
     ctx->saved_data["full_max"] = full_max.vec();
-    ctx->saved_data["tile"] = pages.sizes().slice(1, origins.size(1)).vec();
+    ctx->saved_data["tile"] = tile_sizes(pages, origins);
     return out;
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {

@@ -170,6 +170,10 @@ def pad(input, pad_width, mode: str = "constant", **kwargs) -> torch.Tensor:
     if isinstance(pad_width, dict):
         pad_width = _dict_pad_width(pad_width, ndim)
     flat_widths = _index_pairs(pad_width, ndim, "pad_width", integral_only=True)
+    if input.numel() == 0 and mode not in ("constant", "empty"):
+        # numpy returns an empty array's padding (zero-size) without reading the mode's keywords (issue 16,
+        # item 4); padding an empty axis is still an error, raised by the op.
+        kwargs = {}
 
     def pairs(name):
         value = kwargs.get(name)

@@ -156,3 +156,16 @@ def test_meta_tensors_mixed_with_real_ones_raise_instead_of_returning_garbage():
     # all-meta inputs propagate shapes
     padded, _ = torch_ragged.list_to_padded([torch.ones(2, 3, device="meta"), meta], 0)
     assert padded.device.type == "meta" and padded.shape == (2, 2, 3)
+
+
+def test_kaolin_messages_for_rank_and_last_dim_mismatches():
+    """Issue 16, item 11: Kaolin's (torch.stack / torch.cat) wording appears in ours, after our own."""
+    for op in (torch_ragged.list_to_packed, lambda tensors: torch_ragged.list_to_padded(tensors, 0)):
+        with pytest.raises(ValueError) as info:
+            op([torch.zeros(2, 3, 3), torch.zeros(2, 3, 3, 3)])
+        assert "Expected all tensors to have 3 dimensions but got 4 at index 1" in str(info.value)
+        assert "tensors must share one number of dims" in str(info.value)
+        with pytest.raises(ValueError) as info:
+            op([torch.zeros(2, 3), torch.zeros(2, 4)])
+        assert ("Sizes of tensors must match except in dimension 0. Expected size 3 but got size 4 for tensor "
+                "number 1 in the list.") in str(info.value)

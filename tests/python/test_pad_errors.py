@@ -111,3 +111,17 @@ def test_messages_carry_numpys_key_phrases():
         torch.ops.torch_ragged.pad(x, [1, 1, 1, 1], "constant", torch.zeros(3, 3))
     with pytest.raises(ValueError, match="torch_ragged.pad: unsupported keyword arguments for mode 'edge'"):
         torch_ragged.pad(x, 1, "edge", constant_values=1)
+
+
+def test_empty_input_skips_mode_keywords_as_numpy():
+    """Issue 16, item 4: an empty array's padding never reads stat_length / end_values / reflect_type."""
+    cases = [((0,), 0, "maximum", {"stat_length": -1}), ((0, 3), ((0, 0), (1, 1)), "reflect", {"reflect_type": "bad"}),
+             ((0,), 0, "linear_ramp", {"end_values": "x"}),
+             ((0, 3), ((0, 0), (2, 2)), "mean", {"stat_length": ((1, 2), (3, 4), (5, 6))})]
+    for shape, width, mode, keywords in cases:
+        expected = np.pad(np.zeros(shape), width, mode, **keywords)
+        assert tuple(torch_ragged.pad(torch.zeros(shape), width, mode, **keywords).shape) == expected.shape
+    with pytest.raises(ValueError):  # padding the empty axis itself stays an error, as numpy's
+        np.pad(np.zeros((0, 3)), 1, "maximum")
+    with pytest.raises(ValueError, match="torch_ragged.pad"):
+        torch_ragged.pad(torch.zeros(0, 3), 1, "maximum")

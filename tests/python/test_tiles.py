@@ -345,3 +345,26 @@ def test_opcheck_integer_ops_and_compile():
         torch._dynamo.reset()
         got = torch.compile(box, fullgraph=True, dynamic=dynamic)(pages, origins, index)
         assert torch.allclose(got, box(pages, origins, index))
+
+
+def test_compile_data_dependent_tiles_and_batches():
+    """tiles_from_dense's tile count is data-dependent (an unbacked size) and flows into the other ops."""
+    dense = torch.zeros(9, 13)
+    dense[1, 1], dense[8, 12] = 1.0, 2.0
+
+    def round_trip(d):
+        pages, origins = tiles.tiles_from_dense(d, [4, 4])
+        return tiles.tiles_to_dense(pages, origins, [0, 0], [9, 13]), origins.sum()
+
+    tile_first_idx = torch.tensor([0, 1, 2])
+
+    def batched(pages, origins):
+        return tiles.tiles_to_dense(pages, origins, [0, 0], [4, 4], -1.0, tile_first_idx=tile_first_idx)
+
+    torch._dynamo.reset()
+    with torch._dynamo.config.patch(capture_dynamic_output_shape_ops=True):
+        got = torch.compile(round_trip, fullgraph=True)(dense)
+    assert torch.equal(got[0], dense) and got[1].item() == 8 + 12
+    pages, origins = torch.randn(2, 2, 2), torch.tensor([[0, 0], [1, 1]])
+    torch._dynamo.reset()
+    assert torch.equal(torch.compile(batched, fullgraph=True)(pages, origins), batched(pages, origins))
