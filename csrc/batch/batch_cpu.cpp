@@ -104,8 +104,9 @@ std::tuple<at::Tensor, at::Tensor> list_to_padded_cpu(at::TensorList tensor_list
   const RaggedLayout layout = list_to_padded_layout(tensor_list, max_shape, padding_side);
   const std::vector<at::Tensor> inputs = contiguous_all(tensor_list);
   at::Tensor padded = at::empty(layout.padded_sizes(), inputs[0].options());
-  scatter_to_padded(static_cast<char*>(padded.mutable_data_ptr()), layout, list_sources(inputs),
-                    fill_value_bytes("list_to_padded", "padding_value", padding_value, padded.scalar_type()));
+  scatter_to_padded(
+      static_cast<char*>(padded.mutable_data_ptr()), layout, list_sources(inputs),
+      fill_value_bytes("list_to_padded", "padding_value", padding_value, padded.scalar_type()));
   return {padded, layout.shape_per_tensor()};
 }
 
@@ -122,8 +123,9 @@ at::Tensor packed_to_padded_cpu(const at::Tensor& packed_tensor, const at::Tenso
   for (int64_t b = 0; b < layout.batch; ++b) {
     sources[b] = base + layout.first_row[b] * layout.elem * packed.element_size();
   }
-  scatter_to_padded(static_cast<char*>(padded.mutable_data_ptr()), layout, sources,
-                    fill_value_bytes("packed_to_padded", "padding_value", padding_value, padded.scalar_type()));
+  scatter_to_padded(
+      static_cast<char*>(padded.mutable_data_ptr()), layout, sources,
+      fill_value_bytes("packed_to_padded", "padding_value", padding_value, padded.scalar_type()));
   return padded;
 }
 

@@ -148,10 +148,6 @@ std::vector<int64_t> page_tile_size(std::string_view op, const at::Tensor& pages
   return pages.sizes().slice(1, dims).vec();
 }
 
-std::vector<int64_t> feature_sizes(const at::Tensor& t, int64_t leading) {
-  return t.sizes().slice(leading).vec();
-}
-
 bool is_first_wins(std::string_view op, std::string_view reduce) {
   TORCH_CHECK_VALUE(reduce == "first" || reduce == "sum", "torch_ragged.", op,
                     ": reduce must be \"first\" or \"sum\", got \"", reduce, "\"");
@@ -163,12 +159,6 @@ namespace {
 std::vector<int64_t> concat(std::vector<int64_t> head, at::IntArrayRef tail) {
   head.insert(head.end(), tail.begin(), tail.end());
   return head;
-}
-
-int64_t product(at::IntArrayRef sizes) {
-  int64_t n = 1;
-  for (const int64_t s : sizes) n *= s;
-  return n;
 }
 
 }  // namespace
@@ -196,7 +186,7 @@ GatherPlan plan_tiles_to_dense(std::string_view op, const at::Tensor& pages,
   plan.out_sizes = concat(lead, feature);
   check_numel_fits(op, "the dense output", plan.out_sizes);
   plan.rows = plan.set.members * plan.geo.bound_elems;
-  plan.row_elems = product(feature);
+  plan.row_elems = c10::multiply_integers(feature);
   plan.fill = fill_value_bytes(op, "fill_value", fill_value, pages.scalar_type());
   return plan;
 }
@@ -228,7 +218,7 @@ GatherPlan plan_dense_to_tiles(std::string_view op, const at::Tensor& dense,
   plan.out_sizes = concat(concat({plan.set.count()}, tile_size), feature);
   check_numel_fits(op, "the pages", plan.out_sizes);
   plan.rows = plan.set.count() * plan.geo.tile_elems;
-  plan.row_elems = product(feature);
+  plan.row_elems = c10::multiply_integers(feature);
   plan.fill = fill_value_bytes(op, "fill_value", fill_value, dense.scalar_type());
   return plan;
 }

@@ -43,9 +43,8 @@ CellIndex build_cell_index(const TileGeometry& geo, const TileSet& set);
 CellIndex cell_index(std::string_view op, const TileGeometry& geo, const TileSet& set,
                      const std::optional<at::TensorList>& index);
 
-// Sizes: pages (T, *tile, *F) -> the tile sizes (checked against origins' width) and F.
+// pages (T, *tile, *F) -> the tile sizes (checked against origins' width).
 std::vector<int64_t> page_tile_size(std::string_view op, const at::Tensor& pages, int64_t dims);
-std::vector<int64_t> feature_sizes(const at::Tensor& t, int64_t leading);
 
 // "first" -> true, "sum" -> false; ValueError otherwise.
 bool is_first_wins(std::string_view op, std::string_view reduce);
