@@ -1,7 +1,7 @@
 """Runs a family's benchmarks and prints a ratio table (baseline time / ours; > 1 means faster).
 
     python benchmarks/run.py --family batch|container|pad|segment|sparse|tiles [--device cpu|cuda] \
-        [--json out.json] [--quick]
+        [--json out.json [--plot]] [--quick]
 
 Ratios, not absolute times, are the result: the machines are shared and noisy, but every row's baseline,
 ours and memcpy are timed in the same run. "% memcpy" compares our bandwidth (bytes read + written)
@@ -52,7 +52,10 @@ def main():
     parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
     parser.add_argument("--json", help="also write the rows to this JSON file")
     parser.add_argument("--quick", action="store_true", help="short timing runs (smoke test)")
+    parser.add_argument("--plot", action="store_true", help="also draw the JSON rows as docs/img/<json name>.png")
     args = parser.parse_args()
+    if args.plot and not args.json:
+        parser.error("--plot draws the --json file; give --json too")
     if args.device == "cuda" and not torch.cuda.is_available():
         sys.exit("benchmarks/run.py: --device cuda needs a CUDA device")
 
@@ -90,6 +93,10 @@ def main():
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)
+    if args.plot:
+        import plot
+
+        print(f"plot: {plot.plot_file(args.json, os.path.join(plot.ROOT, 'docs', 'img'))}")
 
 
 def run_batch(device, min_run_time):

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The test command: installs, builds, runs the GoogleTest suite, the C++ example (a LibTorch program
-# running a TorchScript model), and pytest. Ends with pytest's summary.
+# running a TorchScript model and an AOTInductor package), and pytest. Ends with pytest's summary.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
@@ -9,9 +9,14 @@ bash scripts/build.sh --cmake
 echo "== GoogleTest"
 ctest --test-dir build/cmake --output-on-failure -j "$(nproc)" | tail -n 3
 
-echo "== C++ example (TorchScript model + C++ API)"
+echo "== C++ example (TorchScript model, AOTInductor package, C++ API)"
 "$PYTHON" examples/torchscript/ragged_module.py build/model.pt 2>/dev/null
-./build/cpp_app/cpp_app build/model.pt
+# The package build (torch.export + AOTInductor's C++ compile) takes ~20-40 s on two cores.
+if ! "$PYTHON" examples/export_aoti.py build/model.pt2 2>build/export_aoti.log; then
+  cat build/export_aoti.log
+  exit 1
+fi
+./build/cpp_app/cpp_app build/model.pt build/model.pt2
 
 echo "== pytest"
 "$PYTHON" -m pytest -q -p no:cacheprovider "$@"

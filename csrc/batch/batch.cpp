@@ -75,19 +75,37 @@ at::Tensor fill_max_shape_impl(const at::Tensor& shape_per_tensor,
 
 // ---- packed_to_list, padded_to_list (CompositeImplicitAutograd: views, differentiable) ----
 
+// Traced with symbolic index tensors (torch.compile / torch.export): sizes are read from
+// shape_per_tensor (unbacked SymInts, each bound to an output size) and the row offsets are their
+// sizes split the rows, so the op creates no symbol its outputs do not carry (export rejects
+// those). first_idx must equal that running sum (check_first_idx's rule); it is checked when the
+// graph runs.
 std::vector<at::Tensor> packed_to_list_symbolic(const at::Tensor& packed,
                                                 const at::Tensor& shape_per_tensor,
                                                 const at::Tensor& first_idx) {
-  std::vector<at::Tensor> out;
+  const at::Tensor rows = shape_per_tensor.prod(1).to(first_idx.scalar_type());
+  const at::Tensor offsets = at::cat({rows.new_zeros({1}), rows.cumsum(0)});
+  TORCH_SYM_CHECK(first_idx.sym_numel().sym_eq(offsets.sym_numel()),
+                  "torch_ragged.packed_to_list: first_idx must hold shape_per_tensor.size(0) + 1 "
+                  "entries");
+  at::_assert_async(first_idx.eq(offsets).all(),
+                    "torch_ragged.packed_to_list: first_idx must be the running sum of the "
+                    "sub-tensors' row counts (shape_per_tensor), starting at 0");
   const int64_t batch = shape_per_tensor.size(0), rank = shape_per_tensor.size(1);
+  std::vector<std::vector<c10::SymInt>> shapes(batch);
+  std::vector<c10::SymInt> counts;
   for (int64_t b = 0; b < batch; ++b) {
-    const c10::SymInt start = first_idx.select(0, b).item().toSymInt();
-    const c10::SymInt stop = first_idx.select(0, b + 1).item().toSymInt();
-    std::vector<c10::SymInt> shape;
-    for (int64_t j = 0; j < rank; ++j) shape.push_back(entry(shape_per_tensor, b, j));
-    shape.push_back(packed.sym_size(1));
-    out.push_back(packed.narrow_symint(0, start, stop - start).reshape_symint(shape));
+    c10::SymInt count = 1;
+    for (int64_t j = 0; j < rank; ++j) {
+      shapes[b].push_back(entry(shape_per_tensor, b, j));
+      count = count * shapes[b].back();
+    }
+    shapes[b].push_back(packed.sym_size(1));
+    counts.push_back(count);
   }
+  // split (not narrow at a running offset): slicing at an unbacked start mints a new size symbol.
+  std::vector<at::Tensor> out = packed.split_with_sizes_symint(counts, 0);
+  for (int64_t b = 0; b < batch; ++b) out[b] = out[b].view_symint(shapes[b]);
   return out;
 }
 

@@ -13,6 +13,7 @@
 #include <torch/library.h>
 #include <torch_ragged/pad.h>
 
+#include <algorithm>
 #include <limits>
 
 #include "common/checks.h"
@@ -44,10 +45,18 @@ TORCH_LIBRARY_IMPL(torch_ragged, CUDA, m) {
 
 namespace {
 
-std::vector<int64_t> guarded_sizes(const at::Tensor& t) {
-  std::vector<int64_t> sizes;
-  for (const c10::SymInt& s : t.sym_sizes()) sizes.push_back(s.guard_int(__FILE__, __LINE__));
-  return sizes;
+bool has_symbolic_size(const at::Tensor& t) {
+  const c10::SymIntArrayRef sizes = t.sym_sizes();
+  return std::any_of(sizes.begin(), sizes.end(),
+                     [](const c10::SymInt& s) { return s.is_symbolic(); });
+}
+
+// Sizes are SymInts from here on: under torch.export / torch.compile with dynamic shapes they stay
+// symbols (no guard on a size), so an exported pad takes other input sizes. Size tests that a
+// traced graph cannot decide are size-oblivious (a dynamic size is taken as >= 2), and the
+// pad_index kernel re-checks every size when the graph runs.
+bool size_is(const c10::SymInt& size, int64_t value) {
+  return TORCH_GUARD_SIZE_OBLIVIOUS(size.sym_eq(value));
 }
 
 std::vector<c10::SymInt> as_sym(const std::vector<int64_t>& values) {
@@ -93,10 +102,10 @@ std::vector<int64_t> checked_stat_length(at::IntArrayRef stat_length, int64_t nd
 
 // The region numpy reads and writes when it pads `axis`: axes after it narrowed to the input.
 at::Tensor axis_region(const at::Tensor& padded, const std::vector<int64_t>& pad_width,
-                       at::IntArrayRef in_sizes, int64_t axis) {
+                       c10::SymIntArrayRef in_sizes, int64_t axis) {
   at::Tensor region = padded;
   for (int64_t k = axis + 1; k < padded.dim(); ++k) {
-    region = region.narrow(k, pad_width[2 * k], in_sizes[k]);
+    region = region.narrow_symint(k, pad_width[2 * k], in_sizes[k]);
   }
   return region;
 }
@@ -158,35 +167,35 @@ at::Tensor odd_reflect_axis(const at::Tensor& x, int64_t axis, int64_t before, i
   axis_width[2 * axis] = before;
   axis_width[2 * axis + 1] = after;
   const at::Tensor even = ops::pad_index(x, as_sym(axis_width), pad_mode_name(mode), std::nullopt);
-  const int64_t n = x.sym_size(axis).guard_int(__FILE__, __LINE__);
-  if (n == 1) return even;  // numpy extends a single element as its edge, in both reflect types
-  if (x.scalar_type() == at::kBool)
-    return odd_reflect_axis_bool(even, axis, before, after, n, mode);
-  const IndexPadMode index_mode = *index_mode_of(mode);
-  const int64_t period = pad_period(index_mode, n);
+  const c10::SymInt n = x.sym_size(axis);
+  if (size_is(n, 1)) return even;      // numpy extends a single element as its edge, in both types
+  if (x.scalar_type() == at::kBool) {  // replays numpy's loop, whose trip count needs n itself
+    return odd_reflect_axis_bool(even, axis, before, after, n.guard_int(__FILE__, __LINE__), mode);
+  }
+  const c10::SymInt period = mode == PadMode::kReflect ? 2 * (n - 1) : 2 * n;  // pad_period's
   const at::ScalarType dtype = x.scalar_type();
   const at::ScalarType compute = is_exact_float(dtype) ? dtype : at::kLong;
   const at::Tensor first = x.narrow(axis, 0, 1).to(compute);
-  const at::Tensor last = x.narrow(axis, n - 1, 1).to(compute);
-  auto side = [&](int64_t start, int64_t length) {
-    if (length == 0) return even.narrow(axis, start, 0);
+  const at::Tensor last = x.narrow_symint(axis, n - 1, 1).to(compute);
+  auto side = [&](const c10::SymInt& start, int64_t length) {
+    if (length == 0) return even.narrow_symint(axis, start, 0);
     std::vector<int64_t> shape(x.dim(), 1);
     shape[axis] = length;
     // Coefficients per position along the axis, built on the device (no host data: this also
     // runs under fake tensors when traced).
     const at::Tensor t =
-        at::arange(start - before, start - before + length, x.options().dtype(at::kLong))
+        (at::arange(length, x.options().dtype(at::kLong)) + c10::Scalar(start - before))
             .view(shape);
-    const at::Tensor q = t.div(period, "floor");
-    const at::Tensor mirrored = (t - q * period).ge(n).to(at::kLong);
+    const at::Tensor q = t.div(c10::Scalar(period), "floor");
+    const at::Tensor mirrored = (t - q * c10::Scalar(period)).ge(c10::Scalar(n)).to(at::kLong);
     const at::Tensor sign = (1 - 2 * mirrored).to(compute);
     const at::Tensor c_last = (2 * q + 2 * mirrored).to(compute);
     const at::Tensor c_first = (-2 * q).to(compute);
-    const at::Tensor part =
-        even.narrow(axis, start, length).to(compute) * sign + last * c_last + first * c_first;
+    const at::Tensor part = even.narrow_symint(axis, start, length).to(compute) * sign +
+                            last * c_last + first * c_first;
     return part.to(dtype);
   };
-  return at::cat({side(0, before), x, side(before + n, after)}, axis);
+  return at::cat({side(0, before), x, side(n + before, after)}, axis);
 }
 
 at::Tensor pad_odd(const at::Tensor& self, const std::vector<int64_t>& pad_width, PadMode mode) {
@@ -224,21 +233,23 @@ at::Tensor linear_ramp(const at::Tensor& end, const at::Tensor& edge, int64_t wi
 
 at::Tensor pad_linear_ramp(const at::Tensor& self, const std::vector<int64_t>& pad_width,
                            const std::optional<at::Tensor>& end_values) {
-  const std::vector<int64_t> sizes = guarded_sizes(self);
+  const c10::SymIntArrayRef sizes = self.sym_sizes();
   const at::Tensor ends = end_values.has_value()
                               ? value_pairs("pad", "end_values", *end_values, self.dim())
                               : at::zeros({self.dim(), 2}, at::kDouble);
   at::Tensor out = ops::pad_index(self, as_sym(pad_width), "empty", std::nullopt);
   for (int64_t k = 0; k < self.dim(); ++k) {
-    const int64_t before = pad_width[2 * k], after = pad_width[2 * k + 1], n = sizes[k];
+    const int64_t before = pad_width[2 * k], after = pad_width[2 * k + 1];
+    const c10::SymInt& n = sizes[k];
     const at::Tensor region = axis_region(out, pad_width, sizes, k);
     if (before > 0) {
       region.narrow(k, 0, before)
           .copy_(linear_ramp(ends[k][0], region.narrow(k, before, 1), before, k, false));
     }
     if (after > 0) {
-      region.narrow(k, before + n, after)
-          .copy_(linear_ramp(ends[k][1], region.narrow(k, before + n - 1, 1), after, k, true));
+      const at::Tensor edge = region.narrow_symint(k, n + before - 1, 1);
+      region.narrow_symint(k, n + before, after)
+          .copy_(linear_ramp(ends[k][1], edge, after, k, true));
     }
   }
   return out;
@@ -255,27 +266,34 @@ at::Tensor numpy_mean(const at::Tensor& chunk, int64_t axis) {
 // lower one); NaN if the chunk holds a NaN. The gradient flows to the middle element(s).
 at::Tensor numpy_median(const at::Tensor& chunk, int64_t axis) {
   const at::ScalarType dtype = chunk.scalar_type();
-  const int64_t length = chunk.size(axis);
-  if (length == 0) {  // numpy: NaN (mean of an empty slice)
-    std::vector<int64_t> shape = chunk.sizes().vec();
+  const c10::SymInt length = chunk.sym_size(axis);
+  if (size_is(length, 0)) {  // numpy: NaN (mean of an empty slice)
+    std::vector<c10::SymInt> shape = chunk.sym_sizes().vec();
     shape[axis] = 1;
-    return cast_like_numpy(at::full(shape, std::numeric_limits<double>::quiet_NaN(),
-                                    chunk.options().dtype(at::kDouble)),
+    return cast_like_numpy(at::full_symint(shape, std::numeric_limits<double>::quiet_NaN(),
+                                           chunk.options().dtype(at::kDouble)),
                            dtype);
   }
   const at::Tensor sorted =
       std::get<0>((dtype == at::kBool ? chunk.to(at::kByte) : chunk).sort(axis));
-  const at::Tensor lower = sorted.narrow(axis, (length - 1) / 2, 1);
-  const at::Tensor upper = sorted.narrow(axis, length / 2, 1);
+  const at::Tensor lower = sorted.narrow_symint(axis, (length - 1) / 2, 1);
+  const at::Tensor upper = sorted.narrow_symint(axis, length / 2, 1);
   if (!at::isFloatingType(dtype)) {
     return cast_like_numpy((lower.to(at::kDouble) + upper.to(at::kDouble)) / 2, dtype);
   }
   at::Tensor median = lower;
-  if (length % 2 == 0) {
+  const c10::SymInt parity = length % 2;
+  if (parity.is_symbolic()) {  // chosen when the graph runs: a guard would fix the parity
+    const at::ScalarType compute = at::toOpMathType(dtype);
+    const at::Tensor mean_of_two = ((lower.to(compute) + upper.to(compute)) / 2).to(dtype);
+    const at::Tensor odd =
+        at::scalar_tensor(c10::Scalar(parity), sorted.options().dtype(at::kLong));
+    median = at::where(odd.eq(1), lower, mean_of_two);
+  } else if (parity.as_int_unchecked() == 0) {
     const at::ScalarType compute = at::toOpMathType(dtype);
     median = ((lower.to(compute) + upper.to(compute)) / 2).to(dtype);
   }
-  const at::Tensor has_nan = sorted.narrow(axis, length - 1, 1).isnan();  // sort puts NaN last
+  const at::Tensor has_nan = sorted.narrow_symint(axis, length - 1, 1).isnan();  // NaN sorts last
   return at::where(
       has_nan, at::full({}, std::numeric_limits<double>::quiet_NaN(), sorted.options()), median);
 }
@@ -313,29 +331,35 @@ at::Tensor pad_statistic(const at::Tensor& self, const std::vector<int64_t>& pad
   TORCH_CHECK_TYPE(!at::isComplexType(self.scalar_type()) || mode == PadMode::kMean,
                    "torch_ragged.pad: mode '", pad_mode_name(mode),
                    "' orders values, which complex inputs can't; got dtype ", self.scalar_type());
-  const std::vector<int64_t> sizes = guarded_sizes(self);
+  const c10::SymIntArrayRef sizes = self.sym_sizes();
   at::Tensor out = ops::pad_index(self, as_sym(pad_width), "empty", std::nullopt);
   for (int64_t k = 0; k < self.dim(); ++k) {
-    const int64_t before = pad_width[2 * k], after = pad_width[2 * k + 1], n = sizes[k];
+    const int64_t before = pad_width[2 * k], after = pad_width[2 * k + 1];
+    const c10::SymInt& n = sizes[k];
     if (before == 0 && after == 0) continue;
-    const int64_t length_before = stat_length ? std::min((*stat_length)[2 * k], n) : n;
-    const int64_t length_after = stat_length ? std::min((*stat_length)[2 * k + 1], n) : n;
+    auto window = [&](int64_t side) {
+      return stat_length ? n.min(c10::SymInt((*stat_length)[2 * k + side])) : n;
+    };
+    const c10::SymInt length_before = window(0), length_after = window(1);
     const at::Tensor region = axis_region(out, pad_width, sizes, k);
     // Both statistics are taken before either side is written (they read only the interior).
+    // Without stat_length both sides reduce the whole axis: one statistic serves both.
     at::Tensor stat_before, stat_after;
-    if (before > 0) stat_before = statistic(region.narrow(k, before, length_before), k, mode);
+    if (before > 0) {
+      stat_before = statistic(region.narrow_symint(k, before, length_before), k, mode);
+    }
     if (after > 0) {
-      stat_after =
-          length_before == n && length_after == n && before > 0
-              ? stat_before
-              : statistic(region.narrow(k, before + n - length_after, length_after), k, mode);
+      stat_after = !stat_length && before > 0
+                       ? stat_before
+                       : statistic(region.narrow_symint(k, n + before - length_after, length_after),
+                                   k, mode);
     }
     if (before > 0) {
       at::Tensor target = region.narrow(k, 0, before);
       target.copy_(stat_before.expand_as(target));
     }
     if (after > 0) {
-      at::Tensor target = region.narrow(k, before + n, after);
+      at::Tensor target = region.narrow_symint(k, n + before, after);
       target.copy_(stat_after.expand_as(target));
     }
   }
@@ -363,9 +387,12 @@ at::Tensor pad_composite(const at::Tensor& self, c10::SymIntArrayRef pad_width,
                  reflect_type.has_value());
   check_value_device("constant_values", constant_values, self);
   check_value_device("end_values", end_values, self);
-  const std::vector<int64_t> sizes = guarded_sizes(self);
-  const std::vector<int64_t> widths = checked_pad_width("pad", sizes, pad_width, mode);
-  const bool input_is_empty = c10::multiply_integers(sizes) == 0;
+  const bool symbolic = has_symbolic_size(self);
+  const std::vector<int64_t> widths =
+      symbolic ? checked_widths("pad", self.dim(), pad_width)
+               : checked_pad_width("pad", c10::asIntArrayRefUnchecked(self.sym_sizes()), pad_width,
+                                   mode);
+  const bool input_is_empty = size_is(self.sym_numel(), 0);
   std::optional<std::vector<int64_t>> stat_lengths;
   if (stat_length.has_value()) {
     stat_lengths = checked_stat_length(*stat_length, self.dim(), mode, input_is_empty);

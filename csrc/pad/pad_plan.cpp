@@ -84,9 +84,8 @@ static void check_padded_sizes(std::string_view op, at::IntArrayRef sizes,
   check_numel_fits(op, "the padded output", padded);
 }
 
-std::vector<int64_t> checked_pad_width(std::string_view op, at::IntArrayRef sizes,
-                                       c10::SymIntArrayRef pad_width, PadMode mode) {
-  const int64_t ndim = static_cast<int64_t>(sizes.size());
+std::vector<int64_t> checked_widths(std::string_view op, int64_t ndim,
+                                    c10::SymIntArrayRef pad_width) {
   TORCH_CHECK_VALUE(static_cast<int64_t>(pad_width.size()) == 2 * ndim, "torch_ragged.", op,
                     ": pad_width must hold one (before, after) pair per axis of the ", ndim,
                     "-d input, i.e. ", 2 * ndim, " entries, got ", pad_width.size());
@@ -99,6 +98,13 @@ std::vector<int64_t> checked_pad_width(std::string_view op, at::IntArrayRef size
         ": index can't contain negative values: pad_width can't contain negative values, got ",
         at::IntArrayRef(widths));
   }
+  return widths;
+}
+
+std::vector<int64_t> checked_pad_width(std::string_view op, at::IntArrayRef sizes,
+                                       c10::SymIntArrayRef pad_width, PadMode mode) {
+  const int64_t ndim = static_cast<int64_t>(sizes.size());
+  std::vector<int64_t> widths = checked_widths(op, ndim, pad_width);
   check_padded_sizes(op, sizes, widths);
   if (mode != PadMode::kConstant && mode != PadMode::kEmpty) {
     for (int64_t k = 0; k < ndim; ++k) {

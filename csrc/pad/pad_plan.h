@@ -34,6 +34,11 @@ bool is_statistic_mode(PadMode mode);
 // The index-mode kernel that serves `mode` (even reflections), or nullopt for the value modes.
 std::optional<IndexPadMode> index_mode_of(PadMode mode);
 
+// pad_width as ints: one (before, after) pair per axis, none negative. The checks that need no
+// sizes (what a traced pad with symbolic sizes can check; the kernel checks the rest when it runs).
+std::vector<int64_t> checked_widths(std::string_view op, int64_t ndim,
+                                    c10::SymIntArrayRef pad_width);
+
 // pad_width (before_0, after_0, before_1, ...) as integers, checked against `sizes`: one
 // non-negative pair per axis, and no padding of an empty axis in a mode that reads the axis.
 std::vector<int64_t> checked_pad_width(std::string_view op, at::IntArrayRef sizes,

@@ -15,6 +15,7 @@
 #include <torch/library.h>
 
 #include "common/checks.h"
+#include "common/op_handle.h"
 #include "segment/segment_ops.h"
 #include "sparse/sparse_args.h"
 #include "sparse/sparse_ops.h"
@@ -234,21 +235,44 @@ std::tuple<at::Tensor, at::Tensor> sparse_spgemm_impl(
   return {c_indices, c_values};
 }
 
+// Without a gradient to record, the explicit kernel below autograd (or, traced, the fake kernel)
+// runs; with one, the composite runs here and the ops it calls record the gradients.
+std::tuple<at::Tensor, at::Tensor> sparse_spgemm_autograd(
+    const at::Tensor& a_indices, const at::Tensor& a_values, const at::Tensor& b_indices,
+    const at::Tensor& b_values, c10::SymIntArrayRef a_size, c10::SymIntArrayRef b_size) {
+  const bool needs_grad =
+      at::GradMode::is_enabled() && (a_values.requires_grad() || b_values.requires_grad());
+  if (needs_grad) {
+    return sparse_spgemm_impl(a_indices, a_values, b_indices, b_values, a_size, b_size);
+  }
+  static auto op = op_handle<std::tuple<at::Tensor, at::Tensor>(
+      const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&,
+      c10::SymIntArrayRef, c10::SymIntArrayRef)>("torch_ragged::sparse_spgemm");
+  at::AutoDispatchBelowADInplaceOrView below_autograd;
+  return op.call(a_indices, a_values, b_indices, b_values, a_size, b_size);
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(torch_ragged, CompositeImplicitAutograd, m) {
   m.impl("sparse_mm_plan", &sparse_mm_plan_impl);
-  m.impl("sparse_spgemm", &sparse_spgemm_impl);
 }
 
+// sparse_spgemm is a composite registered as an explicit kernel (and, for Autograd, run as a
+// composite when gradients are needed): torch.export keeps implicit composites as graph nodes and
+// traces them, and this one's intermediate product count is a size symbol its outputs do not
+// carry, which export rejects. As an explicit op it has a fake kernel (sparse.py) with one fresh
+// size, its output nnz. (Exporting it with inputs that require grad still traces the composite.)
 TORCH_LIBRARY_IMPL(torch_ragged, CompositeExplicitAutograd, m) {
   m.impl("sparse_mm", &sparse_mm_impl);
   m.impl("sparse_sddmm", &sparse_sddmm_impl);
+  m.impl("sparse_spgemm", &sparse_spgemm_impl);
 }
 
 TORCH_LIBRARY_IMPL(torch_ragged, Autograd, m) {
   m.impl("sparse_mm", &sparse_mm_autograd);
   m.impl("sparse_sddmm", &sparse_sddmm_autograd);
+  m.impl("sparse_spgemm", &sparse_spgemm_autograd);
 }
 
 }  // namespace torch_ragged

@@ -636,7 +636,10 @@ def _checked_parts(values, first_idx, shape_per_tensor):
                      f"{_describe(first_idx)}")
     first_idx = first_idx.to("cpu", torch.long)
     counts = first_idx.diff()
-    if first_idx[0] != 0 or bool((counts < 0).any()) or first_idx[-1] != values.shape[0]:
+    rises = (first_idx[0] == 0) & (counts >= 0).all() & (first_idx[-1] == values.shape[0])
+    if _is_symbolic(first_idx):  # traced (torch.export / compile): the graph checks it when it runs
+        torch._assert_async(rises, "torch_ragged.RaggedTensor: first_idx must rise from 0 to values.shape[0]")
+    elif not bool(rises):
         raise _error(ValueError, where, f"first_idx must rise from 0 to values.shape[0] = {values.shape[0]}, got "
                      f"{first_idx.tolist() if first_idx.numel() <= 16 else _describe(first_idx)}")
     if shape_per_tensor is None:

@@ -363,6 +363,14 @@ def _sparse_sddmm_fake(a, b, indices, row_first_idx, col_first_idx, col_order, r
     return a.new_empty((indices.shape[1],))
 
 
+@register_fake("torch_ragged::sparse_spgemm")
+def _sparse_spgemm_fake(a_indices, a_values, b_indices, b_values, a_size, b_size):
+    torch._check(len(a_size) == 2 and len(b_size) == 2,
+                 lambda: "torch_ragged.sparse_spgemm: A and B must be 2-D sparse matrices")
+    nnz = torch.library.get_ctx().new_dynamic_size()
+    return a_indices.new_empty((2, nnz), dtype=torch.long), a_values.new_empty((nnz, *a_values.shape[1:]))
+
+
 @register_fake("torch_ragged::sparse_coalesce")
 def _sparse_coalesce_fake(indices, values, size, validate=True):
     unique = torch.library.get_ctx().new_dynamic_size()

@@ -1,0 +1,83 @@
+"""Draws benchmark results (the JSON rows that run.py writes) as one PNG per family and device.
+
+    python benchmarks/plot.py [docs/benchmarks_pad_cpu.json ...] [--out docs/img]
+    python benchmarks/run.py --family pad --json docs/benchmarks_pad_cpu.json --plot   # run, then draw
+
+Without file arguments every docs/benchmarks_<family>_<device>.json is drawn. Each figure has two panels, one bar
+per row: left, the ratio baseline time / ours (> 1: ours is faster; log scale, the line at 1 marks parity);
+right, the bandwidth we achieved (bytes read + written / our time) beside the copy bandwidth measured in the
+same run, i.e. how far each op is from the memory-traffic floor. matplotlib is a benchmark-only dependency.
+"""
+
+import argparse
+import glob
+import json
+import os
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def row_label(row: dict) -> str:
+    return f"{row['op']} | {row['case']} vs {row['baseline']}"
+
+
+def draw(rows: list, title: str, path: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only, no display
+    import matplotlib.pyplot as plt
+    import matplotlib.ticker
+
+    labels = [row_label(r) for r in rows]
+    ratios = [r["baseline_s"] / r["ours_s"] for r in rows]
+    achieved = [r["bytes"] / r["ours_s"] / 1e9 for r in rows]
+    copy = [r["memcpy_gbs"] for r in rows]
+    positions = range(len(rows))
+    height = max(3.0, 0.28 * len(rows) + 1.2)
+    figure, (left, right) = plt.subplots(1, 2, figsize=(15, height), sharey=True,
+                                         gridspec_kw={"width_ratios": [1.2, 1]})
+    left.barh(positions, ratios, color=["tab:green" if r >= 1 else "tab:red" for r in ratios])
+    left.axvline(1.0, color="black", linewidth=0.8)
+    left.set_xscale("log")
+    left.xaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%gx"))
+    left.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+    left.set_xlabel("baseline time / ours (log; > 1 = faster than the baseline)")
+    for y, ratio in zip(positions, ratios, strict=True):
+        left.annotate(f"{ratio:.2f}x", (ratio, y), xytext=(3, 0), textcoords="offset points", va="center",
+                      fontsize=7)
+    left.set_yticks(list(positions), labels, fontsize=7)
+    left.invert_yaxis()
+    right.barh([p - 0.2 for p in positions], achieved, height=0.4, label="ours (bytes moved / time)")
+    right.barh([p + 0.2 for p in positions], copy, height=0.4, color="lightgray", label="copy, same run")
+    right.set_xlabel("GB/s")
+    right.legend(loc="lower right", fontsize=7)
+    figure.suptitle(title)
+    figure.tight_layout()
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    figure.savefig(path, dpi=110, bbox_inches="tight")  # "tight": long row labels widen the canvas
+    plt.close(figure)
+
+
+def plot_file(json_path: str, out_dir: str) -> str:
+    """Draws one run.py JSON file; returns the PNG's path (out_dir/<same name>.png)."""
+    with open(json_path) as f:
+        rows = json.load(f)
+    name = os.path.splitext(os.path.basename(json_path))[0]
+    title = name.replace("benchmarks_", "").replace("_", " on ") + f" ({len(rows)} rows, {os.path.basename(json_path)})"
+    path = os.path.join(out_dir, name + ".png")
+    draw(rows, title, path)
+    return path
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("files", nargs="*", help="run.py JSON files (default: docs/benchmarks_*.json)")
+    parser.add_argument("--out", default=os.path.join(ROOT, "docs", "img"), help="folder for the PNGs")
+    args = parser.parse_args()
+    files = args.files or sorted(glob.glob(os.path.join(ROOT, "docs", "benchmarks_*.json")))
+    for json_path in files:
+        print(f"{json_path} -> {plot_file(json_path, args.out)}")
+
+
+if __name__ == "__main__":
+    main()
