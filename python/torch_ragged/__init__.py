@@ -45,7 +45,7 @@ def _load_library() -> None:
 
 _load_library()
 
-from . import _fake, batch, container, segment, sparse, tiles  # noqa: E402,F401  (_fake registers the fake kernels)
+from . import _fake, batch, container, distributed, segment, sparse, tiles  # noqa: E402,F401  (_fake registers the fake kernels)
 from .batch import *  # noqa: E402,F403  (re-exports batch.__all__)
 from .container import LazyStack, RaggedCollate, RaggedTensor, collate  # noqa: E402
 from .pad import pad  # noqa: E402
@@ -57,6 +57,7 @@ def cuda_version() -> int:
     return torch.ops.torch_ragged.cuda_version()
 
 
-__all__ = ["LazyStack", "RaggedCollate", "RaggedTensor", "batch", "collate", "container", "cuda_version", "pad",
+__all__ = ["LazyStack", "RaggedCollate", "RaggedTensor", "batch", "collate", "container", "cuda_version", "distributed",
+           "pad",
            "segment", "sparse", "tiles", *batch.__all__,
            *(name for name in segment.__all__ if name not in batch.__all__)]

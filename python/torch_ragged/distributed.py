@@ -1,0 +1,344 @@
+"""Ragged collectives on torch.distributed: gather, route and rebalance ragged batches across ranks.
+
+A ragged batch here is ``(packed, first_idx)``: members ``packed[first_idx[i]:first_idx[i + 1]]`` (rows of any
+feature shape), as everywhere in torch_ragged, or a :class:`~torch_ragged.RaggedTensor` (its ``shape_per_tensor``
+travels too, so members keep several ragged dims). Every collective is built on torch.distributed's own
+collectives (gloo on CPU, NCCL on GPU) and exchanges raw tensors, never pickles:
+
+- :func:`ragged_all_gather`: every rank's members, in rank order, on every rank;
+- :func:`ragged_all_to_all`: member i goes to rank ``dest[i]``; received members are grouped by source rank, in
+  their original order, with the mapping back (source rank and index);
+- :func:`rebalance`: contiguous runs of members move so that every rank holds about the same number of rows.
+
+Each call first exchanges sizes in one equal-size collective and reads them on the host (**one host
+synchronisation per call**; two for ``rebalance``, which also needs the global row offsets), then moves the data in
+collectives whose split sizes are known. Every rank of the group must call the same collective in the same order,
+as with any torch.distributed collective; so must every rank's backward pass. Gradients flow: the backward of a
+gather sends each rank the sum of every rank's gradient for its own rows, the backward of an all-to-all is the
+reverse exchange.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import torch
+import torch.distributed as dist
+
+__all__ = ["RaggedAllToAll", "RaggedWork", "ragged_all_gather", "ragged_all_to_all", "rebalance"]
+
+# torch >= 2.13 names it all_gather_single (all_gather_into_tensor warns); older torch (2.11 on the GPU machine)
+_all_gather_single = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
+
+# dtype codes in the size headers (every rank must send the same dtype and feature shape)
+_DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.complex64, torch.complex128,
+           torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8, torch.bool)
+_MAX_FEATURE_DIMS = 8
+_HEADER_META = 3 + _MAX_FEATURE_DIMS  # dtype code, ragged dims k, feature ndim, feature sizes
+
+
+class RaggedAllToAll(NamedTuple):
+    """What :func:`ragged_all_to_all` returns: the received batch and, per received member, where it came from."""
+
+    packed: torch.Tensor
+    first_idx: torch.Tensor
+    source_rank: torch.Tensor  # (B_received,) the rank that sent it
+    source_index: torch.Tensor  # (B_received,) its member index on that rank
+
+
+class RaggedWork:
+    """The handle ``async_op=True`` returns: :meth:`wait` blocks until the data has arrived and returns the result
+    (the size exchange before it has already completed; only the data collectives run in the background)."""
+
+    def __init__(self, works, finish):
+        self._works, self._finish, self._result, self._done = works, finish, None, False
+
+    def wait(self):
+        if not self._done:
+            for work in self._works:
+                work.wait()
+            self._result, self._done = self._finish(), True
+        return self._result
+
+    def is_completed(self) -> bool:
+        return self._done or all(work.is_completed() for work in self._works)
+
+
+# ---- argument handling ----
+
+def _error(kind, op: str, message: str):
+    return kind(f"torch_ragged.distributed.{op}: {message}")
+
+
+def _unpack(op: str, packed, first_idx):
+    """(values, first_idx (long, values' device), shape_per_tensor (B, k) long on the CPU, is_ragged_tensor)."""
+    from .container import RaggedTensor
+
+    if isinstance(packed, RaggedTensor):
+        if first_idx is not None:
+            raise _error(TypeError, op, "pass a RaggedTensor alone (it carries its own first_idx)")
+        spt = packed.shape_per_tensor
+        return packed.values, packed.first_idx.to(packed.values.device), spt, True
+    if not isinstance(packed, torch.Tensor) or packed.dim() < 1:
+        raise _error(ValueError, op, f"packed must be a tensor (rows, *feature) or a RaggedTensor, got "
+                     f"{type(packed).__name__}{'' if not isinstance(packed, torch.Tensor) else ' of 0 dims'}")
+    if not isinstance(first_idx, torch.Tensor) or first_idx.dim() != 1 or first_idx.numel() < 1 \
+            or first_idx.is_floating_point() or first_idx.dtype == torch.bool:
+        raise _error(ValueError, op, "first_idx must be a 1-D integer tensor of B + 1 row offsets")
+    first_idx = first_idx.to(packed.device, torch.long)
+    counts = first_idx.diff()
+    if int(first_idx[0]) != 0 or bool((counts < 0).any()) or int(first_idx[-1]) != packed.shape[0]:
+        raise _error(ValueError, op, f"first_idx must rise from 0 to packed.shape[0] = {packed.shape[0]}")
+    return packed, first_idx, counts.cpu().unsqueeze(1), False
+
+
+def _header_meta(op: str, values: torch.Tensor, ragged_dims: int) -> list:
+    if values.dtype not in _DTYPES:
+        raise _error(TypeError, op, f"dtype {values.dtype} is not supported")
+    feature = list(values.shape[1:])
+    if len(feature) > _MAX_FEATURE_DIMS:
+        raise _error(ValueError, op, f"at most {_MAX_FEATURE_DIMS} feature dims, got shape {tuple(values.shape)}")
+    return [_DTYPES.index(values.dtype), ragged_dims, len(feature), *feature,
+            *[0] * (_MAX_FEATURE_DIMS - len(feature))]
+
+
+def _check_same_meta(op: str, metas: list) -> None:
+    """Every rank got every rank's header, so every rank raises the same error (none is left waiting)."""
+    for rank, meta in enumerate(metas[1:], 1):
+        if meta != metas[0]:
+            def describe(m):
+                return f"{_DTYPES[m[0]]} rows of shape {tuple(m[3:3 + m[2]])}, {m[1]} ragged dim(s)"
+
+            raise _error(ValueError, op, f"every rank must send the same dtype, feature shape and ragged dims; "
+                         f"rank 0 sends {describe(metas[0])}, rank {rank} sends {describe(meta)}")
+
+
+def _all_gather_rows(header: list, device, group) -> list:
+    """One equal-size all_gather of this rank's int64 header; returns every rank's header (the host sync)."""
+    mine = torch.tensor(header, dtype=torch.long, device=device)
+    everyone = torch.empty(dist.get_world_size(group) * len(header), dtype=torch.long, device=device)
+    _all_gather_single(everyone, mine, group=group)
+    return everyone.view(-1, len(header)).tolist()
+
+
+def _as_bytes(t: torch.Tensor) -> torch.Tensor:
+    return t.contiguous().view(-1).view(torch.uint8)
+
+
+def _aligned(nbytes: int) -> int:
+    return -(-nbytes // 16) * 16
+
+
+def _row_numel(values: torch.Tensor) -> int:
+    numel = 1
+    for size in values.shape[1:]:
+        numel *= size
+    return numel
+
+
+def _from_bytes(raw: torch.Tensor, dtype, shape) -> torch.Tensor:
+    return raw.view(dtype).view(shape)
+
+
+def _backend(group) -> str:
+    return str(dist.get_backend(group)).lower()
+
+
+def _repack(op: str, values, shapes_per_rank, first_idx_device, ragged_tensor: bool):
+    """The result as (packed, first_idx) or a RaggedTensor."""
+    from .container import RaggedTensor
+
+    spt = torch.cat(shapes_per_rank) if shapes_per_rank else torch.empty(0, 1, dtype=torch.long)
+    counts = spt.prod(1)
+    first_idx = torch.cat([counts.new_zeros(1), counts.cumsum(0)])
+    if ragged_tensor:
+        return RaggedTensor(values, first_idx, spt, validate=False)
+    return values, first_idx.to(first_idx_device)
+
+
+# ---- ragged_all_gather ----
+
+class _GatheredRows(torch.autograd.Function):
+    """Forward: the gathered rows (already received). Backward: each rank's rows of the gradient go back to that
+    rank (all_to_all_single, uneven splits) and the world's contributions are summed (a reduce-scatter)."""
+
+    @staticmethod
+    def forward(ctx, values, gathered, rows_per_rank, group):
+        ctx.rows_per_rank, ctx.group, ctx.rank = rows_per_rank, group, dist.get_rank(group)
+        return gathered
+
+    @staticmethod
+    def backward(ctx, grad):
+        world, own = len(ctx.rows_per_rank), ctx.rows_per_rank[ctx.rank]
+        grad = grad.contiguous()
+        received = grad.new_empty((world * own, *grad.shape[1:]))
+        dist.all_to_all_single(received, grad, [own] * world, ctx.rows_per_rank, group=ctx.group)
+        return received.view(world, own, *grad.shape[1:]).sum(0), None, None, None
+
+
+def ragged_all_gather(packed, first_idx: torch.Tensor | None = None, group=None, async_op: bool = False):
+    """Every rank's members, in rank order, on every rank: ``(packed, first_idx)``, or a RaggedTensor for a
+    RaggedTensor. Members may be empty, and so may a rank. Differentiable in ``packed``: each rank receives
+    the sum over ranks of the gradient of its own rows.
+
+    One host synchronisation (the size exchange). The data moves in one collective: on NCCL, all_gather with
+    each rank's exact size; elsewhere (gloo), an equal-size all_gather of each rank's bytes padded to the
+    largest rank's (gloo has no uneven all_gather).
+    """
+    op = "ragged_all_gather"
+    values, first_idx, spt, ragged_tensor = _unpack(op, packed, first_idx)
+    world = dist.get_world_size(group)
+    row_bytes = values.element_size() * _row_numel(values)
+    headers = _all_gather_rows([spt.shape[0], values.shape[0], *_header_meta(op, values, spt.shape[1])],
+                               values.device, group)
+    _check_same_meta(op, [h[2:] for h in headers])
+    members = [h[0] for h in headers]
+    rows = [h[1] for h in headers]
+    k = spt.shape[1]
+    # Each rank's bytes: its shape_per_tensor, then its rows; parts start 16-byte aligned (viewed as any dtype).
+    heads = [_aligned(m * k * 8) for m in members]
+    sizes = [head + r * row_bytes for head, r in zip(heads, rows, strict=True)]
+    own_head = _as_bytes(spt.to(values.device))
+    payload = torch.cat([own_head, own_head.new_zeros(heads[dist.get_rank(group)] - own_head.numel()),
+                         _as_bytes(values.detach())])
+    if max(sizes) == 0:  # nothing to move (no rank has a member)
+        parts, work = [payload] * world, None
+    elif _backend(group) == "nccl":
+        parts = [payload.new_empty(size) for size in sizes]
+        work = dist.all_gather(parts, payload, group=group, async_op=True)
+    else:
+        largest = _aligned(max(sizes))
+        padded = torch.cat([payload, payload.new_zeros(largest - payload.numel())])
+        received = payload.new_empty(world * largest)
+        work = _all_gather_single(received, padded, group=group, async_op=True)
+        parts = [received[r * largest:r * largest + sizes[r]] for r in range(world)]
+
+    def finish():
+        shapes, pieces = [], []
+        for r in range(world):
+            shapes.append(_from_bytes(parts[r][:members[r] * k * 8], torch.long, (members[r], k)).cpu())
+            pieces.append(_from_bytes(parts[r][heads[r]:], values.dtype, (rows[r], *values.shape[1:])))
+        gathered = torch.cat(pieces)
+        if values.requires_grad and torch.is_grad_enabled():
+            gathered = _GatheredRows.apply(values, gathered, rows, group)
+        return _repack(op, gathered, shapes, values.device, ragged_tensor)
+
+    handle = RaggedWork([work] if work is not None else [], finish)
+    return handle if async_op else handle.wait()
+
+
+# ---- ragged_all_to_all and rebalance ----
+
+class _ExchangedRows(torch.autograd.Function):
+    """Forward: the rows already received. Backward: the reverse exchange (each gradient row goes back to the
+    rank that sent the row)."""
+
+    @staticmethod
+    def forward(ctx, sent, received, send_rows, receive_rows, any_moved, group):
+        ctx.send_rows, ctx.receive_rows, ctx.any_moved, ctx.group = send_rows, receive_rows, any_moved, group
+        return received
+
+    @staticmethod
+    def backward(ctx, grad):
+        grad = grad.contiguous()
+        back = grad.new_zeros((sum(ctx.send_rows), *grad.shape[1:]))
+        if ctx.any_moved:  # the same decision on every rank: all of them call the collective, or none
+            dist.all_to_all_single(back, grad, ctx.send_rows, ctx.receive_rows, group=ctx.group)
+        return back, None, None, None, None, None
+
+
+def _checked_dest(op: str, dest, members: int, world: int) -> torch.Tensor:
+    if dest is None:
+        raise _error(TypeError, op, "dest (the destination rank of each member) is required")
+    dest = torch.as_tensor(dest).cpu()
+    if dest.shape != (members,) or dest.is_floating_point() or dest.dtype == torch.bool:
+        raise _error(ValueError, op, f"dest must be a 1-D integer tensor with one rank per member ({members}), got "
+                     f"{dest.dtype} of shape {tuple(dest.shape)}")
+    dest = dest.long()
+    if members and (int(dest.min()) < 0 or int(dest.max()) >= world):
+        raise _error(ValueError, op, f"dest must hold ranks in [0, {world}), got values in "
+                     f"[{int(dest.min())}, {int(dest.max())}]")
+    return dest
+
+
+def ragged_all_to_all(packed, first_idx: torch.Tensor | None = None, dest=None, group=None,
+                      async_op: bool = False) -> RaggedAllToAll | RaggedWork:
+    """Sends member i to rank ``dest[i]``. Returns :class:`RaggedAllToAll`: the members received, grouped by
+    source rank (rank 0's first) and in their order on that rank, with each one's ``source_rank`` and
+    ``source_index`` (its member index there). The mapping back: ``ragged_all_to_all(result.packed,
+    result.first_idx, result.source_rank)`` returns every member to its rank, grouped by the rank it had gone
+    to, so returned member j is original member ``torch.argsort(dest, stable=True)[j]``. For a RaggedTensor
+    ``r``, call ``ragged_all_to_all(r, dest=dest)``; ``packed`` is then a RaggedTensor. Differentiable in
+    ``packed`` (backward: the reverse exchange).
+
+    One host synchronisation (the size exchange); the data moves in two all_to_all_single collectives (rows,
+    and per-member records: shape and index).
+    """
+    op = "ragged_all_to_all"
+    values, first_idx, spt, ragged_tensor = _unpack(op, packed, first_idx)
+    world, rank = dist.get_world_size(group), dist.get_rank(group)
+    dest = _checked_dest(op, dest, spt.shape[0], world)
+    k = spt.shape[1]
+    order = torch.argsort(dest, stable=True)
+    members_to = torch.bincount(dest, minlength=world).tolist()
+    rows_to = torch.zeros(world, dtype=torch.long).index_add_(0, dest, spt.prod(1)).tolist()
+    headers = _all_gather_rows([*members_to, *rows_to, *_header_meta(op, values, k)], values.device, group)
+    _check_same_meta(op, [h[2 * world:] for h in headers])
+    members_from = [h[rank] for h in headers]
+    rows_from = [h[world + rank] for h in headers]
+
+    from .segment import ragged_index_select
+
+    sent, _ = ragged_index_select(values, first_idx, order.to(values.device), sum(rows_to))
+    received = values.new_empty((sum(rows_from), *values.shape[1:]))
+    records = torch.cat([spt[order], order.unsqueeze(1)], 1).to(values.device)  # shape, then index on this rank
+    received_records = records.new_empty((sum(members_from), k + 1))
+    # Skipping a collective must be decided alike on every rank (from the headers all of them hold), or the
+    # ranks that call it wait forever.
+    any_rows = _row_numel(values) > 0 and any(sum(h[world:2 * world]) for h in headers)
+    any_members = any(sum(h[:world]) for h in headers)
+    works = []
+    if any_rows:  # rows as bytes: every dtype, bool included
+        row_bytes = values.element_size() * _row_numel(values)
+        works.append(dist.all_to_all_single(_as_bytes(received).view(-1, row_bytes),
+                                            _as_bytes(sent.detach()).view(-1, row_bytes),
+                                            rows_from, rows_to, group=group, async_op=True))
+    if any_members:
+        works.append(dist.all_to_all_single(received_records, records, members_from, members_to, group=group,
+                                            async_op=True))
+
+    def finish():
+        rows = received
+        if values.requires_grad and torch.is_grad_enabled():
+            rows = _ExchangedRows.apply(sent, received, rows_to, rows_from, any_rows, group)
+        shapes = received_records[:, :k].cpu()
+        batch = _repack(op, rows, [shapes], values.device, ragged_tensor)
+        source_rank = torch.repeat_interleave(torch.arange(world), torch.tensor(members_from, dtype=torch.long))
+        source_index = received_records[:, k]
+        if ragged_tensor:
+            return RaggedAllToAll(batch, batch.first_idx, source_rank, source_index)
+        return RaggedAllToAll(*batch, source_rank.to(values.device), source_index)
+
+    handle = RaggedWork(works, finish)
+    return handle if async_op else handle.wait()
+
+
+def rebalance(packed, first_idx: torch.Tensor | None = None, group=None):
+    """Moves contiguous runs of members between ranks so that every rank holds about the same number of rows
+    (within half the longest member of ``total rows / world``), never splitting a member. The members keep
+    their global order (rank 0's first, then rank 1's, ...). Returns ``(packed, first_idx)`` or a RaggedTensor.
+
+    Two host synchronisations: the ranks' row counts (for the global offsets), then the exchange's sizes.
+    """
+    op = "rebalance"
+    values, first_idx, spt, ragged_tensor = _unpack(op, packed, first_idx)
+    world, rank = dist.get_world_size(group), dist.get_rank(group)
+    rows = [h[0] for h in _all_gather_rows([values.shape[0]], values.device, group)]
+    total = sum(rows)
+    starts = first_idx[:-1].cpu() + sum(rows[:rank])
+    lengths = spt.prod(1)
+    # A member goes to the rank whose equal share of the global rows holds its middle row.
+    dest = ((2 * starts + lengths) * world).div(2 * max(total, 1), rounding_mode="floor").clamp(0, world - 1)
+    result = ragged_all_to_all(packed if ragged_tensor else values, None if ragged_tensor else first_idx, dest,
+                               group=group)
+    return result.packed if ragged_tensor else (result.packed, result.first_idx)
