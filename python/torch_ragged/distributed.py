@@ -247,6 +247,27 @@ class _ExchangedRows(torch.autograd.Function):
         return back, None, None, None, None, None
 
 
+def _start_row_exchange(sent: torch.Tensor, send_rows: list, receive_rows: list, any_moved: bool, group):
+    """Starts an all_to_all_single of `sent`'s rows (dim 0; send_rows[q] rows to rank q, receive_rows[p] from
+    rank p), moved as raw bytes so every dtype travels. `any_moved` must be the same on every rank (the
+    collective is skipped everywhere or nowhere). Returns (works, finish): finish() gives the received rows,
+    differentiable in `sent` (backward: the reverse exchange)."""
+    received = sent.new_empty((sum(receive_rows), *sent.shape[1:]))
+    works = []
+    row_bytes = sent.element_size() * _row_numel(sent)
+    if any_moved and row_bytes:
+        works.append(dist.all_to_all_single(_as_bytes(received).view(-1, row_bytes),
+                                            _as_bytes(sent.detach()).view(-1, row_bytes),
+                                            receive_rows, send_rows, group=group, async_op=True))
+
+    def finish():
+        if sent.requires_grad and torch.is_grad_enabled():
+            return _ExchangedRows.apply(sent, received, send_rows, receive_rows, any_moved and row_bytes > 0, group)
+        return received
+
+    return works, finish
+
+
 def _checked_dest(op: str, dest, members: int, world: int) -> torch.Tensor:
     if dest is None:
         raise _error(TypeError, op, "dest (the destination rank of each member) is required")
@@ -290,27 +311,19 @@ def ragged_all_to_all(packed, first_idx: torch.Tensor | None = None, dest=None, 
     from .segment import ragged_index_select
 
     sent, _ = ragged_index_select(values, first_idx, order.to(values.device), sum(rows_to))
-    received = values.new_empty((sum(rows_from), *values.shape[1:]))
     records = torch.cat([spt[order], order.unsqueeze(1)], 1).to(values.device)  # shape, then index on this rank
     received_records = records.new_empty((sum(members_from), k + 1))
     # Skipping a collective must be decided alike on every rank (from the headers all of them hold), or the
     # ranks that call it wait forever.
-    any_rows = _row_numel(values) > 0 and any(sum(h[world:2 * world]) for h in headers)
+    any_rows = any(sum(h[world:2 * world]) for h in headers)
     any_members = any(sum(h[:world]) for h in headers)
-    works = []
-    if any_rows:  # rows as bytes: every dtype, bool included
-        row_bytes = values.element_size() * _row_numel(values)
-        works.append(dist.all_to_all_single(_as_bytes(received).view(-1, row_bytes),
-                                            _as_bytes(sent.detach()).view(-1, row_bytes),
-                                            rows_from, rows_to, group=group, async_op=True))
+    works, received_rows = _start_row_exchange(sent, rows_to, rows_from, any_rows, group)
     if any_members:
         works.append(dist.all_to_all_single(received_records, records, members_from, members_to, group=group,
                                             async_op=True))
 
     def finish():
-        rows = received
-        if values.requires_grad and torch.is_grad_enabled():
-            rows = _ExchangedRows.apply(sent, received, rows_to, rows_from, any_rows, group)
+        rows = received_rows()
         shapes = received_records[:, :k].cpu()
         batch = _repack(op, rows, [shapes], values.device, ragged_tensor)
         source_rank = torch.repeat_interleave(torch.arange(world), torch.tensor(members_from, dtype=torch.long))
@@ -342,3 +355,100 @@ def rebalance(packed, first_idx: torch.Tensor | None = None, group=None):
     result = ragged_all_to_all(packed if ragged_tensor else values, None if ragged_tensor else first_idx, dest,
                                group=group)
     return result.packed if ragged_tensor else (result.packed, result.first_idx)
+
+
+# ---- torch_ragged.pad on a DTensor ----
+
+# Modes whose padded rows copy input rows (or a constant): on a sharded axis, each shard fetches only the input
+# rows its output needs. The others (odd reflections, linear_ramp, statistics) gather the padded axes first.
+_ROW_COPY_MODES = ("constant", "empty", "edge", "replicate", "reflect", "symmetric", "wrap", "circular")
+
+
+def _chunk_ranges(n: int, world: int) -> list:
+    """torch.chunk's split of n rows over `world` shards (what DTensor's Shard expects): (start, stop) each."""
+    size = -(-n // world) if n else 0
+    return [(min(n, r * size), min(n, (r + 1) * size)) for r in range(world)]
+
+
+def _contiguous_stride(shape) -> tuple:
+    stride, running = [], 1
+    for size in reversed(shape):
+        stride.append(running)
+        running *= max(size, 1)
+    return tuple(reversed(stride))
+
+
+def pad_dtensor(input, widths: list, mode: str, reflect_odd: bool, local_pad):
+    """torch_ragged.pad of a DTensor (called by torch_ragged.pad): `widths` flat (before, after) per axis,
+    `local_pad(tensor, widths)` the same pad on a plain tensor. Axes that are sharded but not padded stay sharded
+    (every shard pads its own slab, exact for every mode: padding never mixes positions along an unpadded axis);
+    a sharded padded axis exchanges only the rows its new shards need (row-copy modes on a 1-D mesh), else it
+    is gathered, padded and re-sharded. Partial placements are reduced first. The result follows torch.chunk's
+    layout, as DTensor expects."""
+    from torch.distributed.tensor import DTensor, Replicate, Shard
+
+    mesh = input.device_mesh
+    padded_axes = {k for k in range(input.dim()) if widths[2 * k] or widths[2 * k + 1]}
+    # Shard and Replicate keep their meaning; Partial (pad is not linear) and other placements become Replicate.
+    placements = [p if type(p) in (Shard, Replicate) else Replicate() for p in input.placements]
+    if placements != list(input.placements):
+        input = input.redistribute(mesh, placements)
+    out_shape = [input.shape[k] + widths[2 * k] + widths[2 * k + 1] for k in range(input.dim())]
+
+    def wrap(local, local_placements):
+        return DTensor.from_local(local, mesh, local_placements, shape=torch.Size(out_shape),
+                                  stride=_contiguous_stride(out_shape))
+
+    sharded_padded = [p.dim for p in placements if isinstance(p, Shard) and p.dim in padded_axes]
+    if not sharded_padded:
+        return wrap(local_pad(input.to_local(), widths), placements)
+    if mesh.ndim == 1 and mode in _ROW_COPY_MODES and not reflect_odd:
+        return wrap(_pad_sharded_axis(input, sharded_padded[0], widths, mode, local_pad), placements)
+    gathered = [Replicate() if isinstance(p, Shard) and p.dim in padded_axes else p for p in placements]
+    local = local_pad(input.redistribute(mesh, gathered).to_local(), widths)
+    return wrap(local, gathered).redistribute(mesh, placements)
+
+
+def _pad_sharded_axis(input, axis: int, widths: list, mode: str, local_pad) -> torch.Tensor:
+    """This rank's output slab when a 1-D mesh shards the padded `axis` (row-copy modes): every rank knows every
+    shard's input and output rows, so each computes what it owes each other rank (no size exchange, no host
+    sync), one all_to_all moves those rows, and the slab is padded locally."""
+    mesh = input.device_mesh
+    world, rank, group = mesh.size(), mesh.get_local_rank(), mesh.get_group()
+    n, before, after = input.shape[axis], widths[2 * axis], widths[2 * axis + 1]
+    in_ranges = _chunk_ranges(n, world)
+    out_ranges = _chunk_ranges(n + before + after, world)
+    copies_rows = mode not in ("constant", "empty")
+    if copies_rows:  # output row i is input row source[i] (numpy's index rule, from the 1-D op itself)
+        source = torch.ops.torch_ragged.pad(torch.arange(n), [before, after], mode).tolist()
+
+    def needed(out_start, out_stop):  # the input rows [lo, hi) that output rows [out_start, out_stop) read
+        if copies_rows:
+            rows = source[out_start:out_stop]
+            return (min(rows), max(rows) + 1) if rows else (0, 0)
+        lo = min(max(out_start - before, 0), n)
+        return lo, min(max(out_stop - before, lo), n)
+
+    wanted = [needed(*r) for r in out_ranges]
+    local = input.to_local().movedim(axis, 0)
+    own_start = in_ranges[rank][0]
+    overlaps = [[max(0, min(hi, b) - max(lo, a)) for lo, hi in wanted] for a, b in in_ranges]  # [owner][reader]
+    sent = torch.cat([local[max(lo, own_start) - own_start:][:overlaps[rank][q]] for q, (lo, _) in
+                      enumerate(wanted)]) if n else local
+    works, received = _start_row_exchange(sent.contiguous(), overlaps[rank], [row[rank] for row in overlaps],
+                                          any(any(row) for row in overlaps), group)
+    for work in works:
+        work.wait()
+    slab = received()  # input rows [lo, hi) of this rank's output rows
+    (out_start, out_stop), (lo, hi) = out_ranges[rank], wanted[rank]
+    other_widths = list(widths)
+    other_widths[2 * axis] = other_widths[2 * axis + 1] = 0
+    if copies_rows:
+        rows = torch.tensor(source[out_start:out_stop], dtype=torch.long, device=slab.device) - lo
+        return local_pad(slab.index_select(0, rows).movedim(0, axis), other_widths)
+    # constant / empty: pad the slab (global output rows [lo + before, hi + before)) and cut [out_start, out_stop)
+    pad_before, pad_after = lo + before - out_start, out_stop - (hi + before)
+    slab_widths = list(widths)
+    slab_widths[2 * axis], slab_widths[2 * axis + 1] = max(pad_before, 0), max(pad_after, 0)
+    padded = local_pad(slab.movedim(0, axis), slab_widths)
+    return padded.narrow(axis, max(-pad_before, 0), out_stop - out_start)

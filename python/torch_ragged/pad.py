@@ -182,12 +182,21 @@ def pad(input, pad_width, mode: str = "constant", **kwargs) -> torch.Tensor:
     stat_length = kwargs.get("stat_length")
     if stat_length is not None:
         stat_length = _index_pairs(stat_length, ndim, "stat_length", integral_only=False)
-    return torch.ops.torch_ragged.pad(
-        input,
-        flat_widths,
-        mode,
-        pairs("constant_values"),
-        pairs("end_values"),
-        stat_length,
-        kwargs.get("reflect_type"),
-    )
+
+    def pad_tensor(tensor, widths):
+        return torch.ops.torch_ragged.pad(tensor, widths, mode, pairs("constant_values"), pairs("end_values"),
+                                          stat_length, kwargs.get("reflect_type"))
+
+    if _is_dtensor(input):  # sharded: see torch_ragged.distributed.pad_dtensor
+        from .distributed import pad_dtensor
+
+        return pad_dtensor(input, flat_widths, mode, kwargs.get("reflect_type") == "odd", pad_tensor)
+    return pad_tensor(input, flat_widths)
+
+
+def _is_dtensor(value) -> bool:
+    if type(value) is torch.Tensor or not torch.distributed.is_available():
+        return False
+    from torch.distributed.tensor import DTensor
+
+    return isinstance(value, DTensor)

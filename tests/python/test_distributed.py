@@ -200,10 +200,77 @@ def check_bad_arguments(rank, world):
         ragged_all_to_all(values, first_idx)
 
 
+# ---- torch_ragged.pad on a DTensor ----
+
+PAD_MODES = [("constant", {"constant_values": ((1.5, -2.0), (3.0, 4.0))}), ("edge", {}), ("wrap", {}),
+             ("reflect", {}), ("symmetric", {}), ("reflect", {"reflect_type": "odd"}),
+             ("linear_ramp", {"end_values": (5, -5)}), ("maximum", {}), ("mean", {"stat_length": 2}),
+             ("median", {}), ("minimum", {"stat_length": (1, 3)})]
+
+
+def check_pad_dtensor_every_mode_and_placement(rank, world):
+    import numpy as np
+    from torch.distributed.tensor import DTensor, Partial, Replicate, Shard, distribute_tensor, init_device_mesh
+
+    mesh = init_device_mesh("cpu", (world,))
+    full = torch.randn(5, 7, generator=torch.Generator().manual_seed(3), dtype=torch.float64)
+    placements = [Shard(0), Shard(1), Replicate()]
+    for widths in [((2, 7), (1, 0)), ((0, 0), (3, 9)), ((1, 1), (0, 0))]:  # wider than a shard, one axis only
+        for mode, kwargs in PAD_MODES:
+            expected = np.pad(full.numpy(), widths, mode, **kwargs)
+            for placement in placements:
+                x = distribute_tensor(full, mesh, [placement])
+                out = torch_ragged.pad(x, widths, mode, **kwargs)
+                assert isinstance(out, DTensor) and list(out.placements) == [placement], (mode, placement)
+                np.testing.assert_allclose(out.full_tensor().numpy(), expected, rtol=1e-12, atol=1e-12,
+                                           err_msg=f"{mode} {kwargs} {placement} {widths}")
+                if isinstance(placement, Shard):  # torch.chunk's layout, as DTensor expects
+                    chunks = torch.from_numpy(expected).chunk(world, placement.dim)
+                    expected_local = chunks[rank] if rank < len(chunks) else None
+                    if expected_local is not None:
+                        torch.testing.assert_close(out.to_local(), expected_local)
+    # Partial (pending sum) is reduced first; the result is replicated
+    partial = DTensor.from_local(full / world, mesh, [Partial()])
+    out = torch_ragged.pad(partial, ((1, 2), (0, 1)), "reflect")
+    np.testing.assert_allclose(out.full_tensor().numpy(), np.pad(full.numpy(), ((1, 2), (0, 1)), "reflect"))
+
+
+def check_pad_dtensor_second_call_with_other_widths_is_not_a_cached_strategy(rank, world):
+    import numpy as np
+    from torch.distributed.tensor import Shard, distribute_tensor, init_device_mesh
+
+    mesh = init_device_mesh("cpu", (world,))
+    full = torch.arange(24.0).view(6, 4)
+    x = distribute_tensor(full, mesh, [Shard(0)])
+    for widths in [((1, 1), (0, 0)), ((4, 0), (2, 2)), ((1, 1), (0, 0))]:  # same shapes of args, other values
+        out = torch_ragged.pad(x, widths, "symmetric")
+        assert tuple(out.shape) == np.pad(full.numpy(), widths).shape
+        np.testing.assert_array_equal(out.full_tensor().numpy(), np.pad(full.numpy(), widths, "symmetric"))
+
+
+def check_pad_dtensor_backward(rank, world):
+    import numpy as np
+    from torch.distributed.tensor import Shard, distribute_tensor, init_device_mesh
+
+    mesh = init_device_mesh("cpu", (world,))
+    full = torch.randn(5, 3, generator=torch.Generator().manual_seed(4), dtype=torch.float64)
+    widths = ((4, 6), (1, 2))
+    x = distribute_tensor(full, mesh, [Shard(0)]).requires_grad_()
+    out = torch_ragged.pad(x, widths, "reflect")
+    weight = torch.randn(out.shape, generator=torch.Generator().manual_seed(5), dtype=torch.float64)
+    (out.full_tensor() * weight).sum().backward()
+    # reference: each output element adds its weight to the input element numpy's index rule copies
+    source = np.pad(np.arange(full.numel()).reshape(full.shape), widths, "reflect")
+    expected = torch.zeros(full.numel(), dtype=torch.float64).index_add_(0, torch.from_numpy(source).flatten(),
+                                                                          weight.flatten())
+    torch.testing.assert_close(x.grad.full_tensor(), expected.view(full.shape))
+
+
 CHECKS = [check_all_gather, check_all_gather_async, check_all_gather_ragged_tensor_with_two_ragged_dims,
           check_all_gather_backward, check_all_to_all, check_all_to_all_ragged_tensor_and_back,
           check_all_to_all_backward, check_rebalance, check_mismatched_dtypes_raise_on_every_rank,
-          check_bad_arguments]
+          check_bad_arguments, check_pad_dtensor_every_mode_and_placement,
+          check_pad_dtensor_second_call_with_other_widths_is_not_a_cached_strategy, check_pad_dtensor_backward]
 
 
 @pytest.mark.parametrize("world", [2, 3])
