@@ -1,6 +1,6 @@
 """Runs a family's benchmarks and prints a ratio table (baseline time / ours; > 1 means faster).
 
-    python benchmarks/run.py --family batch|container|pad|segment|sparse|tiles [--device cpu|cuda] \
+    python benchmarks/run.py --family batch|container|distributed|pad|segment|sparse|tiles [--device cpu|cuda] \
         [--json out.json [--plot]] [--quick]
 
 Ratios, not absolute times, are the result: the machines are shared and noisy, but every row's baseline,
@@ -22,7 +22,7 @@ import torch  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-FAMILIES = ("batch", "container", "pad", "segment", "sparse", "tiles")
+FAMILIES = ("batch", "container", "distributed", "pad", "segment", "sparse", "tiles")
 
 
 def print_table(rows, floor_note=True):
@@ -82,6 +82,11 @@ def main():
         import bench_tiles
 
         rows = bench_tiles.run_all(args.device, min_run_time)
+        print_table(rows, floor_note=False)
+    elif args.family == "distributed":
+        import bench_distributed
+
+        rows = bench_distributed.run_all(args.device, min_run_time)
         print_table(rows, floor_note=False)
     elif args.family == "sparse":
         import bench_sparse

@@ -181,50 +181,79 @@ def ragged_all_gather(packed, first_idx: torch.Tensor | None = None, group=None,
     RaggedTensor. Members may be empty, and so may a rank. Differentiable in ``packed``: each rank receives
     the sum over ranks of the gradient of its own rows.
 
-    One host synchronisation (the size exchange). The data moves in one collective: on NCCL, all_gather with
-    each rank's exact size; elsewhere (gloo), an equal-size all_gather of each rank's bytes padded to the
-    largest rank's (gloo has no uneven all_gather).
+    One host synchronisation (the size exchange). The data moves without padding or pickling: on NCCL, one
+    all_gather with each rank's exact size; on gloo (no uneven all_gather), one broadcast per rank straight into
+    that rank's slice of the result (rows, and shape_per_tensor records).
     """
     op = "ragged_all_gather"
     values, first_idx, spt, ragged_tensor = _unpack(op, packed, first_idx)
-    world = dist.get_world_size(group)
-    row_bytes = values.element_size() * _row_numel(values)
+    rank = dist.get_rank(group)
     headers = _all_gather_rows([spt.shape[0], values.shape[0], *_header_meta(op, values, spt.shape[1])],
                                values.device, group)
     _check_same_meta(op, [h[2:] for h in headers])
     members = [h[0] for h in headers]
     rows = [h[1] for h in headers]
-    k = spt.shape[1]
-    # Each rank's bytes: its shape_per_tensor, then its rows; parts start 16-byte aligned (viewed as any dtype).
+    if _backend(group) == "nccl":
+        works, finish_parts = _gather_exact(values, spt, members, rows, group)
+    else:
+        works, finish_parts = _gather_by_broadcasts(values, spt, members, rows, rank, group)
+
+    def finish():
+        gathered, shapes = finish_parts()
+        if values.requires_grad and torch.is_grad_enabled():
+            gathered = _GatheredRows.apply(values, gathered, rows, group)
+        return _repack(op, gathered, [shapes.cpu()], values.device, ragged_tensor)
+
+    handle = RaggedWork(works, finish)
+    return handle if async_op else handle.wait()
+
+
+def _gather_by_broadcasts(values, spt, members: list, rows: list, rank: int, group):
+    """Every rank's rows and shape records broadcast by their owner into their place in the result (no padding,
+    no compaction). A broadcast nobody needs (zero rows) is skipped on every rank alike."""
+    gathered = values.new_empty((sum(rows), *values.shape[1:]))
+    shapes = torch.empty((sum(members), spt.shape[1]), dtype=torch.long, device=values.device)
+    row_start, member_start = _prefix(rows), _prefix(members)
+    own_rows = gathered[row_start[rank]:row_start[rank + 1]]
+    own_rows.copy_(values.detach())
+    shapes[member_start[rank]:member_start[rank + 1]].copy_(spt)
+    works = []
+    for r in range(len(rows)):
+        source = r if group is None else dist.get_global_rank(group, r)
+        if rows[r] and _row_numel(values):
+            block = gathered[row_start[r]:row_start[r + 1]]
+            works.append(dist.broadcast(_as_bytes(block), source, group=group, async_op=True))
+        if members[r] and shapes.shape[1]:
+            block = shapes[member_start[r]:member_start[r + 1]]
+            works.append(dist.broadcast(block, source, group=group, async_op=True))
+    return works, lambda: (gathered, shapes)
+
+
+def _gather_exact(values, spt, members: list, rows: list, group):
+    """NCCL: all_gather with uneven sizes (each rank's bytes: 16-byte aligned shape records, then its rows)."""
+    k, row_bytes = spt.shape[1], values.element_size() * _row_numel(values)
     heads = [_aligned(m * k * 8) for m in members]
     sizes = [head + r * row_bytes for head, r in zip(heads, rows, strict=True)]
     own_head = _as_bytes(spt.to(values.device))
     payload = torch.cat([own_head, own_head.new_zeros(heads[dist.get_rank(group)] - own_head.numel()),
                          _as_bytes(values.detach())])
-    if max(sizes) == 0:  # nothing to move (no rank has a member)
-        parts, work = [payload] * world, None
-    elif _backend(group) == "nccl":
-        parts = [payload.new_empty(size) for size in sizes]
-        work = dist.all_gather(parts, payload, group=group, async_op=True)
-    else:
-        largest = _aligned(max(sizes))
-        padded = torch.cat([payload, payload.new_zeros(largest - payload.numel())])
-        received = payload.new_empty(world * largest)
-        work = _all_gather_single(received, padded, group=group, async_op=True)
-        parts = [received[r * largest:r * largest + sizes[r]] for r in range(world)]
+    parts = [payload.new_empty(size) for size in sizes]
+    works = [dist.all_gather(parts, payload, group=group, async_op=True)] if max(sizes) else []
 
     def finish():
-        shapes, pieces = [], []
-        for r in range(world):
-            shapes.append(_from_bytes(parts[r][:members[r] * k * 8], torch.long, (members[r], k)).cpu())
-            pieces.append(_from_bytes(parts[r][heads[r]:], values.dtype, (rows[r], *values.shape[1:])))
-        gathered = torch.cat(pieces)
-        if values.requires_grad and torch.is_grad_enabled():
-            gathered = _GatheredRows.apply(values, gathered, rows, group)
-        return _repack(op, gathered, shapes, values.device, ragged_tensor)
+        shapes = [_from_bytes(part[:m * k * 8], torch.long, (m, k)) for part, m in zip(parts, members, strict=True)]
+        pieces = [_from_bytes(part[head:], values.dtype, (r, *values.shape[1:]))
+                  for part, head, r in zip(parts, heads, rows, strict=True)]
+        return torch.cat(pieces), torch.cat(shapes)
 
-    handle = RaggedWork([work] if work is not None else [], finish)
-    return handle if async_op else handle.wait()
+    return works, finish
+
+
+def _prefix(counts: list) -> list:
+    starts = [0]
+    for count in counts:
+        starts.append(starts[-1] + count)
+    return starts
 
 
 # ---- ragged_all_to_all and rebalance ----
@@ -433,13 +462,21 @@ def _pad_sharded_axis(input, axis: int, widths: list, mode: str, local_pad) -> t
     local = input.to_local().movedim(axis, 0)
     own_start = in_ranges[rank][0]
     overlaps = [[max(0, min(hi, b) - max(lo, a)) for lo, hi in wanted] for a, b in in_ranges]  # [owner][reader]
-    sent = torch.cat([local[max(lo, own_start) - own_start:][:overlaps[rank][q]] for q, (lo, _) in
-                      enumerate(wanted)]) if n else local
-    works, received = _start_row_exchange(sent.contiguous(), overlaps[rank], [row[rank] for row in overlaps],
-                                          any(any(row) for row in overlaps), group)
+
+    def own_rows_for(q):  # this rank's input rows that rank q's output reads
+        return local[max(wanted[q][0], own_start) - own_start:][:overlaps[rank][q]]
+
+    # Only rows crossing shard boundaries travel; a rank's own rows are used in place.
+    moves = [[0 if owner == reader else count for reader, count in enumerate(row)] for owner, row in
+             enumerate(overlaps)]
+    sent = torch.cat([own_rows_for(q) for q in range(world) if q != rank]) if world > 1 else local[:0]
+    works, received = _start_row_exchange(sent.contiguous(), moves[rank], [row[rank] for row in moves],
+                                          any(any(row) for row in moves), group)
     for work in works:
         work.wait()
-    slab = received()  # input rows [lo, hi) of this rank's output rows
+    halo = received()  # grouped by owner: ranks below this one own the rows before its own, ranks above after
+    from_below = sum(moves[owner][rank] for owner in range(rank))
+    slab = torch.cat([halo[:from_below], own_rows_for(rank), halo[from_below:]])  # input rows [lo, hi)
     (out_start, out_stop), (lo, hi) = out_ranges[rank], wanted[rank]
     other_widths = list(widths)
     other_widths[2 * axis] = other_widths[2 * axis + 1] = 0
