@@ -7,6 +7,7 @@ reflect_type)``, takes the already broadcast forms (flat ``(before, after)`` per
 TorchScript and C++ callers use.
 """
 
+import math
 import numbers
 
 import torch
@@ -79,7 +80,10 @@ def _as_pairs(value, ndim: int, name: str) -> torch.Tensor:
 def _shape_and_leaves(value, name: str):
     """Shape, flat values and whether they are integers, of a number / nested sequence / tensor / array,
     read without creating tensors for Python input (torch.compile then sees constants)."""
-    if hasattr(value, "tolist") and not isinstance(value, (list, tuple)):  # tensors, numpy arrays and scalars
+    if type(value).__module__ == "numpy" and getattr(value, "ndim", None) == 0:  # numpy scalars: exact (uint64 too)
+        item = value.item()
+        return (), [item], isinstance(item, int) and not isinstance(item, bool)
+    if hasattr(value, "tolist") and not isinstance(value, (list, tuple)):  # tensors, numpy arrays
         tensor = value if isinstance(value, torch.Tensor) else torch.as_tensor(value)
         return tuple(tensor.shape), tensor.reshape(-1).tolist(), tensor.dtype in _INTEGER_DTYPES
 
@@ -107,6 +111,38 @@ def _shape_and_leaves(value, name: str):
     leaves = flatten(value)
     integral = bool(leaves) and all(isinstance(v, int) and not isinstance(v, bool) for v in leaves)
     return shape_of(value), leaves, integral
+
+
+def _numpy_integer_constant(value, dtype: torch.dtype, numpy_scalar: bool):
+    """numpy.pad's conversion of one constant into an integer or bool array (numpy 2.4's setitem rules, measured;
+    issue 16 item 3). bool takes truthiness (NaN is True); floats truncate toward zero. numpy stores a scalar or
+    (before, after) constant as a numpy scalar (`numpy_scalar`), any other form as Python numbers (`tolist`):
+    Python numbers and numpy scalars into signed dtypes raise OverflowError out of range (NaN: ValueError; inf:
+    OverflowError); numpy scalars into unsigned dtypes wrap modulo 2**bits (-1 on uint8 is 255, 300 is 44), NaN /
+    inf give 0 (2**63 on uint64: the C conversion), and only ints outside [-2**63, 2**64) overflow."""
+    if dtype == torch.bool:
+        return bool(value)
+    info = torch.iinfo(dtype)
+    name = str(dtype).removeprefix("torch.")
+    signed = info.min < 0 or not numpy_scalar  # Python numbers: checked like signed ones
+    if isinstance(value, float):
+        if math.isnan(value) or math.isinf(value):
+            if signed:
+                kind, what = (ValueError, "NaN") if math.isnan(value) else (OverflowError, "infinity")
+                raise kind(f"torch_ragged.pad: cannot convert float {what} to integer (constant_values, {name})")
+            return 2**63 if info.bits == 64 else 0
+        value = int(value)
+    if signed and not info.min <= value <= info.max or not signed and not -2**63 <= value < 2**64:
+        raise OverflowError(f"torch_ragged.pad: Python integer {value} out of bounds for {name} (constant_values)")
+    return value if signed else value % 2**info.bits
+
+
+def _numpy_integer_constants(value, dtype: torch.dtype, ndim: int) -> torch.Tensor:
+    """constant_values (numbers, pairs, numpy values) converted for an integer / bool input as numpy does."""
+    shape, leaves, _ = _shape_and_leaves(value, "constant_values")
+    numpy_scalar = _pairs_form(shape, ndim, "constant_values") in ("scalar", "pair")
+    converted = [_numpy_integer_constant(v, dtype, numpy_scalar) for v in leaves]
+    return torch.tensor(converted, dtype=dtype).reshape(shape)
 
 
 def _dict_pad_width(pad_width: dict, ndim: int) -> list:
@@ -174,6 +210,11 @@ def pad(input, pad_width, mode: str = "constant", **kwargs) -> torch.Tensor:
         # numpy returns an empty array's padding (zero-size) without reading the mode's keywords (issue 16,
         # item 4); padding an empty axis is still an error, raised by the op.
         kwargs = {}
+
+    if mode == "constant" and kwargs.get("constant_values") is not None and not torch.is_floating_point(input) \
+            and not torch.is_complex(input) and not isinstance(kwargs["constant_values"], torch.Tensor):
+        kwargs = {**kwargs, "constant_values": _numpy_integer_constants(kwargs["constant_values"], input.dtype,
+                                                                               ndim)}
 
     def pairs(name):
         value = kwargs.get(name)

@@ -226,3 +226,33 @@ def test_non_contiguous_input(device):
     for mode in ("constant", "reflect", "mean"):
         expected = np.pad(numpy_of(x), ((1, 2), (0, 3), (2, 2)), mode)
         np.testing.assert_allclose(numpy_of(torch_ragged.pad(x, ((1, 2), (0, 3), (2, 2)), mode)), expected)
+
+
+NAN, INF = float("nan"), float("inf")
+INTEGER_CONSTANTS = [  # issue 16 item 3: numpy's irregular rule, value by value (numpy 2.4 is the reference)
+    (np.uint8, [-1, 300, 2.5, np.int64(300), NAN, 300.7, -1.5, INF, (3, -4), ((1, 2), (257, -2)),
+                ((1, 2), (300.7, -1.5)), ((1, 2), (NAN, 2)), np.uint8(7)]),
+    (np.int8, [200, -129, np.int64(200), 1000.5, -2.7, INF, 5, ((1, 2), (200.5, 2))]),
+    (np.int32, [NAN, 2**40, 2**63, 7]),
+    (np.int64, [2**63, NAN, 1e19, -5, np.uint64(2**63)]),
+    (np.uint64, [2**63, -1, NAN, 2**64, np.uint64(2**63), 1e19, -1.0, ((1, 2), (-1, 2)), ((1, 2), (2**63, 1))]),
+    (np.bool_, [2, 0.5, NAN, 0, ((1, 2), (NAN, 0))]),
+    (np.uint16, [70000, -1]), (np.int16, [40000]), (np.uint32, [2**32 + 5, -3]),
+]
+
+
+@pytest.mark.parametrize("dtype,value", [(d, v) for d, values in INTEGER_CONSTANTS for v in values],
+                         ids=lambda v: repr(v) if not isinstance(v, type) else v.__name__)
+def test_integer_constant_values_wrap_or_raise_as_numpy(dtype, value):
+    a = np.arange(4, dtype=dtype).reshape(2, 2) if dtype != np.bool_ else np.array([[True, False], [False, True]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # numpy warns on its NaN / inf casts
+        try:
+            expected = np.pad(a, 1, constant_values=value)
+        except (OverflowError, ValueError) as error:
+            with pytest.raises(type(error), match="torch_ragged.pad: .*(out of bounds|cannot convert)"):
+                torch_ragged.pad(torch.from_numpy(a), 1, constant_values=value)
+            return
+    got = torch_ragged.pad(torch.from_numpy(a), 1, constant_values=value)
+    assert got.dtype == torch.from_numpy(a).dtype
+    np.testing.assert_array_equal(got.numpy(), expected)
