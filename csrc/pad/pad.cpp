@@ -172,7 +172,7 @@ at::Tensor odd_reflect_axis(const at::Tensor& x, int64_t axis, int64_t before, i
   if (x.scalar_type() == at::kBool) {  // replays numpy's loop, whose trip count needs n itself
     return odd_reflect_axis_bool(even, axis, before, after, n.guard_int(__FILE__, __LINE__), mode);
   }
-  const c10::SymInt period = mode == PadMode::kReflect ? 2 * (n - 1) : 2 * n;  // pad_period's
+  const c10::SymInt period = pad_period(*index_mode_of(mode), n);
   const at::ScalarType dtype = x.scalar_type();
   const at::ScalarType compute = is_exact_float(dtype) ? dtype : at::kLong;
   const at::Tensor first = x.narrow(axis, 0, 1).to(compute);

@@ -31,16 +31,18 @@ C10_HOST_DEVICE inline int64_t floor_mod(int64_t a, int64_t m) {
 }
 
 // Period of the source pattern of a periodic mode along an axis of length n (n >= 1).
-C10_HOST_DEVICE inline int64_t pad_period(IndexPadMode mode, int64_t n) {
+// Size: int64_t in the kernels, c10::SymInt in the traced composite (odd reflections, pad.cpp).
+template <typename Size>
+C10_HOST_DEVICE inline Size pad_period(IndexPadMode mode, Size n) {
   switch (mode) {
     case IndexPadMode::kWrap:
       return n;
     case IndexPadMode::kReflect:
-      return 2 * (n - 1);
+      return (n - 1) * 2;
     case IndexPadMode::kSymmetric:
-      return 2 * n;
+      return n * 2;
     default:
-      return 0;
+      return Size(0);
   }
 }
 

@@ -626,10 +626,11 @@ def _first_idx_of(shapes: torch.Tensor) -> torch.Tensor:
     return _ops.get_first_idx(shapes.prod(1), True)
 
 
-def _checked_parts(values, first_idx, shape_per_tensor):
-    where = "RaggedTensor"
+def _checked_parts(values, first_idx, shape_per_tensor, where: str = "RaggedTensor", values_name: str = "values"):
+    """values, first_idx (int64 on the CPU) and shape_per_tensor (B, k), checked; `where` / `values_name` name the
+    caller and its argument in errors (torch_ragged.distributed shares these checks)."""
     if not isinstance(values, torch.Tensor) or values.dim() < 1:
-        raise _error(ValueError, where, f"values must be a tensor (rows, *feature), got {_describe(values)}")
+        raise _error(ValueError, where, f"{values_name} must be a tensor (rows, *feature), got {_describe(values)}")
     if not isinstance(first_idx, torch.Tensor) or first_idx.dim() != 1 or first_idx.numel() < 1 \
             or first_idx.is_floating_point() or first_idx.dtype == torch.bool:
         raise _error(ValueError, where, f"first_idx must be a 1-D integer tensor of B + 1 offsets, got "
@@ -638,10 +639,10 @@ def _checked_parts(values, first_idx, shape_per_tensor):
     counts = first_idx.diff()
     rises = (first_idx[0] == 0) & (counts >= 0).all() & (first_idx[-1] == values.shape[0])
     if _is_symbolic(first_idx):  # traced (torch.export / compile): the graph checks it when it runs
-        torch._assert_async(rises, "torch_ragged.RaggedTensor: first_idx must rise from 0 to values.shape[0]")
+        torch._assert_async(rises, f"torch_ragged.{where}: first_idx must rise from 0 to {values_name}.shape[0]")
     elif not bool(rises):
-        raise _error(ValueError, where, f"first_idx must rise from 0 to values.shape[0] = {values.shape[0]}, got "
-                     f"{first_idx.tolist() if first_idx.numel() <= 16 else _describe(first_idx)}")
+        raise _error(ValueError, where, f"first_idx must rise from 0 to {values_name}.shape[0] = {values.shape[0]}, "
+                     f"got {first_idx.tolist() if first_idx.numel() <= 16 else _describe(first_idx)}")
     if shape_per_tensor is None:
         return values, first_idx, counts.unsqueeze(1)
     spt = torch.as_tensor(shape_per_tensor).to("cpu", torch.long)

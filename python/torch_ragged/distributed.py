@@ -20,10 +20,13 @@ reverse exchange.
 
 from __future__ import annotations
 
+import itertools
+import math
 from typing import NamedTuple
 
 import torch
 import torch.distributed as dist
+from torch._prims_common import make_contiguous_strides_for
 
 __all__ = ["RaggedAllToAll", "RaggedWork", "ragged_all_gather", "ragged_all_to_all", "rebalance"]
 
@@ -71,25 +74,15 @@ def _error(kind, op: str, message: str):
 
 
 def _unpack(op: str, packed, first_idx):
-    """(values, first_idx (long, values' device), shape_per_tensor (B, k) long on the CPU, is_ragged_tensor)."""
-    from .container import RaggedTensor
+    """(values, first_idx (int64, CPU), shape_per_tensor (B, k) int64 on the CPU, is_ragged_tensor), checked as
+    RaggedTensor checks its parts."""
+    from .container import RaggedTensor, _checked_parts
 
     if isinstance(packed, RaggedTensor):
         if first_idx is not None:
             raise _error(TypeError, op, "pass a RaggedTensor alone (it carries its own first_idx)")
-        spt = packed.shape_per_tensor
-        return packed.values, packed.first_idx.to(packed.values.device), spt, True
-    if not isinstance(packed, torch.Tensor) or packed.dim() < 1:
-        raise _error(ValueError, op, f"packed must be a tensor (rows, *feature) or a RaggedTensor, got "
-                     f"{type(packed).__name__}{'' if not isinstance(packed, torch.Tensor) else ' of 0 dims'}")
-    if not isinstance(first_idx, torch.Tensor) or first_idx.dim() != 1 or first_idx.numel() < 1 \
-            or first_idx.is_floating_point() or first_idx.dtype == torch.bool:
-        raise _error(ValueError, op, "first_idx must be a 1-D integer tensor of B + 1 row offsets")
-    first_idx = first_idx.to(packed.device, torch.long)
-    counts = first_idx.diff()
-    if int(first_idx[0]) != 0 or bool((counts < 0).any()) or int(first_idx[-1]) != packed.shape[0]:
-        raise _error(ValueError, op, f"first_idx must rise from 0 to packed.shape[0] = {packed.shape[0]}")
-    return packed, first_idx, counts.cpu().unsqueeze(1), False
+        return packed.values, packed.first_idx, packed.shape_per_tensor, True
+    return (*_checked_parts(packed, first_idx, None, where=f"distributed.{op}", values_name="packed"), False)
 
 
 def _header_meta(op: str, values: torch.Tensor, ragged_dims: int) -> list:
@@ -130,10 +123,7 @@ def _aligned(nbytes: int) -> int:
 
 
 def _row_numel(values: torch.Tensor) -> int:
-    numel = 1
-    for size in values.shape[1:]:
-        numel *= size
-    return numel
+    return math.prod(values.shape[1:])
 
 
 def _from_bytes(raw: torch.Tensor, dtype, shape) -> torch.Tensor:
@@ -144,15 +134,13 @@ def _backend(group) -> str:
     return str(dist.get_backend(group)).lower()
 
 
-def _repack(op: str, values, shapes_per_rank, first_idx_device, ragged_tensor: bool):
+def _repack(values, shape_per_tensor, first_idx_device, ragged_tensor: bool):
     """The result as (packed, first_idx) or a RaggedTensor."""
-    from .container import RaggedTensor
+    from .container import RaggedTensor, _first_idx_of
 
-    spt = torch.cat(shapes_per_rank) if shapes_per_rank else torch.empty(0, 1, dtype=torch.long)
-    counts = spt.prod(1)
-    first_idx = torch.cat([counts.new_zeros(1), counts.cumsum(0)])
+    first_idx = _first_idx_of(shape_per_tensor)
     if ragged_tensor:
-        return RaggedTensor(values, first_idx, spt, validate=False)
+        return RaggedTensor(values, first_idx, shape_per_tensor, validate=False)
     return values, first_idx.to(first_idx_device)
 
 
@@ -202,7 +190,7 @@ def ragged_all_gather(packed, first_idx: torch.Tensor | None = None, group=None,
         gathered, shapes = finish_parts()
         if values.requires_grad and torch.is_grad_enabled():
             gathered = _GatheredRows.apply(values, gathered, rows, group)
-        return _repack(op, gathered, [shapes.cpu()], values.device, ragged_tensor)
+        return _repack(gathered, shapes.cpu(), values.device, ragged_tensor)
 
     handle = RaggedWork(works, finish)
     return handle if async_op else handle.wait()
@@ -250,10 +238,7 @@ def _gather_exact(values, spt, members: list, rows: list, group):
 
 
 def _prefix(counts: list) -> list:
-    starts = [0]
-    for count in counts:
-        starts.append(starts[-1] + count)
-    return starts
+    return list(itertools.accumulate(counts, initial=0))
 
 
 # ---- ragged_all_to_all and rebalance ----
@@ -354,7 +339,7 @@ def ragged_all_to_all(packed, first_idx: torch.Tensor | None = None, dest=None, 
     def finish():
         rows = received_rows()
         shapes = received_records[:, :k].cpu()
-        batch = _repack(op, rows, [shapes], values.device, ragged_tensor)
+        batch = _repack(rows, shapes, values.device, ragged_tensor)
         source_rank = torch.repeat_interleave(torch.arange(world), torch.tensor(members_from, dtype=torch.long))
         source_index = received_records[:, k]
         if ragged_tensor:
@@ -399,14 +384,6 @@ def _chunk_ranges(n: int, world: int) -> list:
     return [(min(n, r * size), min(n, (r + 1) * size)) for r in range(world)]
 
 
-def _contiguous_stride(shape) -> tuple:
-    stride, running = [], 1
-    for size in reversed(shape):
-        stride.append(running)
-        running *= max(size, 1)
-    return tuple(reversed(stride))
-
-
 def pad_dtensor(input, widths: list, mode: str, reflect_odd: bool, local_pad):
     """torch_ragged.pad of a DTensor (called by torch_ragged.pad): `widths` flat (before, after) per axis,
     `local_pad(tensor, widths)` the same pad on a plain tensor. Axes that are sharded but not padded stay sharded
@@ -426,7 +403,7 @@ def pad_dtensor(input, widths: list, mode: str, reflect_odd: bool, local_pad):
 
     def wrap(local, local_placements):
         return DTensor.from_local(local, mesh, local_placements, shape=torch.Size(out_shape),
-                                  stride=_contiguous_stride(out_shape))
+                                  stride=make_contiguous_strides_for(out_shape))
 
     sharded_padded = [p.dim for p in placements if isinstance(p, Shard) and p.dim in padded_axes]
     if not sharded_padded:
