@@ -2,8 +2,8 @@
 //
 // `pad` is CompositeImplicitAutograd: it checks numpy's arguments and then
 //   - index modes (constant, empty, edge, wrap, even reflect / symmetric): one pad_index kernel;
-//   - odd reflections: per axis, the even reflection (pad_index) made odd by an affine correction
-//     in closed form (odd_reflect_axis; bool inputs replay numpy's iteration instead);
+//   - odd reflections: per axis, numpy's period-by-period iteration replayed on top of pad_index
+//     (bit-identical to numpy), or a closed form when the axis length is a symbol;
 //   - linear_ramp and the statistics: pad_index(mode="empty") copies the input, then one pass per
 //     axis in numpy's order (0, 1, ..., N-1) fills that axis's padding from ATen ops over the
 //     region numpy reads (earlier axes at full, padded extent; later axes at their original one).
@@ -122,20 +122,25 @@ at::Tensor cast_like_numpy(const at::Tensor& value, at::ScalarType dtype) {
 
 // ---- odd reflections ----
 
-// Bool inputs: numpy computes each reflected chunk as 2 * edge - chunk in integers and stores it
-// as bool (nonzero), one period at a time, so later periods reflect about already-cast values and
-// no closed form applies. This replays numpy's iteration (_set_reflect_both) on `padded`, whose
-// interior along `axis` holds the input.
-at::Tensor odd_reflect_axis_bool(at::Tensor padded, int64_t axis, int64_t before, int64_t after,
-                                 int64_t n, PadMode mode) {
+// numpy pads an odd reflection one period at a time: each chunk is 2 * edge - chunk, computed in
+// the array's dtype from values it already wrote (bools: in int64, stored as nonzero), so later
+// periods reflect about already-rounded values. Replaying that iteration on `padded`, whose
+// interior along `axis` holds the input, gives numpy's values bit for bit (issue 16 item 7). Chunks
+// span whole periods, so they never overlap and the loop runs O(log(width / n)) times (the span
+// triples).
+at::Tensor odd_reflect_axis_replay(at::Tensor padded, int64_t axis, int64_t before, int64_t after,
+                                   int64_t n, PadMode mode) {
   const bool symmetric = mode == PadMode::kSymmetric;
   const int64_t total = before + n + after, edge_offset = symmetric ? 1 : 0;
   auto reflect_about = [](const at::Tensor& chunk, const at::Tensor& edge) {
-    return (2 * edge.to(at::kLong) - chunk.to(at::kLong)) != 0;
+    if (chunk.scalar_type() == at::kBool) {
+      return (2 * edge.to(at::kLong) - chunk.to(at::kLong)) != 0;
+    }
+    return edge * 2 - chunk;  // 2 * edge is exact; one rounding, as numpy's
   };
   int64_t left = before, right = after;
   while (left > 0 || right > 0) {
-    const int64_t filled = total - left - right;  // whole periods only, so chunks never overlap
+    const int64_t filled = total - left - right;
     const int64_t period_span = symmetric ? filled / n * n : (filled - 1) / (n - 1) * (n - 1);
     if (left > 0) {
       const int64_t chunk = std::min(period_span, left);
@@ -156,22 +161,16 @@ at::Tensor odd_reflect_axis_bool(at::Tensor padded, int64_t axis, int64_t before
   return padded;
 }
 
-// Pads one axis with reflect_type="odd": value = sign * even + c_last * x[n-1] + c_first * x[0],
-// from the closed form q = floor(t / P), r = t - q P:
+// The odd reflection of one axis whose length is a symbol (torch.export / dynamic shapes): the
+// replay's trip count needs the length, so this computes the same values in closed form,
+// value = sign * even + c_last * x[n-1] + c_first * x[0], with q = floor(t / P), r = t - q P:
 //   r <  n:  x[r] + 2q (x[n-1] - x[0])
 //   r >= n:  2 x[n-1] - x[s] + 2q (x[n-1] - x[0])      (s: the even mirror index of r)
-// Integer dtypes compute in int64 and wrap on the cast back, as numpy's integer arithmetic does.
-at::Tensor odd_reflect_axis(const at::Tensor& x, int64_t axis, int64_t before, int64_t after,
-                            PadMode mode) {
-  std::vector<int64_t> axis_width(2 * x.dim(), 0);
-  axis_width[2 * axis] = before;
-  axis_width[2 * axis + 1] = after;
-  const at::Tensor even = ops::pad_index(x, as_sym(axis_width), pad_mode_name(mode), std::nullopt);
+// Exact for integers (int64, wrapped on the cast back as numpy's integers wrap); floats round
+// differently from numpy's iteration (a few ulp).
+at::Tensor odd_reflect_axis_closed_form(const at::Tensor& x, const at::Tensor& even, int64_t axis,
+                                        int64_t before, int64_t after, PadMode mode) {
   const c10::SymInt n = x.sym_size(axis);
-  if (size_is(n, 1)) return even;      // numpy extends a single element as its edge, in both types
-  if (x.scalar_type() == at::kBool) {  // replays numpy's loop, whose trip count needs n itself
-    return odd_reflect_axis_bool(even, axis, before, after, n.guard_int(__FILE__, __LINE__), mode);
-  }
   const c10::SymInt period = pad_period(*index_mode_of(mode), n);
   const at::ScalarType dtype = x.scalar_type();
   const at::ScalarType compute = is_exact_float(dtype) ? dtype : at::kLong;
@@ -181,8 +180,8 @@ at::Tensor odd_reflect_axis(const at::Tensor& x, int64_t axis, int64_t before, i
     if (length == 0) return even.narrow_symint(axis, start, 0);
     std::vector<int64_t> shape(x.dim(), 1);
     shape[axis] = length;
-    // Coefficients per position along the axis, built on the device (no host data: this also
-    // runs under fake tensors when traced).
+    // Coefficients per position along the axis, built on the device (no host data: this runs
+    // under fake tensors when traced).
     const at::Tensor t =
         (at::arange(length, x.options().dtype(at::kLong)) + c10::Scalar(start - before))
             .view(shape);
@@ -198,6 +197,26 @@ at::Tensor odd_reflect_axis(const at::Tensor& x, int64_t axis, int64_t before, i
   return at::cat({side(0, before), x, side(n + before, after)}, axis);
 }
 
+at::Tensor odd_reflect_axis(const at::Tensor& x, int64_t axis, int64_t before, int64_t after,
+                            PadMode mode) {
+  std::vector<int64_t> axis_width(2 * x.dim(), 0);
+  axis_width[2 * axis] = before;
+  axis_width[2 * axis + 1] = after;
+  const c10::SymInt n = x.sym_size(axis);
+  // numpy extends a single element as its edge, in both reflect types
+  if (size_is(n, 1)) return ops::pad_index(x, as_sym(axis_width), "edge", std::nullopt);
+  if (n.is_symbolic() && x.scalar_type() != at::kBool) {
+    const at::Tensor even =
+        ops::pad_index(x, as_sym(axis_width), pad_mode_name(mode), std::nullopt);
+    return odd_reflect_axis_closed_form(x, even, axis, before, after, mode);
+  }
+  // Bools have no closed form (each period is cast to bool before the next reads it): their
+  // padded axis specialises under tracing.
+  const at::Tensor padded = ops::pad_index(x, as_sym(axis_width), "empty", std::nullopt);
+  return odd_reflect_axis_replay(padded, axis, before, after, n.guard_int(__FILE__, __LINE__),
+                                 mode);
+}
+
 at::Tensor pad_odd(const at::Tensor& self, const std::vector<int64_t>& pad_width, PadMode mode) {
   at::Tensor result = self;
   for (int64_t k = 0; k < self.dim(); ++k) {
@@ -209,12 +228,58 @@ at::Tensor pad_odd(const at::Tensor& self, const std::vector<int64_t>& pad_width
 
 // ---- linear_ramp ----
 
+// The type numpy's linspace computes a ramp in: numpy's promotion of the end value and the input,
+// made inexact. numpy promotes an integer with a float to a float that holds it exactly (int64 with
+// float32 is float64, where torch says float32), and integers alone compute in float64. Python
+// end values reach here as float64 / int64, so float16 / float32 inputs ramp in float64 (numpy).
+at::ScalarType numpy_ramp_type(at::ScalarType end, at::ScalarType input) {
+  auto is_float = [](at::ScalarType t) { return at::isFloatingType(t) || at::isComplexType(t); };
+  if (!is_float(end) && !is_float(input)) return at::kDouble;
+  auto float_bits_to_hold = [&](at::ScalarType t) -> int {
+    if (is_float(t)) return static_cast<int>(c10::elementSize(c10::toRealValueType(t))) * 8;
+    if (t == at::kBool) return 0;
+    const int bits = static_cast<int>(c10::elementSize(t)) * 8;
+    return bits <= 8 ? 16 : bits <= 16 ? 32 : 64;
+  };
+  const int bits = std::max(float_bits_to_hold(end), float_bits_to_hold(input));
+  const bool complex = at::isComplexType(end) || at::isComplexType(input);
+  const bool mixed_halves = is_float(end) && is_float(input) && bits == 16 &&
+                            c10::toRealValueType(end) != c10::toRealValueType(input);
+  at::ScalarType real = bits == 64                   ? at::kDouble
+                        : bits == 32 || mixed_halves ? at::kFloat
+                                                     : at::kHalf;
+  if (real == at::kHalf && (c10::toRealValueType(input) == at::kBFloat16 ||
+                            c10::toRealValueType(end) == at::kBFloat16)) {
+    real = at::kBFloat16;
+  }
+  return complex ? c10::toComplexType(real) : real;
+}
+
+// numpy casts float64 to float16 in one rounding; torch's cast goes through float32, a double
+// rounding one ulp off near ties. Rounding to float32 with round-to-odd first makes the second
+// rounding exact (float32 has more than 2 * 11 + 1 bits). Differentiable: the nudge is detached.
+at::Tensor round_to_half_once(const at::Tensor& value, at::ScalarType half_type) {
+  const at::Tensor nearest = value.to(at::kFloat);
+  at::Tensor nudge;
+  {
+    at::NoGradGuard no_grad;
+    const at::Tensor inexact = nearest.to(at::kDouble).ne(value).logical_and(nearest.isfinite());
+    const at::Tensor even = nearest.view(at::kInt).bitwise_and(1).eq(0);
+    const at::Tensor toward =
+        at::where(value.gt(nearest.to(at::kDouble)), std::numeric_limits<float>::infinity(),
+                  -std::numeric_limits<float>::infinity())
+            .to(at::kFloat);
+    nudge = at::where(inexact.logical_and(even), at::nextafter(nearest, toward) - nearest, 0.0f);
+  }
+  return (nearest + nudge).to(half_type);
+}
+
 // numpy's linspace(end, edge, width, endpoint=False) along `axis` (descending: reversed), in
-// numpy's dtype (the input's float type, else float64), floored for integer dtypes.
+// numpy's type (numpy_ramp_type), floored for integer dtypes, cast to the input's dtype.
 at::Tensor linear_ramp(const at::Tensor& end, const at::Tensor& edge, int64_t width, int64_t axis,
                        bool descending) {
   const at::ScalarType dtype = edge.scalar_type();
-  const at::ScalarType dt = is_exact_float(dtype) ? dtype : at::kDouble;
+  const at::ScalarType dt = numpy_ramp_type(end.scalar_type(), dtype);
   const at::Tensor start = end.to(edge.device(), dt);
   const at::Tensor delta = edge.to(dt) - start;
   const at::Tensor step = delta / static_cast<double>(width);
@@ -228,6 +293,9 @@ at::Tensor linear_ramp(const at::Tensor& end, const at::Tensor& edge, int64_t wi
   at::Tensor ramp =
       at::where(any_zero_step, t / static_cast<double>(width) * delta + start, t * step + start);
   if (at::isIntegralType(dtype, /*includeBool=*/false)) ramp = ramp.floor();
+  if ((dtype == at::kHalf || dtype == at::kBFloat16) && dt == at::kDouble) {
+    return round_to_half_once(ramp, dtype);
+  }
   return ramp.to(dtype);
 }
 

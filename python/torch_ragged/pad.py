@@ -9,6 +9,7 @@ TorchScript and C++ callers use.
 
 import math
 import numbers
+import struct
 
 import torch
 
@@ -145,6 +146,33 @@ def _numpy_integer_constants(value, dtype: torch.dtype, ndim: int) -> torch.Tens
     return torch.tensor(converted, dtype=dtype).reshape(shape)
 
 
+def _as_weak_float(value: float, dtype: torch.dtype) -> float:
+    """A Python float rounded once to ``dtype``, as numpy converts a weak Python scalar (torch's own cast to float16
+    goes through float32, which rounds twice); out of range gives inf, as numpy."""
+    if dtype in (torch.float16, torch.complex32):
+        try:
+            return struct.unpack("e", struct.pack("e", value))[0]
+        except OverflowError:
+            return math.copysign(math.inf, value)
+    return value
+
+
+def _numpy_end_values(value, dtype: torch.dtype, ndim: int):
+    """end_values in the type numpy ramps with. numpy reads a scalar or (before, after) end value as a numpy scalar
+    (float64 / int64: the ramp computes in float64, as the op does with them) but one pair per axis as Python numbers
+    (``tolist``), which take a float input's own type (NEP 50 weak scalars): those come back cast to it, so the op
+    ramps in float32 / float16 there, as numpy does (issue 16 item 6)."""
+    if not (dtype.is_floating_point or dtype.is_complex):
+        return value  # integer inputs ramp in float64 in every form
+    if isinstance(value, torch.Tensor):
+        shape = tuple(value.shape)
+        return value.to(dtype) if _pairs_form(shape, ndim, "end_values") == "broadcast" else value
+    shape, leaves, _ = _shape_and_leaves(value, "end_values")
+    if _pairs_form(shape, ndim, "end_values") != "broadcast":
+        return value
+    return torch.tensor([_as_weak_float(float(v), dtype) for v in leaves], dtype=dtype).reshape(shape)
+
+
 def _dict_pad_width(pad_width: dict, ndim: int) -> list:
     """numpy >= 2.3's ``{axis: width}`` form (negative axes too; unnamed axes are not padded) as one pair per axis."""
     pairs = [(0, 0)] * ndim
@@ -215,6 +243,9 @@ def pad(input, pad_width, mode: str = "constant", **kwargs) -> torch.Tensor:
             and not torch.is_complex(input) and not isinstance(kwargs["constant_values"], torch.Tensor):
         kwargs = {**kwargs, "constant_values": _numpy_integer_constants(kwargs["constant_values"], input.dtype,
                                                                                ndim)}
+
+    if mode == "linear_ramp" and kwargs.get("end_values") is not None:
+        kwargs = {**kwargs, "end_values": _numpy_end_values(kwargs["end_values"], input.dtype, ndim)}
 
     def pairs(name):
         value = kwargs.get(name)

@@ -81,8 +81,8 @@ def pairs_form(draw, ndim, values):
 def pad_cases(draw, modes=tuple(MODES)):
     ndim = draw(st.integers(1, 4))
     shape = tuple(draw(st.integers(0, 7)) for _ in range(ndim))
-    dtype = draw(st.sampled_from([torch.float32, torch.float64, torch.int64, torch.int32, torch.uint8, torch.int8,
-                                  torch.bool]))
+    dtype = draw(st.sampled_from([torch.float32, torch.float64, torch.float16, torch.int64, torch.int32, torch.uint8,
+                                  torch.int8, torch.bool]))
     mode = draw(st.sampled_from(modes))
     widths = pairs_form(draw, ndim, st.integers(0, 12))
     kwargs = {}
@@ -90,7 +90,7 @@ def pad_cases(draw, modes=tuple(MODES)):
     if mode == "constant" and draw(st.booleans()):
         kwargs["constant_values"] = pairs_form(draw, ndim, small)
     if mode == "linear_ramp" and draw(st.booleans()):
-        kwargs["end_values"] = pairs_form(draw, ndim, small)
+        kwargs["end_values"] = pairs_form(draw, ndim, st.one_of(small, st.floats(-1e3, 1e3)))
     if mode in ("maximum", "minimum", "mean", "median") and draw(st.booleans()):
         kwargs["stat_length"] = pairs_form(draw, ndim, st.integers(0, 9))
     if mode in ("reflect", "symmetric") and draw(st.booleans()):
@@ -142,13 +142,12 @@ def assert_matches_numpy(array, widths, mode, kwargs, device):
         return
     if undefined_in_numpy(array, mode, kwargs):
         return
-    approximate = array.dtype.kind == "f" and (mode in ("mean", "linear_ramp") or kwargs.get("reflect_type") == "odd")
-    if approximate:  # float rounding order differs (numpy: pairwise sums, iterated reflections)
+    if array.dtype.kind == "f" and mode == "mean":  # float rounding order differs (numpy: pairwise sums)
         scale = 1 + np.abs(expected[np.isfinite(expected)]).max(initial=0)
         tolerance = 2e-3 if array.dtype == np.float16 else 1e-5
         np.testing.assert_allclose(actual, expected, rtol=tolerance, atol=tolerance * scale)
     else:
-        np.testing.assert_array_equal(actual, expected)
+        np.testing.assert_array_equal(actual, expected)  # bit for bit (NaNs in the same places)
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -177,6 +176,52 @@ def test_pads_many_periods_wide(device, mode):
         assert_matches_numpy(array, (width, 40 - width), mode, {}, device)
         if mode in ("reflect", "symmetric"):
             assert_matches_numpy(array, (width, 40 - width), mode, {"reflect_type": "odd"}, device)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_odd_reflections_are_bit_identical_to_numpy(device, dtype):
+    """Issue 16 item 7: numpy reflects period by period about values it already rounded; a closed form drifted by up
+    to 8 ulp. Wide pads (many periods) on 1-3 axes of random data, compared bit for bit."""
+    rng = np.random.default_rng(7)
+    for _ in range(30):
+        shape = tuple(int(n) for n in rng.integers(2, 7, size=rng.integers(1, 4)))
+        array = (rng.standard_normal(shape) * rng.choice([1.0, 1e3])).astype(dtype)
+        widths = [(int(rng.integers(0, 25)), int(rng.integers(0, 25))) for _ in shape]
+        for mode in ("reflect", "symmetric"):
+            assert_matches_numpy(array, widths, mode, {"reflect_type": "odd"}, device)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [np.float16, np.float32])
+def test_linear_ramp_is_bit_identical_to_numpy(device, dtype):
+    """Issue 16 item 6: numpy ramps float16 / float32 in float64 (end values read as numpy float64 / int64 scalars,
+    and the default 0) and casts once, except for one pair per axis of Python numbers, which take the input's type
+    (NEP 50). Every form, random data, bit for bit."""
+    rng = np.random.default_rng(6)
+    for _ in range(30):
+        shape = tuple(int(n) for n in rng.integers(1, 6, size=rng.integers(1, 4)))
+        array = (rng.standard_normal(shape) * rng.choice([1.0, 100.0])).astype(dtype)
+        widths = [(int(rng.integers(0, 12)), int(rng.integers(0, 12))) for _ in shape]
+        per_axis = [(float(rng.standard_normal() * 50), float(rng.standard_normal())) for _ in shape]
+        for end_values in (None, float(rng.standard_normal() * 10), per_axis[0], per_axis, [per_axis[0]],
+                           int(rng.integers(-50, 50))):
+            kwargs = {} if end_values is None else {"end_values": end_values}
+            assert_matches_numpy(array, widths, "linear_ramp", kwargs, device)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_linear_ramp_overflowing_ends_match_numpy(device):
+    """Issue 16 item 18: an end value beyond the input's type (inf for a per-axis pair, or in float64 then cast) and
+    the float16 case ((5, 7), (4, 9)) that was 0.008 off."""
+    half = (np.arange(6, dtype=np.float16).reshape(2, 3) * 7.3).astype(np.float16)
+    assert_matches_numpy(half, ((5, 7), (4, 9)), "linear_ramp", {}, device)
+    assert_matches_numpy(half, ((5, 7), (4, 9)), "linear_ramp", {"end_values": ((0.3, 1000.7), (-3, 5.5))}, device)
+    assert_matches_numpy(half, 3, "linear_ramp", {"end_values": ((7e4, -1.0),)}, device)
+    ones = np.ones((2, 3), np.float32)
+    assert_matches_numpy(ones, 3, "linear_ramp", {"end_values": 1e300}, device)
+    assert_matches_numpy(ones, 3, "linear_ramp", {"end_values": ((1e300, 1e300), (1e300, 2.0))}, device)
+    assert_matches_numpy(ones[0], (3, 4), "linear_ramp", {"end_values": ((1e300, 1e300),)}, device)
 
 
 @pytest.mark.parametrize("device", DEVICES)
