@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The test command: installs, builds, runs the GoogleTest suite, the C++ example (a LibTorch program
 # running a TorchScript model and an AOTInductor package), and pytest. Ends with pytest's summary.
+# The sanitizer job (scripts/sanitize.sh) runs separately: it is not yet green (see issue 16's note).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}

@@ -112,8 +112,11 @@ std::vector<at::Tensor> packed_to_list_symbolic(const at::Tensor& packed,
 std::vector<at::Tensor> packed_to_list_impl(const at::Tensor& packed,
                                             const at::Tensor& shape_per_tensor,
                                             const at::Tensor& first_idx) {
+  check_defined("packed_to_list", "packed_tensor", packed);
   TORCH_CHECK_VALUE(packed.dim() == 2, "torch_ragged.packed_to_list: packed_tensor must be 2-D ",
                     "(rows, element), got shape ", packed.sizes());
+  check_index_device("packed_to_list", "shape_per_tensor", shape_per_tensor, packed.device());
+  check_index_device("packed_to_list", "first_idx", first_idx, packed.device());
   if (is_symbolic(shape_per_tensor) || is_symbolic(first_idx)) {
     return packed_to_list_symbolic(packed, shape_per_tensor, first_idx);
   }
@@ -151,6 +154,8 @@ std::vector<at::Tensor> padded_to_list_impl(const at::Tensor& padded,
                                             const at::Tensor& shape_per_tensor,
                                             c10::string_view padding_side) {
   const bool left = is_left_padding("padded_to_list", padding_side);
+  check_defined("padded_to_list", "padded_tensor", padded);
+  check_index_device("padded_to_list", "shape_per_tensor", shape_per_tensor, padded.device());
   if (is_symbolic(shape_per_tensor)) {
     return padded_to_list_symbolic(padded, shape_per_tensor, left);
   }
@@ -176,6 +181,8 @@ at::Tensor tile_to_packed_impl(const at::Tensor& values, const at::Tensor& numel
                                std::optional<c10::SymInt> num_rows) {
   constexpr std::string_view op = "tile_to_packed";
   check_index_tensor(op, "numel_per_tensor", numel_per_tensor, 1);
+  check_defined(op, "values", values);
+  check_index_device(op, "numel_per_tensor", numel_per_tensor, values.device());
   TORCH_CHECK_VALUE(values.dim() >= 1 && values.sym_size(0) == numel_per_tensor.sym_size(0),
                     "torch_ragged.tile_to_packed: values must have numel_per_tensor.size(0) = ",
                     numel_per_tensor.sym_size(0), " entries in dim 0, got shape ",
@@ -183,8 +190,10 @@ at::Tensor tile_to_packed_impl(const at::Tensor& values, const at::Tensor& numel
   // On a GPU with num_rows given, segment_expand checks the offsets on the device (a negative
   // count shows as a decrease), so the scan need not read a validation flag on the host.
   const bool validate = !(numel_per_tensor.is_cuda() && num_rows.has_value());
-  const at::Tensor first_idx = ops::get_first_idx(numel_per_tensor, validate);
-  const at::Tensor out = ops::segment_expand(values, first_idx, std::move(num_rows));
+  const at::Tensor out = as_op(op, [&] {
+    const at::Tensor first_idx = ops::get_first_idx(numel_per_tensor, validate);
+    return ops::segment_expand(values, first_idx, std::move(num_rows));
+  });
   return values.dim() == 1 ? out.unsqueeze(1) : out;  // Kaolin: (B,) -> (rows, 1)
 }
 

@@ -205,6 +205,7 @@ RaggedLayout list_to_padded_layout(at::TensorList tensor_list, at::OptionalSymIn
   const bool left = is_left_padding(op, padding_side);
   RaggedLayout layout = layout_from_tensor_list(op, tensor_list);
   resolve_padded_shape(op, layout, requested_max_shape(op, max_shape), left);
+  check_numel_fits(op, "the padded output", layout.padded_sizes());
   return layout;
 }
 
@@ -220,6 +221,7 @@ RaggedLayout packed_to_padded_layout(const at::Tensor& packed_tensor,
   RaggedLayout layout = layout_from_shape_per_tensor(op, shape_per_tensor, packed_tensor.size(1));
   check_first_idx(op, layout, first_idx, packed_tensor.size(0));
   resolve_padded_shape(op, layout, requested_max_shape(op, max_shape), left);
+  check_numel_fits(op, "the padded output", layout.padded_sizes());
   return layout;
 }
 

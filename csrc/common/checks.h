@@ -20,6 +20,38 @@ inline void check_defined(std::string_view op, std::string_view arg, const at::T
   TORCH_CHECK_TYPE(t.defined(), "torch_ragged.", op, ": ", arg, " must be a tensor, got None");
 }
 
+// Runs the ops a composite `op` is built from: an error one of them raises is re-raised, with the
+// same Python type, under the name of the op the caller called, e.g. "torch_ragged.sparse_mm:
+// first_idx must be 1-D, got shape [] (from torch_ragged.segment_gather_sum)" instead of naming
+// only an op the caller never called.
+template <typename F>
+auto as_op(std::string_view op, F&& inner) {
+  auto renamed = [op](const c10::Error& e) {
+    const std::string& message = e.msg();
+    const std::string prefix = "torch_ragged.";
+    const size_t colon = message.find(": ");
+    if (message.rfind(prefix, 0) != 0 || colon == std::string::npos) {
+      return prefix + std::string(op) + ": " + message;
+    }
+    const std::string inner_op = message.substr(prefix.size(), colon - prefix.size());
+    if (inner_op == op) return message;
+    return prefix + std::string(op) + message.substr(colon) + " (from " + prefix + inner_op + ")";
+  };
+  try {
+    return inner();
+  } catch (const c10::IndexError& e) {
+    TORCH_CHECK_INDEX(false, renamed(e));
+  } catch (const c10::ValueError& e) {
+    TORCH_CHECK_VALUE(false, renamed(e));
+  } catch (const c10::TypeError& e) {
+    TORCH_CHECK_TYPE(false, renamed(e));
+  } catch (const c10::NotImplementedError& e) {
+    TORCH_CHECK_NOT_IMPLEMENTED(false, renamed(e));
+  } catch (const c10::Error& e) {
+    TORCH_CHECK(false, renamed(e));
+  }
+}
+
 // Whether a tensor has no readable data (fake / meta / functional tensors under torch.compile):
 // composite ops then keep sizes symbolic and check values on the device instead of reading them.
 inline bool is_symbolic(const at::Tensor& t) {
@@ -35,6 +67,16 @@ inline void check_index_tensor(std::string_view op, std::string_view arg, const 
                    ": ", arg, " must be an integer (int64) tensor, got dtype ", t.scalar_type());
   TORCH_CHECK_VALUE(t.dim() == expected_dim, "torch_ragged.", op, ": ", arg, " must be ",
                     expected_dim, "-D, got shape ", t.sizes());
+}
+
+// Index tensors may live on the CPU or on the data's device (read there or copied over); a meta one
+// beside real data has no values to read.
+inline void check_index_device(std::string_view op, std::string_view arg, const at::Tensor& t,
+                               const at::Device& data_device) {
+  check_defined(op, arg, t);
+  TORCH_CHECK_VALUE(t.device() == data_device || t.is_cpu(), "torch_ragged.", op, ": ", arg,
+                    " must be on the CPU or on the data's device ", data_device, ", got ",
+                    t.device());
 }
 
 // An index tensor, checked, copied to the host as contiguous int64 (a device sync on a GPU).

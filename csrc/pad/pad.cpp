@@ -450,6 +450,7 @@ at::Tensor pad_composite(const at::Tensor& self, c10::SymIntArrayRef pad_width,
                          const std::optional<at::Tensor>& end_values,
                          at::OptionalIntArrayRef stat_length,
                          std::optional<c10::string_view> reflect_type) {
+  check_defined("pad", "self", self);
   const PadMode mode = parse_pad_mode("pad", mode_name);
   check_keywords(mode, constant_values.has_value(), end_values.has_value(), stat_length.has_value(),
                  reflect_type.has_value());
@@ -479,9 +480,21 @@ at::Tensor pad_composite(const at::Tensor& self, c10::SymIntArrayRef pad_width,
   return pad_statistic(self, widths, mode, stat_lengths);
 }
 
+// Errors of the pad_index kernel it runs carry pad's name (DESIGN.md, Errors).
+at::Tensor pad_named(const at::Tensor& self, c10::SymIntArrayRef pad_width,
+                     c10::string_view mode_name, const std::optional<at::Tensor>& constant_values,
+                     const std::optional<at::Tensor>& end_values,
+                     at::OptionalIntArrayRef stat_length,
+                     std::optional<c10::string_view> reflect_type) {
+  return as_op("pad", [&] {
+    return pad_composite(self, pad_width, mode_name, constant_values, end_values, stat_length,
+                         reflect_type);
+  });
+}
+
 }  // namespace
 
-TORCH_LIBRARY_IMPL(torch_ragged, CompositeImplicitAutograd, m) { m.impl("pad", &pad_composite); }
+TORCH_LIBRARY_IMPL(torch_ragged, CompositeImplicitAutograd, m) { m.impl("pad", &pad_named); }
 
 namespace ops {
 

@@ -6,6 +6,7 @@
 #include <torch/autograd.h>
 #include <torch/library.h>
 
+#include "common/checks.h"
 #include "pad/pad_ops.h"
 #include "pad/pad_plan.h"
 
@@ -86,11 +87,13 @@ class PadIndexBackward : public torch::autograd::Function<PadIndexBackward> {
 at::Tensor pad_index_autograd(const at::Tensor& self, c10::SymIntArrayRef pad_width,
                               c10::string_view mode,
                               const std::optional<at::Tensor>& constant_values) {
+  torch_ragged::check_defined("pad_index", "self", self);
   return PadIndex::apply(self, pad_width, mode, constant_values);
 }
 
 at::Tensor pad_index_backward_autograd(const at::Tensor& grad_output, c10::SymIntArrayRef pad_width,
                                        c10::string_view mode) {
+  torch_ragged::check_defined("pad_index_backward", "grad_output", grad_output);
   return PadIndexBackward::apply(grad_output, pad_width, mode);
 }
 

@@ -76,20 +76,6 @@ namespace {
 
 using TensorPair = std::tuple<at::Tensor, at::Tensor>;
 
-// Runs an inner op for the composite `op`: an IndexError it raises about the indices (out of range)
-// is re-raised under the name of the op the caller called.
-template <typename F>
-auto as_op(std::string_view op, F&& inner) {
-  try {
-    return inner();
-  } catch (const c10::IndexError& e) {
-    const std::string& message = e.msg();
-    const size_t colon = message.find(": ");
-    TORCH_CHECK_INDEX(false, "torch_ragged.", op,
-                      message.substr(colon == std::string::npos ? 0 : colon));
-  }
-}
-
 c10::SymDimVector as_symints(at::IntArrayRef sizes) {
   return c10::SymDimVector(sizes.begin(), sizes.end());
 }
@@ -151,6 +137,7 @@ at::Tensor sparse_mask_impl(const at::Tensor& dense, const at::Tensor& indices, 
   constexpr std::string_view op = "sparse_mask";
   check_defined(op, "dense", dense);
   check_defined(op, "indices", indices);
+  check_index_device(op, "indices", indices, dense.device());
   TORCH_CHECK_VALUE(indices.dim() == 2 && indices.sym_size(0) <= dense.dim(), "torch_ragged.", op,
                     ": indices must be (sparse_dim, nnz) with sparse_dim <= dense.dim() = ",
                     dense.dim(), ", got shape ", indices.sym_sizes());
@@ -219,14 +206,19 @@ TensorPair sparse_index_select_impl(const at::Tensor& indices, const at::Tensor&
   const SparseShape shape = check_sparse_args(op, indices, values, size);
   const int64_t d = normalized_dim(op, dim, static_cast<int64_t>(shape.size.size()));
   check_index_tensor(op, "index", index, 1);
+  check_index_device(op, "index", index, indices.device());
   const at::Tensor positions = index.to(indices.device(), at::kLong);
   check_index_values(op, positions, shape.size[d]);
   if (d >= shape.sparse_dim) {
     return {indices.clone(), values.index_select(d - shape.sparse_dim + 1, positions)};
   }
   const at::Tensor by_value = std::get<1>(at::sort(positions, /*stable=*/true, 0, false));
-  const at::Tensor counts = at::zeros({shape.size[d]}, positions.options())
-                                .index_add(0, positions, at::ones_like(positions));
+  // One count per position along `dim` (dim's size in memory: a size too large to allocate
+  // raises here, under this op's name).
+  const at::Tensor counts = as_op(op, [&] {
+    return at::zeros({shape.size[d]}, positions.options())
+        .index_add(0, positions, at::ones_like(positions));
+  });
   const at::Tensor value_first = ops::get_first_idx(counts);
   const at::Tensor entry_index = indices.select(0, d).to(at::kLong);
   const at::Tensor entry_first = ops::get_first_idx(counts.index_select(0, entry_index));

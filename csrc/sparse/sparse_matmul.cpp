@@ -36,7 +36,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> sparse_mm_plan_impl(
                     ": S must be a 2-D sparse matrix (size of 2 entries), got size ",
                     at::IntArrayRef(sizes));
   check_indices(op, indices, 2);
-  ops::sparse_flat_keys(indices, size, /*validate=*/true);  // indices in range (IndexError)
+  as_op(op, [&] { ops::sparse_flat_keys(indices, size, /*validate=*/true); });  // in range
   const at::Tensor rows = indices.select(0, 0).to(at::kLong);
   const at::Tensor cols = indices.select(0, 1).to(at::kLong);
   auto offsets_of = [](const at::Tensor& keys, int64_t count) {
@@ -65,12 +65,37 @@ Direction direction(const at::Tensor& values, const at::Tensor& indices,
           values.index_select(0, col_order), col_first_idx};
 }
 
+// The plan's four tensors (sparse_mm_plan's outputs): 1-D integer tensors, orders of nnz entries,
+// on the CPU or the data's device. Their values are checked by the segment ops that read them.
+void check_mm_plan(std::string_view op, const at::Tensor& data, const at::Tensor& indices,
+                   const at::Tensor& row_first_idx, const at::Tensor& col_first_idx,
+                   const at::Tensor& col_order, const at::Tensor& row_order) {
+  check_indices(op, indices, 2);
+  const std::pair<std::string_view, const at::Tensor*> plan[] = {{"row_first_idx", &row_first_idx},
+                                                                 {"col_first_idx", &col_first_idx},
+                                                                 {"col_order", &col_order},
+                                                                 {"row_order", &row_order}};
+  for (const auto& [name, tensor] : plan) {
+    check_index_tensor(op, name, *tensor, 1);
+    check_index_device(op, name, *tensor, data.device());
+  }
+  for (const auto& [name, tensor] : {plan[2], plan[3]}) {
+    TORCH_CHECK_VALUE(tensor->sym_size(0) == indices.sym_size(1), "torch_ragged.", op, ": ", name,
+                      " must hold nnz = indices.size(1) = ", indices.sym_size(1),
+                      " entries (sparse_mm_plan's output), got ", tensor->sym_size(0));
+  }
+  TORCH_CHECK_VALUE(row_first_idx.sym_size(0) >= 1 && col_first_idx.sym_size(0) >= 1,
+                    "torch_ragged.", op,
+                    ": row_first_idx and col_first_idx need at least 1 entry (rows + 1, cols + 1)");
+}
+
 void check_mm_args(std::string_view op, const at::Tensor& values, const at::Tensor& dense,
                    const at::Tensor& indices, const at::Tensor& row_first_idx,
-                   const at::Tensor& col_first_idx, bool transpose) {
+                   const at::Tensor& col_first_idx, const at::Tensor& col_order,
+                   const at::Tensor& row_order, bool transpose) {
   check_defined(op, "values", values);
   check_defined(op, "dense", dense);
-  check_indices(op, indices, 2);
+  check_mm_plan(op, dense, indices, row_first_idx, col_first_idx, col_order, row_order);
   TORCH_CHECK_VALUE(values.dim() == 1 && values.sym_size(0) == indices.sym_size(1), "torch_ragged.",
                     op, ": values must be 1-D with nnz = indices.size(1) = ", indices.sym_size(1),
                     " entries, got shape ", values.sym_sizes());
@@ -87,10 +112,12 @@ at::Tensor sparse_mm_impl(const at::Tensor& values, const at::Tensor& dense,
                           const at::Tensor& indices, const at::Tensor& row_first_idx,
                           const at::Tensor& col_first_idx, const at::Tensor& col_order,
                           const at::Tensor& row_order, bool transpose) {
-  check_mm_args("sparse_mm", values, dense, indices, row_first_idx, col_first_idx, transpose);
+  check_mm_args("sparse_mm", values, dense, indices, row_first_idx, col_first_idx, col_order,
+                row_order, transpose);
   const Direction d =
       direction(values, indices, row_first_idx, col_first_idx, col_order, transpose);
-  return ops::segment_gather_sum(dense, d.index, d.values, d.first_idx);
+  return as_op("sparse_mm",
+               [&] { return ops::segment_gather_sum(dense, d.index, d.values, d.first_idx); });
 }
 
 // One dot product per stored entry, in S's entry order: dot(a[row], b[col]) (transpose: the roles
@@ -99,15 +126,18 @@ at::Tensor sparse_sddmm_impl(const at::Tensor& a, const at::Tensor& b, const at:
                              const at::Tensor& row_first_idx, const at::Tensor& col_first_idx,
                              const at::Tensor& col_order, const at::Tensor& row_order,
                              bool transpose) {
-  check_defined("sparse_sddmm", "a", a);
-  check_defined("sparse_sddmm", "b", b);
-  check_indices("sparse_sddmm", indices, 2);
-  if (!transpose) {
-    return ops::segment_gather_dot(a, b, indices.select(0, 1).to(at::kLong), row_first_idx);
-  }
-  const at::Tensor by_col = ops::segment_gather_dot(
-      a, b, indices.select(0, 0).to(at::kLong).index_select(0, col_order), col_first_idx);
-  return by_col.index_select(0, row_order);  // back to S's entry order
+  constexpr std::string_view op = "sparse_sddmm";
+  check_defined(op, "a", a);
+  check_defined(op, "b", b);
+  check_mm_plan(op, a, indices, row_first_idx, col_first_idx, col_order, row_order);
+  return as_op(op, [&] {
+    if (!transpose) {
+      return ops::segment_gather_dot(a, b, indices.select(0, 1).to(at::kLong), row_first_idx);
+    }
+    const at::Tensor by_col = ops::segment_gather_dot(
+        a, b, indices.select(0, 0).to(at::kLong).index_select(0, col_order), col_first_idx);
+    return by_col.index_select(0, row_order);  // back to S's entry order
+  });
 }
 
 // ---- autograd: sparse_mm and sparse_sddmm differentiate into each other ----
@@ -172,7 +202,8 @@ at::Tensor sparse_mm_autograd(const at::Tensor& values, const at::Tensor& dense,
                               const at::Tensor& indices, const at::Tensor& row_first_idx,
                               const at::Tensor& col_first_idx, const at::Tensor& col_order,
                               const at::Tensor& row_order, bool transpose) {
-  check_mm_args("sparse_mm", values, dense, indices, row_first_idx, col_first_idx, transpose);
+  check_mm_args("sparse_mm", values, dense, indices, row_first_idx, col_first_idx, col_order,
+                row_order, transpose);
   return SparseMm::apply(values, dense, indices, row_first_idx, col_first_idx, col_order, row_order,
                          transpose);
 }
@@ -183,6 +214,7 @@ at::Tensor sparse_sddmm_autograd(const at::Tensor& a, const at::Tensor& b,
                                  const at::Tensor& row_order, bool transpose) {
   check_defined("sparse_sddmm", "a", a);
   check_defined("sparse_sddmm", "b", b);
+  check_mm_plan("sparse_sddmm", a, indices, row_first_idx, col_first_idx, col_order, row_order);
   return SparseSddmm::apply(a, b, indices, row_first_idx, col_first_idx, col_order, row_order,
                             transpose);
 }
@@ -209,8 +241,10 @@ std::tuple<at::Tensor, at::Tensor> sparse_spgemm_impl(
   TORCH_CHECK_TYPE(a_values.scalar_type() == b_values.scalar_type(), "torch_ragged.", op,
                    ": A and B must share a dtype, got ", a_values.scalar_type(), " and ",
                    b_values.scalar_type());
-  ops::sparse_flat_keys(a_indices, a_size, true);
-  ops::sparse_flat_keys(b_indices, b_size, true);
+  as_op(op, [&] {
+    ops::sparse_flat_keys(a_indices, a_size, true);
+    ops::sparse_flat_keys(b_indices, b_size, true);
+  });
   const at::Tensor a_rows = a_indices.select(0, 0).to(at::kLong);
   const at::Tensor a_cols = a_indices.select(0, 1).to(at::kLong);
   const at::Tensor b_rows = b_indices.select(0, 0).to(at::kLong);

@@ -164,6 +164,11 @@ at::Tensor tiles_correlate_composite(const at::Tensor& pages, const at::Tensor& 
   constexpr std::string_view op = "tiles_correlate";
   check_index_tensor(op, "origins", origins, 2);
   check_defined(op, "weight", weight);
+  check_defined(op, "pages", pages);
+  check_index_device(op, "origins", origins, pages.device());
+  TORCH_CHECK_VALUE(weight.device() == pages.device(), "torch_ragged.", op,
+                    ": weight must be on the pages' device ", pages.device(), ", got ",
+                    weight.device());
   const int64_t dims = origins.size(1);
   const std::vector<int64_t> tile = page_tile_size(op, pages, dims);
   const at::IntArrayRef feature = pages.sizes().slice(1 + dims);
@@ -196,12 +201,18 @@ at::Tensor tiles_correlate_composite(const at::Tensor& pages, const at::Tensor& 
   at::Tensor input;
   int64_t lead = 1;
   if (out == "tiles") {
-    input = channels_first(ops::tiles_halo(pages, origins, radius, full_min, full_max, fill_value,
-                                           tile_first_idx, index),
-                           1, dims, channels);
+    input =
+        channels_first(as_op(op,
+                             [&] {
+                               return ops::tiles_halo(pages, origins, radius, full_min, full_max,
+                                                      fill_value, tile_first_idx, index);
+                             }),
+                       1, dims, channels);
   } else {
-    at::Tensor dense = ops::tiles_to_dense(pages, origins, full_min, full_max, fill_value, "first",
-                                           tile_first_idx, index);
+    at::Tensor dense = as_op(op, [&] {
+      return ops::tiles_to_dense(pages, origins, full_min, full_max, fill_value, "first",
+                                 tile_first_idx, index);
+    });
     if (!(tile_first_idx.has_value() && tile_first_idx->defined())) {
       dense = dense.unsqueeze(0);
     }

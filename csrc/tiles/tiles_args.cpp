@@ -121,6 +121,7 @@ CellIndex cell_index(std::string_view op, const TileGeometry& geo, const TileSet
   std::array<at::Tensor, 3> parts;
   for (size_t i = 0; i < 3; ++i) {
     check_index_tensor(op, "index", (*index)[i], 1);
+    check_index_device(op, "index", (*index)[i], device);
     parts[i] = (*index)[i].to(device, at::kLong).contiguous();
   }
   // A wrong index would send the kernels out of bounds: check it against the tiles (small; on a

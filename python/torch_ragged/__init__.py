@@ -14,7 +14,10 @@ __version__ = "0.1.0"
 
 def _load_library() -> None:
     here = os.path.dirname(os.path.abspath(__file__))
-    candidates = sorted(glob.glob(os.path.join(here, "_C*.so")) + glob.glob(os.path.join(here, "_C*.pyd")))
+    # TORCH_RAGGED_LIBRARY: another build of the op library, e.g. the sanitizer build scripts/sanitize.sh runs with.
+    override = os.environ.get("TORCH_RAGGED_LIBRARY")
+    built_here = glob.glob(os.path.join(here, "_C*.so")) + glob.glob(os.path.join(here, "_C*.pyd"))
+    candidates = [override] if override else sorted(built_here)
     if not candidates:
         raise ImportError(
             "torch_ragged: the compiled op library (torch_ragged/_C*.so) is missing. Build it with "

@@ -8,9 +8,8 @@ unbacked: ``ctx.new_dynamic_size()``. Callers that pass the size keep the graph 
 import math
 
 import torch
-from torch.library import register_fake
 
-from .segment import _check_index_devices
+from .segment import _check_index_devices, register_fake
 
 
 def _dynamic_size():

@@ -192,7 +192,8 @@ def _index_pairs(value, ndim: int, name: str, integral_only: bool) -> list:
     shape, leaves, integral = _shape_and_leaves(value, name)
     if integral_only and not integral:
         raise TypeError(f"torch_ragged.pad: {name} must be of integral type, got {value!r}")
-    leaves = [int(round(v)) for v in leaves]  # round() is half to even, as numpy's
+    # round() is half to even, as numpy's; NaN / inf become numpy's negative intp (INT_MIN), refused below
+    leaves = [int(round(v)) if math.isfinite(v) else -1 for v in leaves]
     form = _pairs_form(shape, ndim, name)
     if any(v < 0 for v in leaves):
         raise ValueError(f"torch_ragged.pad: index can't contain negative values: {name} can't contain negative "
@@ -246,6 +247,10 @@ def pad(input, pad_width, mode: str = "constant", **kwargs) -> torch.Tensor:
 
     if mode == "linear_ramp" and kwargs.get("end_values") is not None:
         kwargs = {**kwargs, "end_values": _numpy_end_values(kwargs["end_values"], input.dtype, ndim)}
+
+    if "reflect_type" in kwargs:  # numpy reads any value other than "odd" (a string or not) as "even"
+        kwargs = {**kwargs, "reflect_type": "odd" if isinstance(kwargs["reflect_type"], str)
+                  and kwargs["reflect_type"] == "odd" else "even"}
 
     def pairs(name):
         value = kwargs.get(name)

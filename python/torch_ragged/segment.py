@@ -8,11 +8,13 @@ shape. Empty segments: sum and mean give 0, max / min give 0 with ``arg = -1``. 
 deterministic (bitwise identical run to run and across thread counts). See docs/segment.md.
 """
 
+import functools
 from collections.abc import Sequence
 from typing import NamedTuple
 
 import torch
-from torch.library import register_fake
+from torch.library import register_fake as _torch_register_fake
+from torch.utils import _pytree as pytree
 
 __all__ = [
     "get_first_idx",
@@ -147,6 +149,46 @@ def ragged_index_select(values: torch.Tensor, first_idx, index, num_rows: int | 
 
 # ---- fake kernels (torch.compile / torch.export) ----
 
+def register_fake(qualname: str):
+    """torch.library.register_fake for torch_ragged's ops, refusing a call that mixes meta and real tensors.
+
+    A fake kernel also serves eager calls with meta tensors (shape propagation). When a meta tensor comes with real
+    ones, the dispatcher still picks the fake kernel, which would return *real* tensors of uninitialised memory
+    (issue 16 item 14): all-meta calls (and meta data with CPU index tensors, which give meta outputs) keep working;
+    real outputs from a mix of meta and real inputs raise here."""
+    op = qualname.split("::")[1]
+
+    def decorate(fake):
+        @functools.wraps(fake)
+        def checked(*args, **kwargs):
+            result = fake(*args, **kwargs)
+            _refuse_real_outputs_from_meta(op, args, result)
+            return result
+
+        return _torch_register_fake(qualname)(checked)
+
+    return decorate
+
+
+def _refuse_real_outputs_from_meta(op: str, args, result) -> None:
+    def is_meta(t):  # a plain meta tensor (FakeTensors under torch.compile / export report their fake device)
+        return isinstance(t, torch.Tensor) and t.device.type == "meta" and not isinstance(
+            t, torch._subclasses.FakeTensor)
+
+    tensors = [t for t in pytree.tree_leaves(args) if isinstance(t, torch.Tensor)]
+    # all-meta calls may still return CPU metadata computed from shapes (a list's shape_per_tensor)
+    if not any(is_meta(t) for t in tensors) or all(is_meta(t) for t in tensors):
+        return
+    real = sorted({str(t.device) for t in pytree.tree_leaves(result)
+                   if isinstance(t, torch.Tensor) and t.device.type != "meta"})
+    if real:
+        names = [a.name for a in getattr(torch.ops.torch_ragged, op).default._schema.arguments]
+        on_meta = [name for name, value in zip(names, args, strict=False)
+                   if any(is_meta(t) for t in pytree.tree_leaves(value))]
+        raise ValueError(f"torch_ragged.{op}: {', '.join(on_meta)} on the meta device mixed with tensors on "
+                         f"{', '.join(real)}: pass all tensors on one device (meta tensors give shapes only)")
+
+
 def _check_index_devices(op: str, data: torch.Tensor, **index_tensors) -> None:
     """Index tensors live on the CPU or on the data's device. A meta index tensor with real data (or the reverse)
     would otherwise reach a fake kernel eagerly and return uninitialised memory."""
@@ -205,19 +247,26 @@ def _segment_softmax_backward_fake(grad_output, output, first_idx, log):
     return torch.empty_like(output, memory_format=torch.contiguous_format)
 
 
-def _rows(num_rows):
-    return num_rows if num_rows is not None else torch.library.get_ctx().new_dynamic_size()
+def _rows(num_rows, first_idx=None):
+    """The row count of an expansion: given, read from real CPU offsets (an eager call with meta data), or an
+    unbacked size under tracing."""
+    if num_rows is not None:
+        return num_rows
+    if first_idx is not None and first_idx.device.type == "cpu" and not isinstance(first_idx,
+                                                                                    torch._subclasses.FakeTensor):
+        return int(first_idx[-1]) if first_idx.numel() else 0
+    return torch.library.get_ctx().new_dynamic_size()
 
 
 @register_fake("torch_ragged::segment_expand")
 def _segment_expand_fake(values, first_idx, num_rows=None):
     _check_index_devices("segment_expand", values, first_idx=first_idx)
-    return values.new_empty((_rows(num_rows), *values.shape[1:]))
+    return values.new_empty((_rows(num_rows, first_idx), *values.shape[1:]))
 
 
 @register_fake("torch_ragged::segment_ids")
 def _segment_ids_fake(first_idx, num_rows=None):
-    return first_idx.new_empty((_rows(num_rows),), dtype=torch.long)
+    return first_idx.new_empty((_rows(num_rows, first_idx),), dtype=torch.long)
 
 
 @register_fake("torch_ragged::segment_gather_sum")

@@ -10,7 +10,8 @@ Duplicates are summed in input order, so every result is deterministic. See docs
 from collections.abc import Sequence
 
 import torch
-from torch.library import register_fake
+
+from .segment import register_fake
 
 __all__ = ["SparsePlan", "addmm", "bmm", "coalesce", "index_select", "log_softmax", "mm", "plan", "softmax",
            "sparse_mask", "sum", "to_dense", "to_sparse"]

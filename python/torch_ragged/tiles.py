@@ -10,7 +10,8 @@ same tiles and bound: build it once and pass it to every call (otherwise each ca
 from collections.abc import Sequence
 
 import torch
-from torch.library import register_fake
+
+from .segment import register_fake
 
 __all__ = [
     "dense_to_tiles",

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 import torch
 import torch_ragged
+from expect import raises
 
 ops = torch.ops.torch_ragged
 x = torch.arange(6.0).reshape(2, 3)
@@ -125,3 +126,32 @@ def test_empty_input_skips_mode_keywords_as_numpy():
         np.pad(np.zeros((0, 3)), 1, "maximum")
     with pytest.raises(ValueError, match="torch_ragged.pad"):
         torch_ragged.pad(torch.zeros(0, 3), 1, "maximum")
+
+
+def test_errors_name_the_op_called():
+    """Issue 16 item 17: pad_index's own errors say pad_index (they said pad), pad's say pad even when raised by the
+    pad_index kernel underneath, a None input is named."""
+    x = torch.ones(3, 4)
+    with raises(ValueError, "torch_ragged.pad_index: operands could not be broadcast", "constant_values"):
+        torch.ops.torch_ragged.pad_index(x, [1, 1, 1, 1], "constant", torch.ones(3, 2))
+    with raises(ValueError, "torch_ragged.pad: operands could not be broadcast", "(from torch_ragged.pad_index)"):
+        torch.ops.torch_ragged.pad(x, [1, 1, 1, 1], "constant", torch.ones(3, 2))
+    for call in (lambda: torch.ops.torch_ragged.pad(None, [1, 1], "edge"),
+                 lambda: torch.ops.torch_ragged.pad_index(None, [1, 1], "edge")):
+        with raises(TypeError, "torch_ragged.pad", "self must be a tensor, got None"):
+            call()
+
+
+@pytest.mark.filterwarnings("ignore:invalid value encountered in cast:RuntimeWarning")  # numpy's NaN -> intp
+def test_odd_keyword_values_follow_numpy():
+    """numpy reads any reflect_type other than "odd" as "even" (strings or not), and a NaN stat_length as a negative
+    index."""
+    array = np.arange(5.0)
+    for reflect_type in (1.5, None, "x", ("odd",)):
+        np.testing.assert_array_equal(
+            torch_ragged.pad(torch.from_numpy(array), 3, "reflect", reflect_type=reflect_type).numpy(),
+            np.pad(array, 3, "reflect", reflect_type=reflect_type))
+    with pytest.raises(ValueError, match="index can't contain negative values"):
+        np.pad(array, 2, "mean", stat_length=float("nan"))
+    with raises(ValueError, "torch_ragged.pad: index can't contain negative values"):
+        torch_ragged.pad(torch.from_numpy(array), 2, "mean", stat_length=float("nan"))

@@ -65,3 +65,25 @@ def test_wrapper_checks():
     mask = torch.sparse_coo_tensor(INDICES, VALUES, (3, 2), check_invariants=True)
     with raises(ValueError, "torch_ragged.sparse.sparse_mask", "dense has shape (3, 3) but mask has shape (3, 2)"):
         torch_ragged.sparse.sparse_mask(torch.zeros(3, 3), mask)
+
+
+def test_matmul_plan_is_checked_and_inner_errors_carry_the_called_op():
+    """Issue 16 items 14 / 17: the plan's tensors are checked (a float order was silently accepted), and an error
+    from the segment op underneath names the op the caller called, then the inner one."""
+    coalesced = torch.tensor([[0, 0, 1], [0, 1, 1]])
+    values, dense = torch.ones(3), torch.ones(2, 4)
+    plan = list(ops.sparse_mm_plan(coalesced, [2, 2]))
+    with raises(TypeError, "torch_ragged.sparse_mm", "col_order must be an integer"):
+        ops.sparse_mm(values, dense, coalesced, *plan[:2], plan[2].double(), plan[3], False)
+    with raises(ValueError, "torch_ragged.sparse_sddmm", "row_order must hold nnz"):
+        ops.sparse_sddmm(dense, dense, coalesced, *plan[:3], plan[3][:1], False)
+    with raises(TypeError, "torch_ragged.sparse_mm", "row_first_idx must be a tensor, got None"):
+        ops.sparse_mm(values, dense, coalesced, None, *plan[1:], False)
+    with raises(ValueError, "torch_ragged.sparse_mm", "col_first_idx must be on the CPU or on the data's device"):
+        ops.sparse_mm(values, dense, coalesced, plan[0], plan[1].to("meta"), *plan[2:], False)
+    decreasing = torch.tensor([0, 3, 2])
+    with raises(ValueError, "torch_ragged.sparse_sddmm: first_idx must be non-decreasing",
+                "(from torch_ragged.segment_gather_dot)"):
+        ops.sparse_sddmm(dense, dense, coalesced, decreasing, *plan[1:], False)
+    with raises(IndexError, "torch_ragged.sparse_mm_plan: indices", "(from torch_ragged.sparse_flat_keys)"):
+        ops.sparse_mm_plan(torch.tensor([[0], [5]]), [2, 2])
