@@ -234,7 +234,6 @@ at::Tensor constant_value_table(std::string_view op, const at::Tensor& values, i
 at::Tensor run_pad_index(const at::Tensor& self, c10::SymIntArrayRef pad_width,
                          std::string_view mode, const std::optional<at::Tensor>& constant_values,
                          PadGatherLauncher launch) {
-  check_defined("pad_index", "self", self);
   const IndexPadArgs args =
       index_pad_args("pad_index", self.sizes(), pad_width, mode, constant_values.has_value());
   at::Tensor out = at::empty(args.out_sizes, self.options());
@@ -251,7 +250,6 @@ at::Tensor run_pad_index(const at::Tensor& self, c10::SymIntArrayRef pad_width,
 
 at::Tensor run_pad_index_backward(const at::Tensor& grad_output, c10::SymIntArrayRef pad_width,
                                   std::string_view mode, PadFoldLauncher launch) {
-  check_defined("pad_index_backward", "grad_output", grad_output);
   const IndexPadArgs args =
       index_pad_backward_args("pad_index_backward", grad_output.sizes(), pad_width, mode);
   if (args.mode == IndexPadMode::kConstant || args.mode == IndexPadMode::kEmpty) {
