@@ -206,7 +206,11 @@ GatherPlan plan_dense_to_tiles(std::string_view op, const at::Tensor& dense,
                     dense.sizes());
   dim_list(op, "full_min", full_min, dims);
   std::vector<int64_t> full_max(dims);
-  for (int64_t d = 0; d < dims; ++d) full_max[d] = full_min[d] + dense.size(lead + d);
+  for (int64_t d = 0; d < dims; ++d) {
+    TORCH_CHECK_VALUE(!c10::add_overflows(full_min[d], dense.size(lead + d), &full_max[d]),
+                      "torch_ragged.", op, ": full_min ", full_min, " plus the extent of dense ",
+                      dense.sizes(), " exceeds 2^63 - 1");
+  }
   GatherPlan plan;
   plan.geo = tile_geometry(op, tile_size, full_min, full_max);
   plan.set = tile_set(op, origins, dims, tile_first_idx, dense.device());
@@ -237,12 +241,18 @@ GatherPlan plan_tiles_halo(std::string_view op, const at::Tensor& pages, const a
   halo.box_elems = 1;
   for (int64_t d = 0; d < dims; ++d) {
     TORCH_CHECK_VALUE(radius[d] >= 0, "torch_ragged.", op, ": radius must be >= 0, got ", radius);
-    box[d] = plan.geo.tile[d] + 2 * radius[d];
+    int64_t diameter = 0;
+    TORCH_CHECK_VALUE(!c10::mul_overflows(radius[d], int64_t{2}, &diameter) &&
+                          !c10::add_overflows(plan.geo.tile[d], diameter, &box[d]) &&
+                          !c10::mul_overflows(halo.box_elems, box[d], &halo.box_elems),
+                      "torch_ragged.", op, ": a tile with its halo of radius ", radius,
+                      " would have more than 2^63 - 1 points");
     halo.radius[d] = radius[d];
     halo.box[d] = box[d];
-    halo.box_elems *= box[d];
   }
   plan.out_sizes = concat(concat({plan.set.count()}, box), pages.sizes().slice(1 + dims));
+  // One halo page must fit even with no tiles: the kernels size their work per page.
+  check_numel_fits(op, "one halo page", at::IntArrayRef(plan.out_sizes).slice(1));
   check_numel_fits(op, "the halo pages", plan.out_sizes);
   plan.rows = plan.set.count() * halo.box_elems;
   return plan;

@@ -74,3 +74,14 @@ def test_tiles_outside_the_bound_are_legal():
     assert back[0].eq(5).all() and back[2].eq(5).all() and back[1, :2, :2].eq(1).all()
     found, _ = tiles.tiles_lookup(origins, [4, 4], torch.tensor([[7, 7], [-99, -99]]), [0, 0], [8, 8])
     assert found.tolist() == [1, -1]
+
+
+def test_huge_halo_radius_and_bound_origin_are_overflow_checked():
+    # Found by the fuzz under UBSan: 2 * radius and full_min + extent overflowed int64 (undefined behaviour).
+    halo = torch.ops.torch_ragged.tiles_halo
+    with raises(ValueError, "torch_ragged.tiles_halo", "would have more than 2^63 - 1 points"):
+        halo(PAGES, ORIGINS, [2**62, 1], [0, 0], [8, 8])
+    with raises(ValueError, "torch_ragged.tiles_halo", "one halo page would have more than 2^63 - 1 elements"):
+        halo(torch.zeros(0, 4, 4, 8), ORIGINS[:0], [2**30, 2**30], [0, 0], [8, 8])  # 2^62 points x 8
+    with raises(ValueError, "torch_ragged.dense_to_tiles", "plus the extent of dense"):
+        tiles.dense_to_tiles(torch.zeros(8, 8), ORIGINS, [4, 4], [2**63 - 4, 0])
