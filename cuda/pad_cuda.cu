@@ -2,10 +2,11 @@
 // the index arithmetic pad/pad_index.h, shared with the CPU kernels.
 //
 // pad_index: one thread per output element (grid-stride) computes its source element axis by axis
-// from the last axis (so the first constant axis met is numpy's winning, last padded one) and
-// copies it as raw bytes. pad_index_backward: one thread per input element sums the gradient over
-// its preimage (the product of every axis's preimage progressions) in a fixed order: no atomics,
-// deterministic. Neither synchronises with the host.
+// from the last axis and copies it as raw bytes; a constant comes from the latest caller axis in
+// its padding (numpy's winner: the first met unless the layout is permuted). pad_index_backward:
+// one thread per input element sums the gradient over its preimage (the product of every axis's
+// preimage progressions) in a fixed order: no atomics, deterministic. Neither synchronises with the
+// host.
 
 #include <ATen/Dispatch.h>
 #include <ATen/OpMathType.h>
@@ -31,6 +32,7 @@ __global__ void pad_gather_kernel(PadGeometry g, const Element* __restrict__ in,
        idx += index_t{gridDim.x} * blockDim.x) {
     index_t rest = idx, in_offset = 0, in_stride = 1;
     bool from_input = true;
+    int value_axis = -1;  // constant mode: the latest caller axis in its padding so far
     for (int d = g.ndim - 1; d >= 0; --d) {
       const index_t out_size = static_cast<index_t>(g.out_size[d]);
       const int64_t i = static_cast<int64_t>(rest % out_size);
@@ -38,11 +40,15 @@ __global__ void pad_gather_kernel(PadGeometry g, const Element* __restrict__ in,
       const int64_t n = g.in_size[d];
       const int64_t source = n == 0 ? kNoSource : pad_source_index(g.mode, i, n, g.before[d]);
       if (source == kNoSource) {
-        if (g.mode == IndexPadMode::kConstant) {
-          out[idx] = values[2 * g.value_axis[d] + (i < g.before[d] ? 0 : 1)];
-        }
         from_input = false;
-        break;
+        if (g.mode != IndexPadMode::kConstant) break;
+        if (g.value_axis[d] > value_axis) {
+          value_axis = g.value_axis[d];
+          out[idx] = values[2 * value_axis + (i < g.before[d] ? 0 : 1)];
+        }
+        // In the caller's axis order the first axis met from the last is the latest: it wins.
+        if (!g.permuted) break;
+        continue;
       }
       in_offset += static_cast<index_t>(source) * in_stride;
       in_stride *= static_cast<index_t>(n);

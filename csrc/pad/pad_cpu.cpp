@@ -76,29 +76,37 @@ void gather_rows(const PadGeometry& g, const Element* in, Element* out, const El
     cpu::fill_pattern(reinterpret_cast<char*>(dst), count, reinterpret_cast<const char*>(value),
                       sizeof(Element));
   };
-  // Fills output positions [lo, hi) of the last axis that lie in its padding.
-  auto fill_padding = [&](Element* row, const Element* in_row, int64_t lo, int64_t hi, int side) {
+  // Fills output positions [lo, hi) of the last axis that lie in its padding; a constant from
+  // the row's winning axis when that is a later caller axis than the last one (permuted layouts).
+  auto fill_padding = [&](Element* row, const Element* in_row, const Element* row_value,
+                          int row_value_axis, int64_t lo, int64_t hi, int side) {
     if (empty || lo >= hi) return;
-    if (constant) return fill(row + lo, hi - lo, values + 2 * g.value_axis[last] + side);
+    if (constant) {
+      const bool row_wins = row_value_axis > g.value_axis[last];
+      return fill(row + lo, hi - lo, row_wins ? row_value : values + 2 * g.value_axis[last] + side);
+    }
     for (int64_t i = lo; i < hi; ++i) row[i] = in_row[last_sources[i]];
   };
   at::parallel_for(0, rows, std::max<int64_t>(1, kGrainElems / std::max<int64_t>(row_len, 1)),
                    [&](int64_t begin, int64_t end) {
                      RowCounter counter(g.out_size, last, begin);
                      for (int64_t r = begin; r < end; ++r, counter.next()) {
-                       // The last outer axis whose coordinate lies in its padding decides a
-                       // constant row's value (numpy pads axis 0 first, so later axes overwrite
-                       // earlier ones).
+                       // Of the axes whose coordinate lies in their padding, the latest caller
+                       // axis decides a constant's value (numpy pads axis 0 first, so later axes
+                       // overwrite earlier ones).
                        bool row_in_padding = false;
                        const Element* row_value = nullptr;  // constant mode only
+                       int row_value_axis = -1;
                        int64_t in_offset = 0;
                        for (int d = 0; d < last; ++d) {
                          const int64_t i = counter.coord[d];
                          const int64_t source = tables[d][i];
                          if (source == kNoSource) {
                            row_in_padding = true;
-                           if (constant)
-                             row_value = values + 2 * g.value_axis[d] + (i < g.before[d] ? 0 : 1);
+                           if (constant && g.value_axis[d] > row_value_axis) {
+                             row_value_axis = g.value_axis[d];
+                             row_value = values + 2 * row_value_axis + (i < g.before[d] ? 0 : 1);
+                           }
                          } else {
                            in_offset += source * in_strides[d];
                          }
@@ -111,8 +119,8 @@ void gather_rows(const PadGeometry& g, const Element* in, Element* out, const El
                        } else if (constant) {
                          fill(row + before, n, row_value);
                        }
-                       fill_padding(row, in_row, 0, before, 0);
-                       fill_padding(row, in_row, before + n, row_len, 1);
+                       fill_padding(row, in_row, row_value, row_value_axis, 0, before, 0);
+                       fill_padding(row, in_row, row_value, row_value_axis, before + n, row_len, 1);
                      }
                    });
 }

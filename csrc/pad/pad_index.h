@@ -179,6 +179,9 @@ struct PadGeometry {
   int64_t out_size[kMaxPadDims];
   int64_t before[kMaxPadDims];
   int value_axis[kMaxPadDims];
+  // The axes are the caller's in another order (the input's memory layout): value_axis does not
+  // ascend, so a constant's winning axis is not simply the last one in padding.
+  bool permuted = false;
 };
 
 }  // namespace torch_ragged

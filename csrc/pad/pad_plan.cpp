@@ -2,7 +2,9 @@
 
 #include <c10/util/safe_numerics.h>
 
+#include <algorithm>
 #include <array>
+#include <numeric>
 #include <utility>
 
 #include "common/checks.h"
@@ -181,9 +183,11 @@ IndexPadArgs index_pad_backward_args(std::string_view op, at::IntArrayRef out_si
 }
 
 PadGeometry pad_geometry(std::string_view op, at::IntArrayRef in_sizes,
-                         const std::vector<int64_t>& pad_width, IndexPadMode mode) {
+                         const std::vector<int64_t>& pad_width, IndexPadMode mode,
+                         const std::vector<int64_t>& axis_order) {
   PadGeometry g;
   g.mode = mode;
+  g.permuted = !axis_order.empty();
   bool previous_unpadded = false;
   for (size_t k = 0; k < in_sizes.size(); ++k) {
     const int64_t before = pad_width[2 * k], after = pad_width[2 * k + 1];
@@ -199,7 +203,7 @@ PadGeometry pad_geometry(std::string_view op, at::IntArrayRef in_sizes,
     g.in_size[g.ndim] = in_sizes[k];
     g.out_size[g.ndim] = in_sizes[k] + before + after;
     g.before[g.ndim] = before;
-    g.value_axis[g.ndim] = static_cast<int>(k);
+    g.value_axis[g.ndim] = static_cast<int>(g.permuted ? axis_order[k] : k);
     ++g.ndim;
     previous_unpadded = unpadded;
   }
@@ -231,21 +235,54 @@ at::Tensor constant_value_table(std::string_view op, const at::Tensor& values, i
   return value_pairs(op, "constant_values", values.detach(), ndim).to(options).contiguous();
 }
 
+std::vector<int64_t> dense_layout_order(const at::Tensor& self) {
+  if (self.is_contiguous() || !self.is_non_overlapping_and_dense()) return {};
+  std::vector<int64_t> order(self.dim());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int64_t a, int64_t b) { return self.stride(a) > self.stride(b); });
+  return order;
+}
+
+namespace {
+
+template <typename T>
+std::vector<T> permuted(const std::vector<T>& values, const std::vector<int64_t>& order,
+                        int64_t per_axis) {
+  std::vector<T> out;
+  for (const int64_t k : order) {
+    out.insert(out.end(), values.begin() + k * per_axis, values.begin() + (k + 1) * per_axis);
+  }
+  return out;
+}
+
+}  // namespace
+
+// The output keeps the input's memory layout (numpy keeps Fortran order; torch.empty_like keeps
+// channels_last): the kernel pads the contiguous view of the input in memory order, and the
+// result is that padded tensor viewed back in the caller's axis order.
 at::Tensor run_pad_index(const at::Tensor& self, c10::SymIntArrayRef pad_width,
                          std::string_view mode, const std::optional<at::Tensor>& constant_values,
                          PadGatherLauncher launch) {
   const IndexPadArgs args =
       index_pad_args("pad_index", self.sizes(), pad_width, mode, constant_values.has_value());
-  at::Tensor out = at::empty(args.out_sizes, self.options());
-  if (out.numel() == 0) return out;
-  const PadGeometry geometry = pad_geometry("pad_index", self.sizes(), args.pad_width, args.mode);
+  const std::vector<int64_t> order = dense_layout_order(self);
+  const at::Tensor in = order.empty() ? self.contiguous() : self.permute(order);
+  const std::vector<int64_t> widths =
+      order.empty() ? args.pad_width : permuted(args.pad_width, order, 2);
+  at::Tensor out = at::empty(padded_sizes(in.sizes(), widths), self.options());
+  std::vector<int64_t> caller_order(order.size());
+  for (size_t k = 0; k < order.size(); ++k) caller_order[order[k]] = static_cast<int64_t>(k);
+  at::Tensor result = order.empty() ? out : out.permute(caller_order);
+  if (out.numel() == 0) return result;
+  const PadGeometry geometry = pad_geometry("pad_index", in.sizes(), widths, args.mode, order);
   const at::Tensor values =
       args.mode == IndexPadMode::kConstant
           ? constant_value_table("pad_index", constant_values.value_or(at::Tensor()), self.dim(),
                                  self.scalar_type(), self.device())
           : at::Tensor();
-  launch(geometry, self.contiguous(), out, values);
-  return out;
+  launch(geometry, in, out, values);
+  return result;
 }
 
 at::Tensor run_pad_index_backward(const at::Tensor& grad_output, c10::SymIntArrayRef pad_width,

@@ -64,8 +64,16 @@ IndexPadArgs index_pad_backward_args(std::string_view op, at::IntArrayRef out_si
                                      c10::SymIntArrayRef pad_width, std::string_view mode);
 
 // Merges adjacent unpadded axes of a contiguous tensor; errors past kMaxPadDims merged axes.
+// `axis_order`: the caller's axis of each of in_sizes' axes (empty: the identity).
 PadGeometry pad_geometry(std::string_view op, at::IntArrayRef in_sizes,
-                         const std::vector<int64_t>& pad_width, IndexPadMode mode);
+                         const std::vector<int64_t>& pad_width, IndexPadMode mode,
+                         const std::vector<int64_t>& axis_order = {});
+
+// The order of self's axes in memory, outermost first, when self is dense and non-overlapping but
+// not contiguous (channels_last, Fortran order, a permuted view): permuting self by it gives a
+// contiguous view. Empty for contiguous or overlapping / gapped tensors. The fake kernel of
+// pad_index (_fake.py) applies the same rule: stable sort of the axes by decreasing stride.
+std::vector<int64_t> dense_layout_order(const at::Tensor& self);
 
 // values (constant_values / end_values) broadcast to (ndim, 2) as numpy broadcasts them; ValueError
 // naming `arg` otherwise. Keeps autograd.

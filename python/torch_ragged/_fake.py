@@ -8,6 +8,7 @@ unbacked: ``ctx.new_dynamic_size()``. Callers that pass the size keep the graph 
 import math
 
 import torch
+import torch._prims_common
 
 from .segment import _check_index_devices, register_fake
 
@@ -90,7 +91,25 @@ def _padded_to_packed(padded_tensor, shape_per_tensor, padding_side="right", num
 def _pad_index(self, pad_width, mode, constant_values=None):
     torch._check(len(pad_width) == 2 * self.dim(), lambda: "torch_ragged.pad_index: pad_width needs 2 entries per axis")
     sizes = [self.shape[k] + pad_width[2 * k] + pad_width[2 * k + 1] for k in range(self.dim())]
-    return self.new_empty(sizes)
+    order = _dense_layout_order(self)
+    if order is None:
+        return self.new_empty(sizes)
+    # The kernel keeps the input's memory layout (pad_plan.cpp, run_pad_index).
+    return self.new_empty([sizes[k] for k in order]).permute(sorted(range(len(order)), key=order.__getitem__))
+
+
+# Renamed in torch 2.14 (…_or_false: False where a symbolic size leaves it undecided); older torch (2.11 on the GPU
+# machine) has the plain name.
+_is_non_overlapping_and_dense = getattr(torch._prims_common, "is_non_overlapping_and_dense_or_false", None) or getattr(
+    torch._prims_common, "is_non_overlapping_and_dense")
+
+
+def _dense_layout_order(tensor):
+    """dense_layout_order of pad_plan.cpp: the axes by decreasing stride (stable) for a dense, non-overlapping,
+    non-contiguous tensor; None otherwise (contiguous, gapped or overlapping)."""
+    if tensor.is_contiguous() or not _is_non_overlapping_and_dense(tensor):
+        return None
+    return sorted(range(tensor.dim()), key=lambda k: -tensor.stride(k))
 
 
 @register_fake("torch_ragged::pad_index_backward")

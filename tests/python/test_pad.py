@@ -273,6 +273,33 @@ def test_non_contiguous_input(device):
         np.testing.assert_allclose(numpy_of(torch_ragged.pad(x, ((1, 2), (0, 3), (2, 2)), mode)), expected)
 
 
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("mode", MODES)
+def test_output_keeps_the_input_memory_layout(device, mode):
+    # Issue 16 item 5: numpy keeps Fortran order, torch.empty_like keeps channels_last; a constant corner still takes
+    # the latest axis's value (the kernel walks the axes in memory order).
+    widths = ((1, 2), (2, 1), (3, 1), (0, 2))
+    kwargs = {"constant_values": ((1, 2), (3, 4), (5, 6), (7, 8))} if mode == "constant" else {}
+    image = torch.randn(2, 3, 4, 5, dtype=torch.float64, device=device).to(memory_format=torch.channels_last)
+    fortran = torch.randn(5, 4, 3, 2, dtype=torch.float64, device=device).permute(3, 2, 1, 0)
+    for x, layout_kept in ((image, lambda y: y.is_contiguous(memory_format=torch.channels_last)),
+                           (fortran, lambda y: y.permute(3, 2, 1, 0).is_contiguous())):
+        y = torch_ragged.pad(x, widths, mode, **kwargs)
+        assert layout_kept(y) and not y.is_contiguous()
+        if mode != "empty":
+            np.testing.assert_allclose(numpy_of(y), np.pad(numpy_of(x), widths, mode, **kwargs), rtol=1e-12)
+    gapped = image[:, :, ::2]  # not dense: a contiguous output, as before
+    assert torch_ragged.pad(gapped, widths, mode, **kwargs).is_contiguous()
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_gradient_through_a_channels_last_input(device):
+    x = torch.randn(1, 2, 3, 2, dtype=torch.float64, device=device).to(memory_format=torch.channels_last)
+    for mode in ("reflect", "constant", "wrap"):
+        torch.autograd.gradcheck(lambda t: torch_ragged.pad(t, ((0, 1), (1, 0), (2, 1), (1, 1)), mode),
+                                 (x.requires_grad_(),))
+
+
 NAN, INF = float("nan"), float("inf")
 INTEGER_CONSTANTS = [  # issue 16 item 3: numpy's irregular rule, value by value (numpy 2.4 is the reference)
     (np.uint8, [-1, 300, 2.5, np.int64(300), NAN, 300.7, -1.5, INF, (3, -4), ((1, 2), (257, -2)),

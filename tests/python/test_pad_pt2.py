@@ -11,7 +11,10 @@ ops = torch.ops.torch_ragged
 def pad_samples():
     x = torch.randn(3, 4, dtype=torch.float64, requires_grad=True)
     values = torch.randn(2, 2, dtype=torch.float64, requires_grad=True)
+    # The output keeps a dense input's memory layout: the fake kernel must give the same strides.
+    image = torch.randn(2, 3, 4, 5, dtype=torch.float64).to(memory_format=torch.channels_last).requires_grad_()
     return [
+        (ops.pad_index, (image, [0, 1, 2, 0, 1, 1, 0, 2], "constant", torch.randn(4, 2, dtype=torch.float64))),
         (ops.pad_index, (x, [1, 2, 5, 0], "reflect")),
         (ops.pad_index, (x, [1, 2, 0, 3], "constant", values)),
         (ops.pad_index_backward, (torch.randn(6, 9, dtype=torch.float64, requires_grad=True), [1, 2, 5, 0],
