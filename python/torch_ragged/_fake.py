@@ -100,8 +100,8 @@ def _pad_index(self, pad_width, mode, constant_values=None):
 
 # Renamed in torch 2.14 (…_or_false: False where a symbolic size leaves it undecided); older torch (2.11 on the GPU
 # machine) has the plain name.
-_is_non_overlapping_and_dense = getattr(torch._prims_common, "is_non_overlapping_and_dense_or_false", None) or getattr(
-    torch._prims_common, "is_non_overlapping_and_dense")
+_is_non_overlapping_and_dense = (getattr(torch._prims_common, "is_non_overlapping_and_dense_or_false", None)
+                                 or torch._prims_common.is_non_overlapping_and_dense)
 
 
 def _dense_layout_order(tensor):

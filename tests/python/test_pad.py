@@ -296,7 +296,7 @@ def test_output_keeps_the_input_memory_layout(device, mode):
 def test_gradient_through_a_channels_last_input(device):
     x = torch.randn(1, 2, 3, 2, dtype=torch.float64, device=device).to(memory_format=torch.channels_last)
     for mode in ("reflect", "constant", "wrap"):
-        torch.autograd.gradcheck(lambda t: torch_ragged.pad(t, ((0, 1), (1, 0), (2, 1), (1, 1)), mode),
+        torch.autograd.gradcheck(lambda t, mode=mode: torch_ragged.pad(t, ((0, 1), (1, 0), (2, 1), (1, 1)), mode),
                                  (x.requires_grad_(),))
 
 
