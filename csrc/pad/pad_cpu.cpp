@@ -14,10 +14,10 @@
 #include <torch/library.h>
 
 #include <cstring>
+#include <optional>
 #include <type_traits>
 
 #include "common/element_type.h"
-#include "common/fill.h"
 #include "common/parallel.h"
 #include "pad/pad_plan.h"
 
@@ -63,36 +63,108 @@ struct RowCounter {
   }
 };
 
+// The last axis's padding as runs of the source row: a run reads `count` consecutive source
+// elements forward (wrap, and any run of a mode that is a shifted copy), repeats one (edge), or
+// reads them backward (reflect / symmetric). Built once per call; each row then copies its padding
+// run by run (memcpy for forward runs) instead of element by element through the index table.
+struct SourceRun {
+  int64_t dst, src, count;
+  int step;  // +1, 0 or -1
+};
+
+std::vector<SourceRun> padding_runs(const std::vector<int64_t>& sources, int64_t lo, int64_t hi) {
+  std::vector<SourceRun> runs;
+  for (int64_t i = lo; i < hi; ++i) {
+    if (!runs.empty()) {
+      SourceRun& run = runs.back();
+      const int64_t next = sources[i] - sources[i - 1];
+      const bool extends = run.dst + run.count == i && next >= -1 && next <= 1 &&
+                           (run.count == 1 || next == run.step);
+      if (extends) {
+        run.step = static_cast<int>(next);
+        ++run.count;
+        continue;
+      }
+    }
+    runs.push_back({i, sources[i], 1, 1});
+  }
+  return runs;
+}
+
+template <typename Element>
+void copy_runs(const std::vector<SourceRun>& runs, const Element* in_row, Element* row) {
+  for (const SourceRun& run : runs) {
+    Element* dst = row + run.dst;
+    const Element* src = in_row + run.src;
+    if (run.step == 1) {
+      std::memcpy(dst, src, run.count * sizeof(Element));
+    } else if (run.step == 0) {
+      std::fill_n(dst, run.count, *src);
+    } else {
+      for (int64_t k = 0; k < run.count; ++k) dst[k] = src[-k];
+    }
+  }
+}
+
+// Constant mode writes every output byte with memcpy from a prepared row (the values a row in the
+// padding holds, the last axis's pads at its ends): memcpy's wide stores keep up with the interior
+// copies, where the fill loops' 16-byte stores did not (160^3 float, width 10, one thread: 1.95 ms
+// with fills against edge mode's 1.69 ms; 1.60 ms with the pattern).
+template <typename Element>
+class ConstantRowPattern {
+ public:
+  ConstantRowPattern(const PadGeometry& g, const Element* values)
+      : g_(g), values_(values), pattern_(g.out_size[g.ndim - 1]) {}
+
+  // The row pattern for a row whose winning padded outer axis gives `row_value` (nullptr: the row
+  // is not in the padding), rebuilt only when it changes (rows in the padding come in runs).
+  const Element* row(const Element* row_value, int row_value_axis) {
+    if (row_value == current_ && built_) return pattern_.data();
+    const int last = g_.ndim - 1;
+    const int64_t before = g_.before[last], n = g_.in_size[last];
+    const bool row_wins = row_value != nullptr && row_value_axis > g_.value_axis[last];
+    const Element* head = row_wins ? row_value : values_ + 2 * g_.value_axis[last];
+    const Element* tail = row_wins ? row_value : values_ + 2 * g_.value_axis[last] + 1;
+    std::fill_n(pattern_.begin(), before, *head);
+    if (row_value != nullptr) std::fill_n(pattern_.begin() + before, n, *row_value);
+    std::fill(pattern_.begin() + before + n, pattern_.end(), *tail);
+    current_ = row_value;
+    built_ = true;
+    return pattern_.data();
+  }
+
+ private:
+  const PadGeometry& g_;
+  const Element* values_;
+  std::vector<Element> pattern_;
+  const Element* current_ = nullptr;
+  bool built_ = false;
+};
+
 template <typename Element>
 void gather_rows(const PadGeometry& g, const Element* in, Element* out, const Element* values) {
   const int last = g.ndim - 1;
   const auto tables = source_tables(g);
   const std::vector<int64_t> in_strides = strides_of(g.in_size, g.ndim);
   const int64_t row_len = g.out_size[last], n = g.in_size[last], before = g.before[last];
+  const int64_t after = row_len - before - n;
   const int64_t rows = c10::multiply_integers(g.out_size, g.out_size + last);
-  const std::vector<int64_t>& last_sources = tables[last];
   const bool constant = g.mode == IndexPadMode::kConstant, empty = g.mode == IndexPadMode::kEmpty;
-  auto fill = [](Element* dst, int64_t count, const Element* value) {
-    cpu::fill_pattern(reinterpret_cast<char*>(dst), count, reinterpret_cast<const char*>(value),
-                      sizeof(Element));
-  };
-  // Fills output positions [lo, hi) of the last axis that lie in its padding; a constant from
-  // the row's winning axis when that is a later caller axis than the last one (permuted layouts).
-  auto fill_padding = [&](Element* row, const Element* in_row, const Element* row_value,
-                          int row_value_axis, int64_t lo, int64_t hi, int side) {
-    if (empty || lo >= hi) return;
-    if (constant) {
-      const bool row_wins = row_value_axis > g.value_axis[last];
-      return fill(row + lo, hi - lo, row_wins ? row_value : values + 2 * g.value_axis[last] + side);
-    }
-    for (int64_t i = lo; i < hi; ++i) row[i] = in_row[last_sources[i]];
-  };
+  constexpr int64_t kElem = sizeof(Element);
+  std::vector<SourceRun> runs;  // the index modes' last-axis padding (both sides)
+  if (!constant && !empty) {
+    runs = padding_runs(tables[last], 0, before);
+    const std::vector<SourceRun> tail = padding_runs(tables[last], before + n, row_len);
+    runs.insert(runs.end(), tail.begin(), tail.end());
+  }
   at::parallel_for(0, rows, std::max<int64_t>(1, kGrainElems / std::max<int64_t>(row_len, 1)),
                    [&](int64_t begin, int64_t end) {
+                     std::optional<ConstantRowPattern<Element>> patterns;
+                     if (constant) patterns.emplace(g, values);
                      RowCounter counter(g.out_size, last, begin);
                      for (int64_t r = begin; r < end; ++r, counter.next()) {
-                       // Of the axes whose coordinate lies in their padding, the latest caller
-                       // axis decides a constant's value (numpy pads axis 0 first, so later axes
+                       // Of the axes whose coordinate lies in their padding, the latest caller axis
+                       // decides a constant's value (numpy pads axis 0 first, so later axes
                        // overwrite earlier ones).
                        bool row_in_padding = false;
                        const Element* row_value = nullptr;  // constant mode only
@@ -114,13 +186,22 @@ void gather_rows(const PadGeometry& g, const Element* in, Element* out, const El
                        Element* row = out + r * row_len;
                        const Element* in_row =
                            in + in_offset;  // read only when the row is not in the padding
-                       if (!row_in_padding) {
-                         std::memcpy(row + before, in_row, n * sizeof(Element));
-                       } else if (constant) {
-                         fill(row + before, n, row_value);
+                       if (constant) {
+                         const Element* pattern = patterns->row(row_value, row_value_axis);
+                         if (row_in_padding) {
+                           std::memcpy(row, pattern, row_len * kElem);
+                         } else {
+                           std::memcpy(row, pattern, before * kElem);
+                           std::memcpy(row + before, in_row, n * kElem);
+                           std::memcpy(row + before + n, pattern + before + n, after * kElem);
+                         }
+                         continue;
                        }
-                       fill_padding(row, in_row, row_value, row_value_axis, 0, before, 0);
-                       fill_padding(row, in_row, row_value, row_value_axis, before + n, row_len, 1);
+                       if (row_in_padding)
+                         continue;  // empty mode (the other modes have no constant rows)
+                       std::memcpy(row + before, in_row, n * kElem);
+                       if (empty) continue;
+                       copy_runs(runs, in_row, row);
                      }
                    });
 }
