@@ -4,6 +4,7 @@
 // reading the field at a point takes the first tile covering it (or the fill value). The movers
 // tiles_to_dense / dense_to_tiles are each other's adjoints (autograd in tiles_autograd.cpp).
 
+#include <torch/autograd.h>
 #include <torch/library.h>
 #include <torch_ragged/tiles.h>
 
@@ -13,6 +14,7 @@
 #include "common/fill.h"
 #include "common/missing_cuda.h"
 #include "common/op_handle.h"
+#include "segment/segment_ops.h"
 #include "tiles/tiles_args.h"
 #include "tiles/tiles_ops.h"
 
@@ -155,6 +157,62 @@ at::Tensor channels_first(const at::Tensor& t, int64_t lead, int64_t dims, int64
   return t.reshape(shape).movedim(-1, lead);
 }
 
+// A depthwise, "valid" correlation (input (N, C, *S), kernel (C, 1, *K)) by torch's convolution,
+// whose weight gradient is a fixed-order sum: for each kernel offset k, grad_kernel[:, k] is the
+// segment_sum (the segment core's thread-count-independent order) of grad_output times the input
+// shifted by k, over all N * S points. torch's own weight gradient reduces in an order that
+// depends on the thread count (CPU) or the cuDNN algorithm (GPU). The input gradient is the
+// transposed convolution (each element one fixed sum). The backward is built of differentiable
+// ops, so double backward works.
+class DepthwiseCorrelate : public torch::autograd::Function<DepthwiseCorrelate> {
+ public:
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& input,
+                            const at::Tensor& kernel) {
+    ctx->save_for_backward({input, kernel});
+    return correlate(input, kernel, false);
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const at::Tensor &input = saved[0], &kernel = saved[1], &grad = grads[0];
+    at::Tensor grad_input, grad_kernel;
+    if (ctx->needs_input_grad(0)) grad_input = correlate(grad, kernel, true);
+    if (ctx->needs_input_grad(1)) grad_kernel = kernel_gradient(input, kernel, grad);
+    return {grad_input, grad_kernel};
+  }
+
+ private:
+  // transposed: the adjoint (grad_output (N, C, *S_out) -> (N, C, *S_in)).
+  static at::Tensor correlate(const at::Tensor& input, const at::Tensor& kernel, bool transposed) {
+    const int64_t dims = kernel.dim() - 2;
+    const std::vector<int64_t> ones(dims, 1), zeros(dims, 0);
+    return at::convolution(input, kernel, std::nullopt, ones, zeros, ones, transposed, zeros,
+                           kernel.size(0));
+  }
+
+  static at::Tensor kernel_gradient(const at::Tensor& input, const at::Tensor& kernel,
+                                    const at::Tensor& grad) {
+    const int64_t dims = kernel.dim() - 2, channels = kernel.size(0);
+    const at::IntArrayRef taps = kernel.sizes().slice(2);
+    const int64_t num_taps = c10::multiply_integers(taps);
+    std::vector<at::Tensor> sums;
+    sums.reserve(num_taps);
+    for (int64_t k = 0; k < num_taps; ++k) {
+      at::Tensor shifted = input;
+      for (int64_t d = dims - 1, rest = k; d >= 0; rest /= taps[d], --d) {
+        shifted = shifted.narrow_symint(2 + d, rest % taps[d], grad.sym_size(2 + d));
+      }
+      const at::Tensor rows = (grad * shifted).movedim(1, -1).reshape({-1, channels});
+      // One segment holding every row.
+      const at::Tensor first_idx =
+          at::arange(2, grad.options().dtype(at::kLong)).mul(c10::Scalar(rows.sym_size(0)));
+      sums.push_back(ops::segment_sum(rows, first_idx));
+    }
+    return at::cat(sums).t().reshape(kernel.sizes());
+  }
+};
+
 at::Tensor tiles_correlate_composite(const at::Tensor& pages, const at::Tensor& origins,
                                      const at::Tensor& weight, at::IntArrayRef full_min,
                                      at::IntArrayRef full_max, const at::Scalar& fill_value,
@@ -220,9 +278,7 @@ at::Tensor tiles_correlate_composite(const at::Tensor& pages, const at::Tensor& 
     for (int64_t d = dims - 1; d >= 0; --d) pad.insert(pad.end(), {radius[d], radius[d]});
     input = at::constant_pad_nd(channels_first(dense, 1, dims, channels), pad, fill_value);
   }
-  const std::vector<int64_t> ones(dims, 1), zeros(dims, 0);
-  at::Tensor result = at::convolution(input.to(compute), kernel.to(compute), std::nullopt, ones,
-                                      zeros, ones, false, zeros, channels);
+  at::Tensor result = DepthwiseCorrelate::apply(input.to(compute), kernel.to(compute));
   // back to (lead, *spatial, *F)
   std::vector<int64_t> shape(result.sizes().begin(), result.sizes().begin() + lead);
   const auto spatial = result.sizes().slice(lead + 1);
