@@ -161,15 +161,14 @@ at::Tensor channels_first(const at::Tensor& t, int64_t lead, int64_t dims, int64
 // whose weight gradient is a fixed-order sum: for each kernel offset k, grad_kernel[:, k] is the
 // segment_sum (the segment core's thread-count-independent order) of grad_output times the input
 // shifted by k, over all N * S points. torch's own weight gradient reduces in an order that
-// depends on the thread count (CPU) or the cuDNN algorithm (GPU). The input gradient is the
-// transposed convolution (each element one fixed sum). The backward is built of differentiable
-// ops, so double backward works.
+// depends on the thread count (CPU) or the cuDNN algorithm (GPU). The backward is built of
+// differentiable ops, so double backward works.
 class DepthwiseCorrelate : public torch::autograd::Function<DepthwiseCorrelate> {
  public:
   static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& input,
                             const at::Tensor& kernel) {
     ctx->save_for_backward({input, kernel});
-    return correlate(input, kernel, false);
+    return correlate(input, kernel);
   }
 
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
@@ -177,17 +176,23 @@ class DepthwiseCorrelate : public torch::autograd::Function<DepthwiseCorrelate> 
     const auto saved = ctx->get_saved_variables();
     const at::Tensor &input = saved[0], &kernel = saved[1], &grad = grads[0];
     at::Tensor grad_input, grad_kernel;
-    if (ctx->needs_input_grad(0)) grad_input = correlate(grad, kernel, true);
+    if (ctx->needs_input_grad(0)) {
+      // torch's own input gradient (each element one fixed sum; its double backward is torch's).
+      const int64_t dims = kernel.dim() - 2;
+      const std::vector<int64_t> ones(dims, 1), zeros(dims, 0);
+      grad_input =
+          std::get<0>(at::convolution_backward(grad, input, kernel, std::nullopt, ones, zeros, ones,
+                                               false, zeros, kernel.size(0), {true, false, false}));
+    }
     if (ctx->needs_input_grad(1)) grad_kernel = kernel_gradient(input, kernel, grad);
     return {grad_input, grad_kernel};
   }
 
  private:
-  // transposed: the adjoint (grad_output (N, C, *S_out) -> (N, C, *S_in)).
-  static at::Tensor correlate(const at::Tensor& input, const at::Tensor& kernel, bool transposed) {
+  static at::Tensor correlate(const at::Tensor& input, const at::Tensor& kernel) {
     const int64_t dims = kernel.dim() - 2;
     const std::vector<int64_t> ones(dims, 1), zeros(dims, 0);
-    return at::convolution(input, kernel, std::nullopt, ones, zeros, ones, transposed, zeros,
+    return at::convolution(input, kernel, std::nullopt, ones, zeros, ones, false, zeros,
                            kernel.size(0));
   }
 
