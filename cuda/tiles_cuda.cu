@@ -72,6 +72,22 @@ __global__ void sum_covering_kernel(TileGeometry geo, TileCells cells,
   }
 }
 
+// tiles_halo_backward: element (page row, c) sums column c of the halo rows reading its point.
+template <typename scalar_t>
+__global__ void halo_adjoint_kernel(HaloAdjoint adjoint, const scalar_t* __restrict__ grad,
+                                    scalar_t* __restrict__ out, int64_t total, int64_t width) {
+  using acc_t = at::opmath_type<scalar_t>;
+  for (int64_t e = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; e < total;
+       e += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t c = e % width;
+    acc_t acc = acc_t(0);
+    adjoint.for_each_reader(e / width, [&](int64_t halo_row) {
+      acc += static_cast<acc_t>(grad[halo_row * width + c]);
+    });
+    out[e] = static_cast<scalar_t>(acc);
+  }
+}
+
 __global__ void lookup_kernel(TileGeometry geo, TileCells cells, const int64_t* points,
                               const int64_t* member, int64_t n, int64_t* tile, int64_t* local) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
@@ -152,6 +168,28 @@ at::Tensor tiles_halo_cuda(const at::Tensor& pages, const at::Tensor& origins,
   return out;
 }
 
+at::Tensor tiles_halo_backward_cuda(const at::Tensor& grad_halo, const at::Tensor& origins,
+                                    at::IntArrayRef radius, at::IntArrayRef full_min,
+                                    at::IntArrayRef full_max,
+                                    const std::optional<at::Tensor>& tile_first_idx,
+                                    std::optional<at::TensorList> index) {
+  check_defined("tiles_halo_backward", "grad_halo", grad_halo);
+  const c10::cuda::CUDAGuard guard(grad_halo.device());
+  const HaloAdjointPlan plan = plan_tiles_halo_backward(
+      "tiles_halo_backward", grad_halo, origins, radius, full_min, full_max, tile_first_idx, index);
+  at::Tensor out = at::empty(plan.tiles.out_sizes, grad_halo.options());
+  const int64_t total = plan.tiles.rows * plan.tiles.row_elems;
+  if (total == 0) return out;
+  AT_DISPATCH_FLOATING_AND_COMPLEX_TYPES_AND2(
+      at::kHalf, at::kBFloat16, grad_halo.scalar_type(), "tiles_halo_backward_cuda", [&] {
+        halo_adjoint_kernel<scalar_t><<<cuda_grid_for(total), kCudaThreads, 0, stream()>>>(
+            plan.adjoint(), plan.tiles.source.const_data_ptr<scalar_t>(),
+            out.mutable_data_ptr<scalar_t>(), total, plan.tiles.row_elems);
+        C10_CUDA_KERNEL_LAUNCH_CHECK();
+      });
+  return out;
+}
+
 std::tuple<at::Tensor, at::Tensor> tiles_lookup_cuda(
     const at::Tensor& origins, at::IntArrayRef tile_size, const at::Tensor& coords,
     at::IntArrayRef full_min, at::IntArrayRef full_max,
@@ -179,6 +217,7 @@ TORCH_LIBRARY_IMPL(torch_ragged, CUDA, m) {
   m.impl("tiles_to_dense", &tiles_to_dense_cuda);
   m.impl("dense_to_tiles", &dense_to_tiles_cuda);
   m.impl("tiles_halo", &tiles_halo_cuda);
+  m.impl("tiles_halo_backward", &tiles_halo_backward_cuda);
   m.impl("tiles_lookup", &tiles_lookup_cuda);
 }
 

@@ -41,6 +41,10 @@ TORCH_LIBRARY_FRAGMENT(torch_ragged, m) {
       "Scalar fill_value=0, Tensor? tile_first_idx=None, Tensor[]? index=None) -> Tensor",
       tags);
   m.def(
+      "tiles_halo_backward(Tensor grad_halo, Tensor origins, int[] radius, int[] full_min, "
+      "int[] full_max, Tensor? tile_first_idx=None, Tensor[]? index=None) -> Tensor",
+      tags);
+  m.def(
       "tiles_lookup(Tensor origins, int[] tile_size, Tensor coords, int[] full_min, "
       "int[] full_max, Tensor? tile_first_idx=None, Tensor[]? index=None) "
       "-> (Tensor tile, Tensor local)",
@@ -58,7 +62,8 @@ TORCH_LIBRARY_FRAGMENT(torch_ragged, m) {
 
 #ifndef TORCH_RAGGED_WITH_CUDA
 TORCH_LIBRARY_IMPL(torch_ragged, CUDA, m) {
-  register_missing_cuda(m, {"tiles_to_dense", "dense_to_tiles", "tiles_halo", "tiles_lookup"});
+  register_missing_cuda(
+      m, {"tiles_to_dense", "dense_to_tiles", "tiles_halo", "tiles_halo_backward", "tiles_lookup"});
 }
 #endif
 
@@ -101,6 +106,15 @@ Tensor tiles_halo(const Tensor& pages, const Tensor& origins, Ints radius, Ints 
       op_handle<Tensor(const Tensor&, const Tensor&, Ints, Ints, Ints, const at::Scalar&,
                        const OptionalTensor&, OptionalTensors)>("torch_ragged::tiles_halo");
   return op.call(pages, origins, radius, full_min, full_max, fill_value, tile_first_idx, index);
+}
+
+Tensor tiles_halo_backward(const Tensor& grad_halo, const Tensor& origins, Ints radius,
+                           Ints full_min, Ints full_max, const OptionalTensor& tile_first_idx,
+                           OptionalTensors index) {
+  static auto op =
+      op_handle<Tensor(const Tensor&, const Tensor&, Ints, Ints, Ints, const OptionalTensor&,
+                       OptionalTensors)>("torch_ragged::tiles_halo_backward");
+  return op.call(grad_halo, origins, radius, full_min, full_max, tile_first_idx, index);
 }
 
 std::tuple<Tensor, Tensor> tiles_lookup(const Tensor& origins, Ints tile_size, const Tensor& coords,

@@ -286,4 +286,59 @@ LookupPlan plan_tiles_lookup(std::string_view op, const at::Tensor& origins,
   return plan;
 }
 
+HaloAdjoint HaloAdjointPlan::adjoint() const {
+  return HaloAdjoint{
+      tiles.geo, tiles.cells.view(tiles.set), box_geo, box_cells.view(boxes),
+      tiles.set.member.defined() ? tiles.set.member.const_data_ptr<int64_t>() : nullptr};
+}
+
+HaloAdjointPlan plan_tiles_halo_backward(std::string_view op, const at::Tensor& grad_halo,
+                                         const at::Tensor& origins, at::IntArrayRef radius,
+                                         at::IntArrayRef full_min, at::IntArrayRef full_max,
+                                         const std::optional<at::Tensor>& tile_first_idx,
+                                         const std::optional<at::TensorList>& index) {
+  check_defined(op, "grad_halo", grad_halo);
+  check_defined(op, "origins", origins);
+  const int64_t dims = origins.dim() == 2 ? origins.size(1) : 0;
+  TORCH_CHECK_VALUE(grad_halo.dim() >= 1 + dims, "torch_ragged.", op,
+                    ": grad_halo must be (T, *box (", dims, " dims), *F), got shape ",
+                    grad_halo.sizes());
+  TORCH_CHECK_TYPE(
+      at::isFloatingType(grad_halo.scalar_type()) || at::isComplexType(grad_halo.scalar_type()),
+      "torch_ragged.", op, ": grad_halo must be a floating or complex tensor, got ",
+      grad_halo.scalar_type());
+  dim_list(op, "radius", radius, dims);
+  const std::vector<int64_t> box = grad_halo.sizes().slice(1, dims).vec();
+  std::vector<int64_t> tile(dims);
+  for (int64_t d = 0; d < dims; ++d) {
+    int64_t diameter = 0;
+    TORCH_CHECK_VALUE(radius[d] >= 0 && !c10::mul_overflows(radius[d], int64_t{2}, &diameter) &&
+                          box[d] > diameter,
+                      "torch_ragged.", op, ": radius must be >= 0 and grad_halo's box ",
+                      at::IntArrayRef(box), " larger than 2 * radius ", radius, " in every dim");
+    tile[d] = box[d] - diameter;
+  }
+  HaloAdjointPlan plan;
+  GatherPlan& tiles = plan.tiles;
+  tiles.geo = tile_geometry(op, tile, full_min, full_max);
+  tiles.set = tile_set(op, origins, dims, tile_first_idx, grad_halo.device());
+  TORCH_CHECK_VALUE(grad_halo.size(0) == tiles.set.count(), "torch_ragged.", op,
+                    ": grad_halo and origins disagree: ", grad_halo.size(0), " boxes, ",
+                    tiles.set.count(), " origins");
+  tiles.cells = cell_index(op, tiles.geo, tiles.set, index);
+  tiles.source = grad_halo.contiguous();
+  const at::IntArrayRef feature = grad_halo.sizes().slice(1 + dims);
+  tiles.out_sizes = concat(concat({tiles.set.count()}, tile), feature);
+  check_numel_fits(op, "the pages' gradient", tiles.out_sizes);
+  tiles.rows = tiles.set.count() * tiles.geo.tile_elems;
+  tiles.row_elems = c10::multiply_integers(feature);
+  plan.box_geo = tile_geometry(op, box, full_min, full_max);
+  const at::Tensor shift = at::tensor(radius.vec(), tiles.set.origins.options().device(at::kCPU))
+                               .to(tiles.set.origins.device());
+  plan.boxes =
+      TileSet{(tiles.set.origins - shift).contiguous(), tiles.set.member, tiles.set.members};
+  plan.box_cells = build_cell_index(plan.box_geo, plan.boxes);
+  return plan;
+}
+
 }  // namespace torch_ragged

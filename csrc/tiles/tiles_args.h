@@ -82,6 +82,21 @@ GatherPlan plan_tiles_halo(std::string_view op, const at::Tensor& pages, const a
                            const std::optional<at::Tensor>& tile_first_idx,
                            const std::optional<at::TensorList>& index, HaloFromOwner& halo);
 
+// tiles_halo_backward: the tiles' plan (output: page rows; source: grad_halo) and the boxes' own
+// geometry and cell lists (a box set has another tile size, so other cells).
+struct HaloAdjointPlan {
+  GatherPlan tiles;
+  TileGeometry box_geo;
+  TileSet boxes;
+  CellIndex box_cells;
+  HaloAdjoint adjoint() const;
+};
+HaloAdjointPlan plan_tiles_halo_backward(std::string_view op, const at::Tensor& grad_halo,
+                                         const at::Tensor& origins, at::IntArrayRef radius,
+                                         at::IntArrayRef full_min, at::IntArrayRef full_max,
+                                         const std::optional<at::Tensor>& tile_first_idx,
+                                         const std::optional<at::TensorList>& index);
+
 struct LookupPlan {
   TileGeometry geo;
   TileSet set;

@@ -47,17 +47,6 @@ SavedTiles saved_tiles(AutogradContext* ctx) {
   return s;
 }
 
-// origins + sign * shift per column, with scalar arithmetic only (at::tensor of host numbers cannot
-// be traced by torch.compile's fake tensors).
-at::Tensor shifted_columns(const at::Tensor& origins, const std::vector<int64_t>& shift,
-                           int64_t sign) {
-  std::vector<at::Tensor> columns;
-  for (size_t d = 0; d < shift.size(); ++d) {
-    columns.push_back(origins.select(1, static_cast<int64_t>(d)) + sign * shift[d]);
-  }
-  return at::stack(columns, 1);
-}
-
 // pages' tile dims, one per origin column. Concrete, but read one dim at a time: dim 0 (the tile
 // count) may be a data-dependent size under torch.compile, and size(d) / sizes() would guard on it.
 std::vector<int64_t> tile_sizes(const at::Tensor& pages, const at::Tensor& origins) {
@@ -143,21 +132,41 @@ class TilesHalo : public torch::autograd::Function<TilesHalo> {
     ctx->saved_data["radius"] = radius.vec();
     ctx->saved_data["full_min"] = full_min.vec();
     ctx->saved_data["full_max"] = full_max.vec();
-    ctx->saved_data["tile"] = tile_sizes(pages, origins);
     return out;
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     const SavedTiles s = saved_tiles(ctx);
-    const std::vector<int64_t> radius = ints(ctx, "radius"), full_min = ints(ctx, "full_min");
-    const at::Tensor box_origins = shifted_columns(s.origins.to(at::kLong), radius, -1);
-    // Every box reading a point adds its gradient there (the boxes' own cell lists: their size
-    // differs from the tiles'), then each point's sum goes to the point's owner.
-    const at::Tensor on_bound =
-        ops::tiles_to_dense(grads[0], box_origins, full_min, ints(ctx, "full_max"), 0, "sum",
-                            s.tile_first_idx, std::nullopt);
-    const at::Tensor grad_pages = ops::dense_to_tiles(
-        on_bound, s.origins, ints(ctx, "tile"), full_min, 0, true, s.tile_first_idx, s.index_arg());
+    const at::Tensor grad_pages =
+        ops::tiles_halo_backward(grads[0], s.origins, ints(ctx, "radius"), ints(ctx, "full_min"),
+                                 ints(ctx, "full_max"), s.tile_first_idx, s.index_arg());
     return {grad_pages, {}, {}, {}, {}, {}, {}, {}};
+  }
+};
+
+// tiles_halo_backward is linear in grad_halo with tiles_halo (fill 0) as its adjoint, so each is
+// the other's backward and higher derivatives come free.
+class TilesHaloBackward : public torch::autograd::Function<TilesHaloBackward> {
+ public:
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& grad_halo,
+                            const at::Tensor& origins, at::IntArrayRef radius,
+                            at::IntArrayRef full_min, at::IntArrayRef full_max,
+                            const std::optional<at::Tensor>& tile_first_idx,
+                            std::optional<at::TensorList> index) {
+    at::AutoDispatchBelowADInplaceOrView guard;
+    at::Tensor out = ops::tiles_halo_backward(grad_halo, origins, radius, full_min, full_max,
+                                              tile_first_idx, index);
+    save_tile_set(ctx, origins, tile_first_idx, index);
+    ctx->saved_data["radius"] = radius.vec();
+    ctx->saved_data["full_min"] = full_min.vec();
+    ctx->saved_data["full_max"] = full_max.vec();
+    return out;
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const SavedTiles s = saved_tiles(ctx);
+    const at::Tensor grad_halo =
+        ops::tiles_halo(grads[0], s.origins, ints(ctx, "radius"), ints(ctx, "full_min"),
+                        ints(ctx, "full_max"), 0, s.tile_first_idx, s.index_arg());
+    return {grad_halo, {}, {}, {}, {}, {}, {}};
   }
 };
 
@@ -194,12 +203,24 @@ at::Tensor tiles_halo_autograd(const at::Tensor& pages, const at::Tensor& origin
                           index);
 }
 
+at::Tensor tiles_halo_backward_autograd(const at::Tensor& grad_halo, const at::Tensor& origins,
+                                        at::IntArrayRef radius, at::IntArrayRef full_min,
+                                        at::IntArrayRef full_max,
+                                        const std::optional<at::Tensor>& tile_first_idx,
+                                        std::optional<at::TensorList> index) {
+  check_defined("tiles_halo_backward", "grad_halo", grad_halo);
+  check_index_tensor("tiles_halo_backward", "origins", origins, 2);
+  return TilesHaloBackward::apply(grad_halo, origins, radius, full_min, full_max, tile_first_idx,
+                                  index);
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(torch_ragged, Autograd, m) {
   m.impl("tiles_to_dense", &tiles_to_dense_autograd);
   m.impl("dense_to_tiles", &dense_to_tiles_autograd);
   m.impl("tiles_halo", &tiles_halo_autograd);
+  m.impl("tiles_halo_backward", &tiles_halo_backward_autograd);
 }
 
 }  // namespace torch_ragged

@@ -9,6 +9,7 @@
 #include <torch/library.h>
 
 #include <cstring>
+#include <type_traits>
 
 #include "common/checks.h"
 #include "common/fill.h"
@@ -18,24 +19,39 @@
 namespace torch_ragged {
 namespace {
 
-// The owner of points met in sequence: consecutive points mostly share a cell, whose tile list is
-// found (binary search) once.
+// The owner (or every cover) of points met in sequence: consecutive points mostly share a cell,
+// whose tile list is found (binary search) once.
 struct OwnerCache {
   const TileGeometry& geo;
   const TileCells& cells;
   int64_t key = -1, list = -1;
 
   int64_t owner(int64_t b, const int64_t* g) {
+    int64_t found = -1;
+    for_each_cover(b, g, [&](int64_t t) {
+      found = t;
+      return false;
+    });
+    return found;
+  }
+  // Calls visit(t) for each tile of member b covering g (inside the bound), in ascending t, while
+  // visit returns true (or returns nothing).
+  template <typename Visit>
+  void for_each_cover(int64_t b, const int64_t* g, Visit&& visit) {
     const int64_t k = b * geo.num_cells + geo.cell_of(g);
     if (k != key) {
       key = k;
       list = cells.find(k);
     }
-    if (list < 0) return -1;
+    if (list < 0) return;
     for (int64_t j = cells.first[list]; j < cells.first[list + 1]; ++j) {
-      if (cells.covers(cells.tiles[j], g, geo)) return cells.tiles[j];
+      if (!cells.covers(cells.tiles[j], g, geo)) continue;
+      if constexpr (std::is_same_v<decltype(visit(cells.tiles[j])), bool>) {
+        if (!visit(cells.tiles[j])) return;
+      } else {
+        visit(cells.tiles[j]);
+      }
     }
-    return -1;
   }
 };
 
@@ -245,6 +261,64 @@ void halo_from_owners(const GatherPlan& plan, const HaloFromOwner& halo, at::Ten
                    });
 }
 
+// tiles_halo_backward, one tile row at a time: a point the tile owns sums the halo rows of the
+// boxes reading it (ascending box order, op-math accumulation); other points are 0. Both cell lists
+// are cached per run of points (HaloAdjoint is the per-point form the CUDA kernel uses).
+void halo_adjoint_rows(const HaloAdjointPlan& plan, at::Tensor& out) {
+  const GatherPlan& tiles = plan.tiles;
+  if (tiles.rows == 0 || tiles.row_elems == 0) return;
+  const TileGeometry& geo = tiles.geo;
+  const TileCells cells = tiles.cells.view(tiles.set);
+  const TileCells box_cells = plan.box_cells.view(plan.boxes);
+  const int64_t* member =
+      tiles.set.member.defined() ? tiles.set.member.const_data_ptr<int64_t>() : nullptr;
+  const int64_t width = tiles.row_elems, last = geo.dims - 1;
+  const int64_t zero[kMaxTileDims] = {0, 0, 0};
+  const int64_t per_tile = std::max<int64_t>(1, geo.tile_elems * width);
+  AT_DISPATCH_FLOATING_AND_COMPLEX_TYPES_AND2(
+      at::kHalf, at::kBFloat16, out.scalar_type(), "tiles_halo_backward", [&] {
+        using acc_t = at::opmath_type<scalar_t>;
+        const scalar_t* grad = tiles.source.const_data_ptr<scalar_t>();
+        scalar_t* o = out.mutable_data_ptr<scalar_t>();
+        at::parallel_for(
+            0, tiles.set.count(), std::max<int64_t>(1, kGrainElems / per_tile),
+            [&](int64_t begin, int64_t end) {
+              OwnerCache owners{geo, cells};
+              OwnerCache readers{plan.box_geo, box_cells};  // its cached list: the boxes at g
+              std::vector<acc_t> acc(width);
+              for (int64_t t = begin; t < end; ++t) {
+                const int64_t b = member != nullptr ? member[t] : 0;
+                for_each_box_row(geo.dims, zero, geo.tile, [&](int64_t* p) {
+                  const int64_t at =
+                      t * geo.tile_elems + TileGeometry::box_offset(p, geo.tile, geo.dims);
+                  int64_t g[kMaxTileDims];
+                  for (int d = 0; d < geo.dims; ++d) g[d] = cells.origins[t * geo.dims + d] + p[d];
+                  for (int64_t x = 0; x < geo.tile[last]; ++x, ++g[last]) {
+                    scalar_t* row = o + (at + x) * width;
+                    if (!geo.in_bound(g) || owners.owner(b, g) != t) {
+                      std::fill_n(row, width, scalar_t(0));
+                      continue;
+                    }
+                    std::fill(acc.begin(), acc.end(), acc_t(0));
+                    readers.for_each_cover(b, g, [&](int64_t box) {
+                      int64_t q[kMaxTileDims];
+                      for (int d = 0; d < geo.dims; ++d) {
+                        q[d] = g[d] - box_cells.origins[box * geo.dims + d];
+                      }
+                      const scalar_t* halo =
+                          grad + (box * plan.box_geo.tile_elems +
+                                  TileGeometry::box_offset(q, plan.box_geo.tile, geo.dims)) *
+                                     width;
+                      for (int64_t c = 0; c < width; ++c) acc[c] += static_cast<acc_t>(halo[c]);
+                    });
+                    for (int64_t c = 0; c < width; ++c) row[c] = static_cast<scalar_t>(acc[c]);
+                  }
+                });
+              }
+            });
+      });
+}
+
 // tiles_to_dense(reduce="sum"): each point adds its covering tiles' rows in tile order (op-math
 // accumulation), or holds the fill value where none covers it; lines and cells as for "first".
 void sum_covering_rows(const GatherPlan& plan, at::Tensor& out) {
@@ -333,6 +407,18 @@ at::Tensor tiles_halo_cpu(const at::Tensor& pages, const at::Tensor& origins,
   return out;
 }
 
+at::Tensor tiles_halo_backward_cpu(const at::Tensor& grad_halo, const at::Tensor& origins,
+                                   at::IntArrayRef radius, at::IntArrayRef full_min,
+                                   at::IntArrayRef full_max,
+                                   const std::optional<at::Tensor>& tile_first_idx,
+                                   std::optional<at::TensorList> index) {
+  const HaloAdjointPlan plan = plan_tiles_halo_backward(
+      "tiles_halo_backward", grad_halo, origins, radius, full_min, full_max, tile_first_idx, index);
+  at::Tensor out = at::empty(plan.tiles.out_sizes, grad_halo.options());
+  halo_adjoint_rows(plan, out);
+  return out;
+}
+
 std::tuple<at::Tensor, at::Tensor> tiles_lookup_cpu(
     const at::Tensor& origins, at::IntArrayRef tile_size, const at::Tensor& coords,
     at::IntArrayRef full_min, at::IntArrayRef full_max,
@@ -362,6 +448,7 @@ TORCH_LIBRARY_IMPL(torch_ragged, CPU, m) {
   m.impl("tiles_to_dense", &tiles_to_dense_cpu);
   m.impl("dense_to_tiles", &dense_to_tiles_cpu);
   m.impl("tiles_halo", &tiles_halo_cpu);
+  m.impl("tiles_halo_backward", &tiles_halo_backward_cpu);
   m.impl("tiles_lookup", &tiles_lookup_cpu);
 }
 

@@ -181,6 +181,35 @@ struct HaloFromOwner {
   }
 };
 
+// tiles_halo_backward (the adjoint of tiles_halo): page row (tile t, point p) of the point
+// g = origin + p. Where t owns g (inside the bound), calls add(halo row) for every box that reads g
+// (boxes: tile + 2 radius at origin - radius, with their own cell lists), in ascending box order,
+// and returns true; otherwise the row's gradient is 0 and it returns false.
+struct HaloAdjoint {
+  TileGeometry geo;      // the tiles'
+  TileCells cells;       // the tiles'
+  TileGeometry box_geo;  // the boxes' (same bound)
+  TileCells box_cells;   // the boxes' (origins: the boxes')
+  const int64_t* member;
+  template <typename Add>
+  C10_HOST_DEVICE bool for_each_reader(int64_t row, Add&& add) const {
+    const int64_t t = row / geo.tile_elems;
+    int64_t g[kMaxTileDims];
+    TileGeometry::box_point(row % geo.tile_elems, geo.tile, geo.dims, g);
+    for (int d = 0; d < geo.dims; ++d) g[d] += cells.origins[t * geo.dims + d];
+    if (!geo.in_bound(g)) return false;
+    const int64_t b = member != nullptr ? member[t] : 0;
+    if (cells.owner(b, g, geo) != t) return false;
+    box_cells.for_each_cover(b, g, box_geo, [&](int64_t box) {
+      int64_t q[kMaxTileDims];
+      for (int d = 0; d < geo.dims; ++d) q[d] = g[d] - box_cells.origins[box * geo.dims + d];
+      add(box * box_geo.tile_elems + TileGeometry::box_offset(q, box_geo.tile, geo.dims));
+      return true;
+    });
+    return true;
+  }
+};
+
 // tiles_lookup: coordinate i (member b) -> its owner (-1 if none or outside the bound) and the
 // position inside it.
 C10_HOST_DEVICE inline int64_t lookup_point(const TileGeometry& geo, const TileCells& cells,

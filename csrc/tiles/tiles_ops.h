@@ -30,6 +30,12 @@ at::Tensor tiles_halo(const at::Tensor& pages, const at::Tensor& origins, at::In
                       at::IntArrayRef full_min, at::IntArrayRef full_max,
                       const at::Scalar& fill_value, const OptionalTensor& tile_first_idx,
                       OptionalTensors index);
+// The adjoint of tiles_halo (fill 0): each page point a tile owns sums the halo entries that read
+// it; points the tile does not own (or outside the bound) get 0.
+at::Tensor tiles_halo_backward(const at::Tensor& grad_halo, const at::Tensor& origins,
+                               at::IntArrayRef radius, at::IntArrayRef full_min,
+                               at::IntArrayRef full_max, const OptionalTensor& tile_first_idx,
+                               OptionalTensors index);
 std::tuple<at::Tensor, at::Tensor> tiles_lookup(const at::Tensor& origins,
                                                 at::IntArrayRef tile_size, const at::Tensor& coords,
                                                 at::IntArrayRef full_min, at::IntArrayRef full_max,

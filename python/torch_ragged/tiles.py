@@ -138,6 +138,13 @@ def _tiles_halo_fake(pages, origins, radius, full_min, full_max, fill_value=0, t
     return pages.new_empty((pages.shape[0], *box, *pages.shape[1 + dims:]))
 
 
+@register_fake("torch_ragged::tiles_halo_backward")
+def _tiles_halo_backward_fake(grad_halo, origins, radius, full_min, full_max, tile_first_idx=None, index=None):
+    dims = origins.shape[1]
+    tile = [grad_halo.shape[1 + d] - 2 * radius[d] for d in range(dims)]
+    return grad_halo.new_empty((grad_halo.shape[0], *tile, *grad_halo.shape[1 + dims:]))
+
+
 @register_fake("torch_ragged::tiles_lookup")
 def _tiles_lookup_fake(origins, tile_size, coords, full_min, full_max, tile_first_idx=None, index=None):
     n = coords.shape[0]

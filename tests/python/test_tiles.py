@@ -259,6 +259,59 @@ def test_a_passed_index_gives_the_same_results():
 
 # ---- autograd ----
 
+def ref_halo_backward(grad_halo, origins, radius, lo, hi):
+    """Loop form of the adjoint of tiles_halo: a point its tile owns (ref_to_dense's first-wins owner map) gets the sum
+    of the halo entries that read it, in box order; every other page point gets 0."""
+    grad_halo, origins = np.asarray(grad_halo), np.asarray(origins)
+    dims = len(lo)
+    box = grad_halo.shape[1:1 + dims]
+    tile = [b - 2 * r for b, r in zip(box, radius, strict=True)]
+    owners_of = ref_to_dense(np.zeros((len(origins), *tile)), origins, lo, hi, 0.0)[1]
+    out = np.zeros((len(origins), *tile, *grad_halo.shape[1 + dims:]), dtype=grad_halo.dtype)
+    for t in range(len(origins)):
+        for p in np.ndindex(*tile):
+            g = [origins[t][d] + p[d] for d in range(dims)]
+            if not all(lo[d] <= g[d] < hi[d] for d in range(dims)):
+                continue
+            if owners_of[tuple(g[d] - lo[d] for d in range(dims))] != t:
+                continue
+            for reader in range(len(origins)):
+                q = [g[d] - origins[reader][d] + radius[d] for d in range(dims)]
+                if all(0 <= q[d] < box[d] for d in range(dims)):
+                    out[t][p] += grad_halo[reader][tuple(q)]
+    return out
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("case", ["2d_seed", "2d_aligned_repeated", "2d_overlap_outside", "1d", "3d", "2d_empty"])
+def test_halo_backward_is_the_adjoint_of_the_halo(device, case):
+    """tiles_halo_backward against the loop reference, and <halo(P), G> == <P, halo_backward(G)> (fill 0)."""
+    tile, origins, lo, hi = CASES[case]
+    origins = torch.tensor(origins, dtype=torch.long)
+    radius = [1] + [2] * (len(lo) - 1)
+    generator = torch.Generator().manual_seed(3)
+    box = [s + 2 * r for s, r in zip(tile, radius, strict=True)]
+    grad_halo = torch.randn(len(origins), *box, 2, dtype=torch.float64, generator=generator).to(device)
+    actual = ops.tiles_halo_backward(grad_halo, origins.to(device), radius, lo, hi)
+    np.testing.assert_allclose(actual.cpu().numpy(), ref_halo_backward(grad_halo.cpu(), origins, radius, lo, hi),
+                               rtol=1e-12, atol=1e-12)
+    pages = torch.randn(len(origins), *tile, 2, dtype=torch.float64, generator=generator).to(device)
+    halo = ops.tiles_halo(pages, origins.to(device), radius, lo, hi)
+    torch.testing.assert_close((halo * grad_halo).sum(), (pages * actual).sum(), rtol=1e-12, atol=1e-12)
+
+
+def test_halo_backward_of_batches_stays_within_each_member():
+    lo, hi, radius = [0, 0], [4, 5], [1, 1]  # tiles of 2 x 2: boxes of 4 x 4
+    origins = torch.tensor([[0, 0], [1, 1], [0, 0], [1, 2]])
+    tile_first_idx = torch.tensor([0, 2, 4])
+    grad_halo = torch.randn(4, 4, 4, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(5))
+    actual = ops.tiles_halo_backward(grad_halo, origins, radius, lo, hi, tile_first_idx)
+    for start, stop in [(0, 2), (2, 4)]:
+        np.testing.assert_allclose(actual[start:stop].numpy(),
+                                   ref_halo_backward(grad_halo[start:stop], origins[start:stop], radius, lo, hi),
+                                   rtol=1e-12, atol=1e-12)
+
+
 def leaf(*shape):
     return torch.randn(*shape, dtype=torch.float64, generator=torch.Generator().manual_seed(sum(shape))
                        ).requires_grad_()
@@ -318,6 +371,7 @@ def tiles_samples():
         (ops.tiles_to_dense, (pages, origins, lo, hi, 0.0, "sum", None, index)),
         (ops.dense_to_tiles, (leaf(7, 9, 2), origins, tile, lo, 0.0, True, None, index)),
         (ops.tiles_halo, (pages, origins, [1, 2], lo, hi, 0.0, None, None)),
+        (ops.tiles_halo_backward, (leaf(len(origins), 5, 8, 2), origins, [1, 2], lo, hi, None, index)),
         (ops.tiles_correlate, (pages, origins, leaf(3, 3, 2), lo, hi, 0.0, "tiles", None, index)),
         (ops.tiles_from_dense, (leaf(7, 9, 2), [4, 4], 0.0, None)),
     ]
