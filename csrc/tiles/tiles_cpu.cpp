@@ -181,6 +181,32 @@ void dense_from_owners(const GatherPlan& plan, at::Tensor& out) {
   });
 }
 
+// A tile wholly inside the bound: its rows are runs of the dense tensor at fixed strides, copied
+// with pointer steps (no per-row index arithmetic or bound checks). False for other tiles.
+bool copy_inner_tile(const TileGeometry& geo, const Rows& io, int64_t t, int64_t b,
+                     const int64_t* origin) {
+  for (int d = 0; d < geo.dims; ++d) {
+    if (origin[d] < geo.lo[d] || origin[d] + geo.tile[d] > geo.lo[d] + geo.extent[d]) return false;
+  }
+  const int64_t run_bytes = geo.tile[geo.dims - 1] * io.row_bytes;
+  // Dense strides (in points) of dims 0 .. dims-2; a 3-D tile walks planes, then lines.
+  int64_t stride[kMaxTileDims] = {1, 1, 1};
+  for (int d = geo.dims - 2; d >= 0; --d) stride[d] = stride[d + 1] * geo.extent[d + 1];
+  const char* src = io.src + (b * geo.bound_elems + geo.bound_offset(origin)) * io.row_bytes;
+  char* dst = io.dst + t * geo.tile_elems * io.row_bytes;
+  const int64_t planes = geo.dims == 3 ? geo.tile[0] : 1;
+  const int64_t lines = geo.dims >= 2 ? geo.tile[geo.dims - 2] : 1;
+  const int64_t line_stride = geo.dims >= 2 ? stride[geo.dims - 2] * io.row_bytes : 0;
+  const int64_t plane_stride = geo.dims == 3 ? stride[0] * io.row_bytes : 0;
+  for (int64_t z = 0; z < planes; ++z) {
+    const char* line = src + z * plane_stride;
+    for (int64_t y = 0; y < lines; ++y, line += line_stride, dst += run_bytes) {
+      std::memcpy(dst, line, run_bytes);
+    }
+  }
+  return true;
+}
+
 // dense_to_tiles, one tile row at a time: the part inside the bound is one contiguous run of the
 // dense tensor (copied whole unless owned_only asks for the owner of each point).
 void tiles_from_dense(const GatherPlan& plan, at::Tensor& out, bool owned_only) {
@@ -200,6 +226,7 @@ void tiles_from_dense(const GatherPlan& plan, at::Tensor& out, bool owned_only) 
         for (int64_t t = begin; t < end; ++t) {
           const int64_t b = member != nullptr ? member[t] : 0;
           const int64_t* origin = cells.origins + t * geo.dims;
+          if (!owned_only && copy_inner_tile(geo, io, t, b, origin)) continue;
           for_each_box_row(geo.dims, zero, geo.tile, [&](int64_t* p) {
             const int64_t at = t * geo.tile_elems + TileGeometry::box_offset(p, geo.tile, geo.dims);
             int64_t g[kMaxTileDims];
