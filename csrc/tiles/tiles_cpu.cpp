@@ -8,6 +8,7 @@
 #include <c10/util/SmallVector.h>
 #include <torch/library.h>
 
+#include <algorithm>
 #include <cstring>
 #include <type_traits>
 
@@ -26,6 +27,8 @@ struct OwnerCache {
   const TileCells& cells;
   int64_t key = -1, list = -1;
 
+  OwnerCache(const TileGeometry& geo_, const TileCells& cells_) : geo(geo_), cells(cells_) {}
+
   int64_t owner(int64_t b, const int64_t* g) {
     int64_t found = -1;
     for_each_cover(b, g, [&](int64_t t) {
@@ -38,12 +41,7 @@ struct OwnerCache {
   // visit returns true (or returns nothing).
   template <typename Visit>
   void for_each_cover(int64_t b, const int64_t* g, Visit&& visit) {
-    const int64_t k = b * geo.num_cells + geo.cell_of(g);
-    if (k != key) {
-      key = k;
-      list = cells.find(k);
-    }
-    if (list < 0) return;
+    if (list_of(b, g) < 0) return;
     for (int64_t j = cells.first[list]; j < cells.first[list + 1]; ++j) {
       if (!cells.covers(cells.tiles[j], g, geo)) continue;
       if constexpr (std::is_same_v<decltype(visit(cells.tiles[j])), bool>) {
@@ -53,6 +51,32 @@ struct OwnerCache {
       }
     }
   }
+  // The lowest tile listed in g's cell (it may not cover g), or -1.
+  int64_t first_listed(int64_t b, const int64_t* g) {
+    return list_of(b, g) < 0 ? -1 : cells.tiles[cells.first[list]];
+  }
+
+ private:
+  int64_t list_of(int64_t b, const int64_t* g) {
+    const int64_t k = b * geo.num_cells + geo.cell_of(g);
+    if (k == key) return list;
+    key = k;
+    // A few recent cells: a halo box row crosses up to 3 cells and the next row the same ones,
+    // so most lookups skip the binary search over all keys.
+    for (int i = 0; i < kRecent; ++i) {
+      if (recent_keys_[i] == k) return list = recent_lists_[i];
+    }
+    list = cells.find(k);
+    recent_keys_[next_] = k;
+    recent_lists_[next_] = list;
+    next_ = (next_ + 1) % kRecent;
+    return list;
+  }
+
+  static constexpr int kRecent = 8;
+  int64_t recent_keys_[kRecent] = {-1, -1, -1, -1, -1, -1, -1, -1};
+  int64_t recent_lists_[kRecent] = {};
+  int next_ = 0;
 };
 
 // Byte pointers and sizes of a gather; `row` is one point (F elements).
@@ -257,7 +281,27 @@ void tiles_from_dense(const GatherPlan& plan, at::Tensor& out, bool owned_only) 
       });
 }
 
-// tiles_halo, one box row at a time, each point from its owner (cached cell lists).
+// The points from g (inside the bound) along the last dim to the end of g's cell, the bound, or
+// `remaining`: where the lowest tile listed in that cell covers all of them, it owns them all (the
+// list is in ascending t, so no lower tile covers any of them). Returns that tile and sets `n` to
+// the count; -1 otherwise (n unchanged).
+int64_t whole_segment_owner(const TileGeometry& geo, const TileCells& cells, OwnerCache& cache,
+                            int64_t b, const int64_t* g, int64_t remaining, int64_t& n) {
+  const int last = geo.dims - 1;
+  const int64_t rel = g[last] - geo.lo[last];
+  const int64_t segment =
+      std::min({remaining, geo.tile[last] - rel % geo.tile[last], geo.extent[last] - rel});
+  const int64_t t = cache.first_listed(b, g);
+  if (t < 0 || !cells.covers(t, g, geo) ||
+      g[last] + segment > cells.origins[t * geo.dims + last] + geo.tile[last]) {
+    return -1;
+  }
+  n = segment;
+  return t;
+}
+
+// tiles_halo, one box row at a time, each point from its owner (cached cell lists; whole cell
+// segments at once where one tile owns them).
 void halo_from_owners(const GatherPlan& plan, const HaloFromOwner& halo, at::Tensor& out) {
   if (plan.rows == 0 || plan.row_elems == 0) return;
   const TileGeometry& geo = plan.geo;
@@ -266,26 +310,46 @@ void halo_from_owners(const GatherPlan& plan, const HaloFromOwner& halo, at::Ten
   const int last = geo.dims - 1;
   const int64_t zero[kMaxTileDims] = {0, 0, 0};
   const int64_t per_box = std::max<int64_t>(1, halo.box_elems * plan.row_elems);
-  at::parallel_for(0, plan.set.count(), std::max<int64_t>(1, kGrainElems / per_box),
-                   [&](int64_t begin, int64_t end) {
-                     OwnerCache cache{geo, cells};
-                     for (int64_t t = begin; t < end; ++t) {
-                       const int64_t b = halo.member != nullptr ? halo.member[t] : 0;
-                       for_each_box_row(geo.dims, zero, halo.box, [&](int64_t* q) {
-                         const int64_t at =
-                             t * halo.box_elems + TileGeometry::box_offset(q, halo.box, geo.dims);
-                         int64_t g[kMaxTileDims];
-                         for (int d = 0; d < geo.dims; ++d) {
-                           g[d] = cells.origins[t * geo.dims + d] - halo.radius[d] + q[d];
-                         }
-                         for (int64_t x = 0; x < halo.box[last]; ++x, ++g[last]) {
-                           const int64_t owner = geo.in_bound(g) ? cache.owner(b, g) : -1;
-                           owner < 0 ? io.fill_points(at + x, 1)
-                                     : io.copy_points(at + x, page_row(geo, cells, owner, g), 1);
-                         }
-                       });
-                     }
-                   });
+  at::parallel_for(
+      0, plan.set.count(), std::max<int64_t>(1, kGrainElems / per_box),
+      [&](int64_t begin, int64_t end) {
+        OwnerCache cache{geo, cells};
+        for (int64_t t = begin; t < end; ++t) {
+          const int64_t b = halo.member != nullptr ? halo.member[t] : 0;
+          for_each_box_row(geo.dims, zero, halo.box, [&](int64_t* q) {
+            const int64_t at = t * halo.box_elems + TileGeometry::box_offset(q, halo.box, geo.dims);
+            int64_t g[kMaxTileDims];
+            for (int d = 0; d < geo.dims; ++d) {
+              g[d] = cells.origins[t * geo.dims + d] - halo.radius[d] + q[d];
+            }
+            // Runs of consecutive points with one source (an owner's page row
+            // continuing, or the fill) move with one call.
+            int64_t run_start = 0, run_from = -1, run_owner = -2;
+            auto flush = [&](int64_t x) {
+              if (x == run_start) return;
+              run_owner < 0 ? io.fill_points(at + run_start, x - run_start)
+                            : io.copy_points(at + run_start, run_from, x - run_start);
+            };
+            for (int64_t x = 0, n = 1; x < halo.box[last]; x += n, g[last] += n) {
+              n = 1;
+              int64_t owner = -1;
+              if (geo.in_bound(g)) {
+                owner = whole_segment_owner(geo, cells, cache, b, g, halo.box[last] - x, n);
+                if (owner < 0) owner = cache.owner(b, g);
+              }
+              const int64_t from = owner < 0 ? -1 : page_row(geo, cells, owner, g);
+              const bool continues =
+                  owner == run_owner && (owner < 0 || from == run_from + (x - run_start));
+              if (continues) continue;
+              flush(x);
+              run_start = x;
+              run_from = from;
+              run_owner = owner;
+            }
+            flush(halo.box[last]);
+          });
+        }
+      });
 }
 
 // tiles_halo_backward, one tile row at a time: a point the tile owns sums the halo rows of the
