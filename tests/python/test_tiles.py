@@ -403,6 +403,23 @@ def test_opcheck_integer_ops_and_compile():
         assert torch.allclose(got, box(pages, origins, index))
 
 
+def test_compile_correlate_backward_matches_eager():
+    """The weight gradient's C++ autograd Function (segment_sum per tap) and tiles_halo_backward trace under
+    torch.compile with dynamic shapes."""
+    tile, origins, lo, hi = CASES["2d_overlap_outside"]
+    origins = torch.tensor(origins)
+    pages, weight = leaf(len(origins), *tile, 2), leaf(3, 3, 2)
+
+    def loss(p, w):
+        return (tiles.tiles_correlate(p, origins, w, lo, hi) ** 2).sum()
+
+    expected = torch.autograd.grad(loss(pages, weight), (pages, weight))
+    torch._dynamo.reset()
+    got = torch.autograd.grad(torch.compile(loss, fullgraph=True, dynamic=True)(pages, weight), (pages, weight))
+    for a, b in zip(got, expected, strict=True):
+        torch.testing.assert_close(a, b)
+
+
 def test_compile_data_dependent_tiles_and_batches():
     """tiles_from_dense's tile count is data-dependent (an unbacked size) and flows into the other ops."""
     dense = torch.zeros(9, 13)
