@@ -246,13 +246,11 @@ std::vector<int64_t> dense_layout_order(const at::Tensor& self) {
 
 namespace {
 
-template <typename T>
-std::vector<T> permuted(const std::vector<T>& values, const std::vector<int64_t>& order,
-                        int64_t per_axis) {
-  std::vector<T> out;
-  for (const int64_t k : order) {
-    out.insert(out.end(), values.begin() + k * per_axis, values.begin() + (k + 1) * per_axis);
-  }
+// pad_width's (before, after) pairs in `order`.
+std::vector<int64_t> permuted_widths(const std::vector<int64_t>& widths,
+                                     const std::vector<int64_t>& order) {
+  std::vector<int64_t> out;
+  for (const int64_t k : order) out.insert(out.end(), {widths[2 * k], widths[2 * k + 1]});
   return out;
 }
 
@@ -269,7 +267,7 @@ at::Tensor run_pad_index(const at::Tensor& self, c10::SymIntArrayRef pad_width,
   const std::vector<int64_t> order = dense_layout_order(self);
   const at::Tensor in = order.empty() ? self.contiguous() : self.permute(order);
   const std::vector<int64_t> widths =
-      order.empty() ? args.pad_width : permuted(args.pad_width, order, 2);
+      order.empty() ? args.pad_width : permuted_widths(args.pad_width, order);
   at::Tensor out = at::empty(padded_sizes(in.sizes(), widths), self.options());
   std::vector<int64_t> caller_order(order.size());
   for (size_t k = 0; k < order.size(); ++k) caller_order[order[k]] = static_cast<int64_t>(k);

@@ -215,6 +215,11 @@ class DepthwiseCorrelate : public torch::autograd::Function<DepthwiseCorrelate> 
     const int64_t dims = kernel.dim() - 2, channels = kernel.size(0);
     const at::IntArrayRef taps = kernel.sizes().slice(2);
     const int64_t num_taps = c10::multiply_integers(taps);
+    // Every tap sums the same rows (N * output points) as one segment.
+    c10::SymInt num_rows = grad.sym_size(0);
+    for (int64_t d = 0; d < dims; ++d) num_rows *= grad.sym_size(2 + d);
+    const at::Tensor first_idx =
+        at::arange(2, grad.options().dtype(at::kLong)).mul(c10::Scalar(num_rows));
     std::vector<at::Tensor> sums;
     sums.reserve(num_taps);
     for (int64_t k = 0; k < num_taps; ++k) {
@@ -223,9 +228,6 @@ class DepthwiseCorrelate : public torch::autograd::Function<DepthwiseCorrelate> 
         shifted = shifted.narrow_symint(2 + d, rest % taps[d], grad.sym_size(2 + d));
       }
       const at::Tensor rows = (grad * shifted).movedim(1, -1).reshape({-1, channels});
-      // One segment holding every row.
-      const at::Tensor first_idx =
-          at::arange(2, grad.options().dtype(at::kLong)).mul(c10::Scalar(rows.sym_size(0)));
       sums.push_back(ops::segment_sum(rows, first_idx));
     }
     return at::cat(sums).t().reshape(kernel.sizes());

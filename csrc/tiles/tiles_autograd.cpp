@@ -117,6 +117,17 @@ class DenseToTiles : public torch::autograd::Function<DenseToTiles> {
   }
 };
 
+// What tiles_halo and tiles_halo_backward (each the other's backward) keep for their backward.
+void save_halo_args(AutogradContext* ctx, const at::Tensor& origins, at::IntArrayRef radius,
+                    at::IntArrayRef full_min, at::IntArrayRef full_max,
+                    const std::optional<at::Tensor>& tile_first_idx,
+                    const std::optional<at::TensorList>& index) {
+  save_tile_set(ctx, origins, tile_first_idx, index);
+  ctx->saved_data["radius"] = radius.vec();
+  ctx->saved_data["full_min"] = full_min.vec();
+  ctx->saved_data["full_max"] = full_max.vec();
+}
+
 class TilesHalo : public torch::autograd::Function<TilesHalo> {
  public:
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& pages,
@@ -128,10 +139,7 @@ class TilesHalo : public torch::autograd::Function<TilesHalo> {
     at::AutoDispatchBelowADInplaceOrView guard;
     at::Tensor out = ops::tiles_halo(pages, origins, radius, full_min, full_max, fill_value,
                                      tile_first_idx, index);
-    save_tile_set(ctx, origins, tile_first_idx, index);
-    ctx->saved_data["radius"] = radius.vec();
-    ctx->saved_data["full_min"] = full_min.vec();
-    ctx->saved_data["full_max"] = full_max.vec();
+    save_halo_args(ctx, origins, radius, full_min, full_max, tile_first_idx, index);
     return out;
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
@@ -155,10 +163,7 @@ class TilesHaloBackward : public torch::autograd::Function<TilesHaloBackward> {
     at::AutoDispatchBelowADInplaceOrView guard;
     at::Tensor out = ops::tiles_halo_backward(grad_halo, origins, radius, full_min, full_max,
                                               tile_first_idx, index);
-    save_tile_set(ctx, origins, tile_first_idx, index);
-    ctx->saved_data["radius"] = radius.vec();
-    ctx->saved_data["full_min"] = full_min.vec();
-    ctx->saved_data["full_max"] = full_max.vec();
+    save_halo_args(ctx, origins, radius, full_min, full_max, tile_first_idx, index);
     return out;
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
