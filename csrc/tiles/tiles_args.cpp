@@ -2,6 +2,10 @@
 
 #include <c10/util/safe_numerics.h>
 
+#include <algorithm>
+#include <optional>
+#include <vector>
+
 #include "common/checks.h"
 #include "common/fill.h"
 #include "segment/segment_ops.h"
@@ -68,7 +72,82 @@ TileSet tile_set(std::string_view op, const at::Tensor& origins, int64_t dims,
   return set;
 }
 
+namespace {
+
+// floor(a / b) for b > 0, in 128 bits (origins far outside the bound must not wrap).
+__int128 floor_div(__int128 a, int64_t b) {
+  const __int128 q = a / b;
+  return q * b > a ? q - 1 : q;
+}
+
+// The CPU cell lists by a counting sort over a dense (member, cell) table: O(cells + T), where
+// the ATen route (keys per corner, stable sort, unique) costs ~40 small ops (0.8 ms for 4096
+// tiles; tiles_halo_backward builds one per call). Only where the table is small next to the
+// tiles; nullopt otherwise (huge sparse bounds, GPU tensors).
+std::optional<CellIndex> counted_cell_index(const TileGeometry& geo, const TileSet& set) {
+  const int64_t count = set.count(), dims = geo.dims;
+  int64_t entries = 0;
+  if (!set.origins.is_cpu() || c10::mul_overflows(set.members, geo.num_cells, &entries) ||
+      entries > 4 * (count << dims) + (int64_t{1} << 16)) {
+    return std::nullopt;
+  }
+  const int64_t* origins = set.origins.const_data_ptr<int64_t>();
+  const int64_t* member = set.member.defined() ? set.member.const_data_ptr<int64_t>() : nullptr;
+  // Calls visit(key) for each in-bound cell tile t overlaps (at most 2 per dim), row-major.
+  auto for_each_key = [&](int64_t t, auto&& visit) {
+    int64_t first[kMaxTileDims] = {0, 0, 0}, last[kMaxTileDims] = {0, 0, 0};
+    for (int64_t d = 0; d < dims; ++d) {
+      const __int128 rel = static_cast<__int128>(origins[t * dims + d]) - geo.lo[d];
+      const __int128 lo = floor_div(rel, geo.tile[d]);
+      const __int128 hi = floor_div(rel + geo.tile[d] - 1, geo.tile[d]);
+      if (hi < 0 || lo >= geo.cells[d]) return;  // wholly outside the bound
+      first[d] = static_cast<int64_t>(std::max<__int128>(lo, 0));
+      last[d] = static_cast<int64_t>(std::min<__int128>(hi, geo.cells[d] - 1));
+    }
+    const int64_t base = (member != nullptr ? member[t] : 0) * geo.num_cells;
+    for (int64_t a = first[0]; a <= last[0]; ++a) {
+      for (int64_t b = first[1]; b <= last[1]; ++b) {
+        for (int64_t c = first[2]; c <= last[2]; ++c) {
+          const int64_t cell = dims == 1   ? a
+                               : dims == 2 ? a * geo.cells[1] + b
+                                           : (a * geo.cells[1] + b) * geo.cells[2] + c;
+          visit(base + cell);
+        }
+      }
+    }
+  };
+  std::vector<int64_t> start(entries + 1, 0);  // per key: its list's start, after the prefix sum
+  int64_t listed = 0, nonempty = 0;
+  for (int64_t t = 0; t < count; ++t) {
+    for_each_key(t, [&](int64_t key) {
+      nonempty += start[key + 1]++ == 0;
+      ++listed;
+    });
+  }
+  const auto longs = set.origins.options();
+  at::Tensor keys = at::empty({nonempty}, longs), first = at::empty({nonempty + 1}, longs);
+  at::Tensor tiles = at::empty({listed}, longs);
+  int64_t *k = keys.mutable_data_ptr<int64_t>(), *f = first.mutable_data_ptr<int64_t>();
+  f[0] = 0;
+  for (int64_t key = 0; key < entries; ++key) {
+    if (start[key + 1] > 0) {
+      *k++ = key;
+      *(f + 1) = *f + start[key + 1];
+      ++f;
+    }
+    start[key + 1] += start[key];
+  }
+  int64_t* out = tiles.mutable_data_ptr<int64_t>();
+  for (int64_t t = 0; t < count; ++t) {  // ascending t: each list comes out in ascending order
+    for_each_key(t, [&](int64_t key) { out[start[key]++] = t; });
+  }
+  return CellIndex{keys, first, tiles};
+}
+
+}  // namespace
+
 CellIndex build_cell_index(const TileGeometry& geo, const TileSet& set) {
+  if (auto counted = counted_cell_index(geo, set)) return *std::move(counted);
   const at::Tensor& origins = set.origins;
   const int64_t count = set.count(), dims = geo.dims;
   const auto longs = origins.options();

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <type_traits>
 
 #include "common/checks.h"
@@ -20,14 +21,36 @@
 namespace torch_ragged {
 namespace {
 
+// Every (member, cell) -> the cell's position in the keys, or -1: a cell's tile list in one read
+// instead of a binary search (a halo looks up ~9 scattered cells per tile; the search was the
+// largest cost). Built only where it is small next to the output: at most `budget` entries;
+// undefined otherwise (huge sparse bounds keep the search).
+at::Tensor cell_table(const CellIndex& index, const TileGeometry& geo, int64_t members,
+                      int64_t budget) {
+  const int64_t entries = members * geo.num_cells;
+  if (entries > budget) return {};
+  at::Tensor table = at::full({entries}, -1, at::kLong);
+  int64_t* list = table.mutable_data_ptr<int64_t>();
+  const int64_t* keys = index.keys.const_data_ptr<int64_t>();
+  for (int64_t i = 0; i < index.keys.numel(); ++i) list[keys[i]] = i;  // index_put_ took ~1 ms
+  return table;
+}
+
+// The budget of cell_table for a kernel writing `points` output points.
+int64_t cell_table_budget(int64_t points) { return 4 * points + (int64_t{1} << 16); }
+
 // The owner (or every cover) of points met in sequence: consecutive points mostly share a cell,
-// whose tile list is found (binary search) once.
+// whose tile list is found (a table read, or a binary search) once.
 struct OwnerCache {
   const TileGeometry& geo;
   const TileCells& cells;
+  const int64_t* table;  // cell_table's, or nullptr
   int64_t key = -1, list = -1;
 
-  OwnerCache(const TileGeometry& geo_, const TileCells& cells_) : geo(geo_), cells(cells_) {}
+  OwnerCache(const TileGeometry& geo_, const TileCells& cells_, const at::Tensor& table_)
+      : geo(geo_),
+        cells(cells_),
+        table(table_.defined() ? table_.const_data_ptr<int64_t>() : nullptr) {}
 
   int64_t owner(int64_t b, const int64_t* g) {
     int64_t found = -1;
@@ -51,6 +74,12 @@ struct OwnerCache {
       }
     }
   }
+  // Calls visit(t) for each tile of member b listed in g's cell (it may not cover g), ascending.
+  template <typename Visit>
+  void for_each_listed(int64_t b, const int64_t* g, Visit&& visit) {
+    if (list_of(b, g) < 0) return;
+    for (int64_t j = cells.first[list]; j < cells.first[list + 1]; ++j) visit(cells.tiles[j]);
+  }
   // The lowest tile listed in g's cell (it may not cover g), or -1.
   int64_t first_listed(int64_t b, const int64_t* g) {
     return list_of(b, g) < 0 ? -1 : cells.tiles[cells.first[list]];
@@ -61,6 +90,7 @@ struct OwnerCache {
     const int64_t k = b * geo.num_cells + geo.cell_of(g);
     if (k == key) return list;
     key = k;
+    if (table != nullptr) return list = table[k];
     // A few recent cells: a halo box row crosses up to 3 cells and the next row the same ones,
     // so most lookups skip the binary search over all keys.
     for (int i = 0; i < kRecent; ++i) {
@@ -110,18 +140,26 @@ int64_t page_row(const TileGeometry& geo, const TileCells& cells, int64_t t, con
   return t * geo.tile_elems + TileGeometry::box_offset(p, geo.tile, geo.dims);
 }
 
-// Calls row(g) for the start of every row (run along the last dim) of a box of size n at `start`.
+// Calls row(g) for the start of every row (run along the last dim) of a box of size n at `start`,
+// in row-major order; row may change its g. The rows are counted like an odometer: this runs once
+// per row of every halo block, where unravelling a row number cost two 64-bit divisions.
 template <typename Row>
 void for_each_box_row(int dims, const int64_t* start, const int64_t* n, Row&& row) {
   const int last = dims - 1;
-  int64_t rows = 1;
-  for (int d = 0; d < last; ++d) rows *= n[d];
-  for (int64_t r = 0; r < rows; ++r) {
-    int64_t g[kMaxTileDims];
-    TileGeometry::box_point(r, n, last, g);
-    for (int d = 0; d < last; ++d) g[d] += start[d];
-    g[last] = start[last];
-    row(g);
+  for (int d = 0; d < last; ++d) {
+    if (n[d] <= 0) return;
+  }
+  int64_t g[kMaxTileDims] = {};
+  for (int d = 0; d < dims; ++d) g[d] = start[d];
+  while (true) {
+    int64_t h[kMaxTileDims] = {g[0], g[1], g[2]};
+    row(h);
+    int d = last - 1;
+    for (; d >= 0; --d) {
+      if (++g[d] < start[d] + n[d]) break;
+      g[d] = start[d];
+    }
+    if (d < 0) return;
   }
 }
 
@@ -136,8 +174,7 @@ struct DenseLines {
   at::Tensor table;  // (members * num_cells,) int64: the cell's position in the keys, or -1
 
   explicit DenseLines(const GatherPlan& p) : plan(p), cells(p.cells.view(p.set)) {
-    table = at::full({p.set.members * p.geo.num_cells}, -1, at::kLong);
-    table.index_put_({p.cells.keys}, at::arange(p.cells.keys.numel(), at::kLong));
+    table = cell_table(p.cells, p.geo, p.set.members, std::numeric_limits<int64_t>::max());
   }
 
   // Calls segment(at, g, n, list) for every cell segment of every line: `at` the output point of
@@ -243,10 +280,13 @@ void tiles_from_dense(const GatherPlan& plan, at::Tensor& out, bool owned_only) 
       plan.set.member.defined() ? plan.set.member.const_data_ptr<int64_t>() : nullptr;
   const int64_t per_tile = std::max<int64_t>(1, geo.tile_elems * plan.row_elems);
   const int64_t zero[kMaxTileDims] = {0, 0, 0};
+  const at::Tensor table =
+      owned_only ? cell_table(plan.cells, geo, plan.set.members, cell_table_budget(plan.rows))
+                 : at::Tensor();
   at::parallel_for(
       0, plan.set.count(), std::max<int64_t>(1, kGrainElems / per_tile),
       [&](int64_t begin, int64_t end) {
-        OwnerCache cache{geo, cells};
+        OwnerCache cache{geo, cells, table};
         for (int64_t t = begin; t < end; ++t) {
           const int64_t b = member != nullptr ? member[t] : 0;
           const int64_t* origin = cells.origins + t * geo.dims;
@@ -281,91 +321,160 @@ void tiles_from_dense(const GatherPlan& plan, at::Tensor& out, bool owned_only) 
       });
 }
 
-// The points from g (inside the bound) along the last dim to the end of g's cell, the bound, or
-// `remaining`: where the lowest tile listed in that cell covers all of them, it owns them all (the
-// list is in ascending t, so no lower tile covers any of them). Returns that tile and sets `n` to
-// the count; -1 otherwise (n unchanged).
-int64_t whole_segment_owner(const TileGeometry& geo, const TileCells& cells, OwnerCache& cache,
-                            int64_t b, const int64_t* g, int64_t remaining, int64_t& n) {
-  const int last = geo.dims - 1;
-  const int64_t rel = g[last] - geo.lo[last];
-  const int64_t segment =
-      std::min({remaining, geo.tile[last] - rel % geo.tile[last], geo.extent[last] - rel});
-  const int64_t t = cache.first_listed(b, g);
-  if (t < 0 || !cells.covers(t, g, geo) ||
-      g[last] + segment > cells.origins[t * geo.dims + last] + geo.tile[last]) {
-    return -1;
+// One dim of a block: the points [start, start + n), inside the bound or wholly outside it.
+struct Span {
+  int64_t start, n;
+  bool inside;
+};
+using Spans = c10::SmallVector<Span, 8>;
+
+// Splits [from, to) of dim d at the bound's ends and at the boundaries of the cells of size
+// `cell_a` and of size `cell_b` (both aligned at the bound's lo): an inside span lies in one cell
+// of each grid.
+Spans split_dim(const TileGeometry& geo, int d, int64_t from, int64_t to, int64_t cell_a,
+                int64_t cell_b) {
+  Spans spans;
+  const int64_t lo = geo.lo[d], hi = geo.lo[d] + geo.extent[d];
+  int64_t x = from;
+  if (x < std::min(to, lo)) {
+    spans.push_back({x, std::min(to, lo) - x, false});
+    x = std::min(to, lo);
   }
-  n = segment;
-  return t;
+  for (const int64_t stop = std::min(to, hi); x < stop;) {
+    const int64_t rel = x - lo;
+    const int64_t end = std::min({stop, x + cell_a - rel % cell_a, x + cell_b - rel % cell_b});
+    spans.push_back({x, end - x, true});
+    x = end;
+  }
+  if (x < to) spans.push_back({x, to - x, false});
+  return spans;
 }
 
-// tiles_halo, one box row at a time, each point from its owner (cached cell lists; whole cell
-// segments at once where one tile owns them).
+// Calls block(start, n, inside) for every block of the product of the dims' spans.
+template <typename Block>
+void for_each_block(int dims, const Spans* spans, Block&& block) {
+  int64_t count = 1;
+  for (int d = 0; d < dims; ++d) count *= static_cast<int64_t>(spans[d].size());
+  for (int64_t k = 0; k < count; ++k) {
+    int64_t start[kMaxTileDims], n[kMaxTileDims];
+    bool inside = true;
+    int64_t rest = k;
+    for (int d = dims - 1; d >= 0; --d) {
+      const Span& s = spans[d][rest % static_cast<int64_t>(spans[d].size())];
+      rest /= static_cast<int64_t>(spans[d].size());
+      start[d] = s.start;
+      n[d] = s.n;
+      inside = inside && s.inside;
+    }
+    block(start, n, inside);
+  }
+}
+
+// Whether tile t covers the whole block [start, start + n).
+bool covers_block(const TileGeometry& geo, const TileCells& cells, int64_t t, const int64_t* start,
+                  const int64_t* n) {
+  for (int d = 0; d < geo.dims; ++d) {
+    const int64_t o = cells.origins[t * geo.dims + d];
+    if (start[d] < o || start[d] + n[d] > o + geo.tile[d]) return false;
+  }
+  return true;
+}
+
+// n points from g along the last dim, each from its owner's page row or the fill; runs of one
+// source (an owner's row continuing, or the fill) move with one call.
+void copy_points_by_owner(const TileGeometry& geo, const TileCells& cells, const Rows& io,
+                          OwnerCache& cache, int64_t b, int64_t* g, int64_t n, int64_t at) {
+  const int last = geo.dims - 1;
+  int64_t run_start = 0, run_from = -1, run_owner = -2;
+  auto flush = [&](int64_t x) {
+    if (x == run_start) return;
+    run_owner < 0 ? io.fill_points(at + run_start, x - run_start)
+                  : io.copy_points(at + run_start, run_from, x - run_start);
+  };
+  for (int64_t x = 0; x < n; ++x, ++g[last]) {
+    const int64_t owner = cache.owner(b, g);
+    const int64_t from = owner < 0 ? -1 : page_row(geo, cells, owner, g);
+    if (owner == run_owner && (owner < 0 || from == run_from + (x - run_start))) continue;
+    flush(x);
+    run_start = x;
+    run_from = from;
+    run_owner = owner;
+  }
+  flush(n);
+}
+
+// tiles_halo, one tile's box at a time, cut into blocks by the bound and the cell grid: a block
+// outside the bound or in an empty cell is filled; a block the cell's lowest listed tile covers
+// whole is copied row by row from that tile's page (no lower tile covers any of it, so it owns
+// all of it — the common case, one lookup per block); other blocks find each point's owner.
 void halo_from_owners(const GatherPlan& plan, const HaloFromOwner& halo, at::Tensor& out) {
   if (plan.rows == 0 || plan.row_elems == 0) return;
   const TileGeometry& geo = plan.geo;
   const TileCells& cells = halo.cells;
   const Rows io = rows_of(plan, out);
-  const int last = geo.dims - 1;
-  const int64_t zero[kMaxTileDims] = {0, 0, 0};
+  const int dims = geo.dims, last = dims - 1;
   const int64_t per_box = std::max<int64_t>(1, halo.box_elems * plan.row_elems);
+  const at::Tensor table =
+      cell_table(plan.cells, geo, plan.set.members, cell_table_budget(plan.rows));
   at::parallel_for(
       0, plan.set.count(), std::max<int64_t>(1, kGrainElems / per_box),
       [&](int64_t begin, int64_t end) {
-        OwnerCache cache{geo, cells};
+        OwnerCache cache{geo, cells, table};
         for (int64_t t = begin; t < end; ++t) {
           const int64_t b = halo.member != nullptr ? halo.member[t] : 0;
-          for_each_box_row(geo.dims, zero, halo.box, [&](int64_t* q) {
-            const int64_t at = t * halo.box_elems + TileGeometry::box_offset(q, halo.box, geo.dims);
-            int64_t g[kMaxTileDims];
-            for (int d = 0; d < geo.dims; ++d) {
-              g[d] = cells.origins[t * geo.dims + d] - halo.radius[d] + q[d];
+          int64_t box_start[kMaxTileDims];
+          Spans spans[kMaxTileDims];
+          for (int d = 0; d < dims; ++d) {
+            box_start[d] = cells.origins[t * dims + d] - halo.radius[d];
+            spans[d] = split_dim(geo, d, box_start[d], box_start[d] + halo.box[d], geo.tile[d],
+                                 geo.tile[d]);
+          }
+          auto out_point = [&](const int64_t* g) {
+            int64_t q[kMaxTileDims];
+            for (int d = 0; d < dims; ++d) q[d] = g[d] - box_start[d];
+            return t * halo.box_elems + TileGeometry::box_offset(q, halo.box, dims);
+          };
+          for_each_block(dims, spans, [&](const int64_t* start, const int64_t* n, bool inside) {
+            const int64_t first = inside ? cache.first_listed(b, start) : -1;
+            if (first < 0) {
+              return for_each_box_row(dims, start, n,
+                                      [&](int64_t* g) { io.fill_points(out_point(g), n[last]); });
             }
-            // Runs of consecutive points with one source (an owner's page row
-            // continuing, or the fill) move with one call.
-            int64_t run_start = 0, run_from = -1, run_owner = -2;
-            auto flush = [&](int64_t x) {
-              if (x == run_start) return;
-              run_owner < 0 ? io.fill_points(at + run_start, x - run_start)
-                            : io.copy_points(at + run_start, run_from, x - run_start);
-            };
-            for (int64_t x = 0, n = 1; x < halo.box[last]; x += n, g[last] += n) {
-              n = 1;
-              int64_t owner = -1;
-              if (geo.in_bound(g)) {
-                owner = whole_segment_owner(geo, cells, cache, b, g, halo.box[last] - x, n);
-                if (owner < 0) owner = cache.owner(b, g);
-              }
-              const int64_t from = owner < 0 ? -1 : page_row(geo, cells, owner, g);
-              const bool continues =
-                  owner == run_owner && (owner < 0 || from == run_from + (x - run_start));
-              if (continues) continue;
-              flush(x);
-              run_start = x;
-              run_from = from;
-              run_owner = owner;
+            if (covers_block(geo, cells, first, start, n)) {
+              return for_each_box_row(dims, start, n, [&](int64_t* g) {
+                io.copy_points(out_point(g), page_row(geo, cells, first, g), n[last]);
+              });
             }
-            flush(halo.box[last]);
+            for_each_box_row(dims, start, n, [&](int64_t* g) {
+              copy_points_by_owner(geo, cells, io, cache, b, g, n[last], out_point(g));
+            });
           });
         }
       });
 }
 
-// tiles_halo_backward, one tile row at a time: a point the tile owns sums the halo rows of the
-// boxes reading it (ascending box order, op-math accumulation); other points are 0. Both cell lists
-// are cached per run of points (HaloAdjoint is the per-point form the CUDA kernel uses).
+// tiles_halo_backward: page point g of tile t sums, where t owns g, the halo rows of the boxes
+// reading g in ascending box order (op-math accumulation), else 0. One tile at a time, its points
+// cut into blocks by the bound, the tiles' cells and the boxes' cells: each box listed in the
+// block's box cell adds its overlap with the block row by row (every point still sums its readers
+// in ascending box order, so the result matches the per-point HaloAdjoint of the CUDA kernel);
+// a block in a cell whose lowest listed tile is not t is then checked point by point for points a
+// lower tile owns, which are set back to 0.
 void halo_adjoint_rows(const HaloAdjointPlan& plan, at::Tensor& out) {
   const GatherPlan& tiles = plan.tiles;
   if (tiles.rows == 0 || tiles.row_elems == 0) return;
   const TileGeometry& geo = tiles.geo;
+  const TileGeometry& box_geo = plan.box_geo;
   const TileCells cells = tiles.cells.view(tiles.set);
   const TileCells box_cells = plan.box_cells.view(plan.boxes);
   const int64_t* member =
       tiles.set.member.defined() ? tiles.set.member.const_data_ptr<int64_t>() : nullptr;
-  const int64_t width = tiles.row_elems, last = geo.dims - 1;
-  const int64_t zero[kMaxTileDims] = {0, 0, 0};
+  const int64_t width = tiles.row_elems;
+  const int dims = geo.dims, last = dims - 1;
   const int64_t per_tile = std::max<int64_t>(1, geo.tile_elems * width);
+  const int64_t budget = cell_table_budget(tiles.rows);
+  const at::Tensor table = cell_table(tiles.cells, geo, tiles.set.members, budget);
+  const at::Tensor box_table = cell_table(plan.box_cells, box_geo, plan.boxes.members, budget);
   AT_DISPATCH_FLOATING_AND_COMPLEX_TYPES_AND2(
       at::kHalf, at::kBFloat16, out.scalar_type(), "tiles_halo_backward", [&] {
         using acc_t = at::opmath_type<scalar_t>;
@@ -374,37 +483,53 @@ void halo_adjoint_rows(const HaloAdjointPlan& plan, at::Tensor& out) {
         at::parallel_for(
             0, tiles.set.count(), std::max<int64_t>(1, kGrainElems / per_tile),
             [&](int64_t begin, int64_t end) {
-              OwnerCache owners{geo, cells};
-              OwnerCache readers{plan.box_geo, box_cells};  // its cached list: the boxes at g
-              std::vector<acc_t> acc(width);
+              OwnerCache owners{geo, cells, table};
+              OwnerCache readers{box_geo, box_cells,
+                                 box_table};  // its cell lists: the boxes at a point
+              std::vector<acc_t> acc(per_tile);
               for (int64_t t = begin; t < end; ++t) {
                 const int64_t b = member != nullptr ? member[t] : 0;
-                for_each_box_row(geo.dims, zero, geo.tile, [&](int64_t* p) {
-                  const int64_t at =
-                      t * geo.tile_elems + TileGeometry::box_offset(p, geo.tile, geo.dims);
-                  int64_t g[kMaxTileDims];
-                  for (int d = 0; d < geo.dims; ++d) g[d] = cells.origins[t * geo.dims + d] + p[d];
-                  for (int64_t x = 0; x < geo.tile[last]; ++x, ++g[last]) {
-                    scalar_t* row = o + (at + x) * width;
-                    if (!geo.in_bound(g) || owners.owner(b, g) != t) {
-                      std::fill_n(row, width, scalar_t(0));
-                      continue;
-                    }
-                    std::fill(acc.begin(), acc.end(), acc_t(0));
-                    readers.for_each_cover(b, g, [&](int64_t box) {
-                      int64_t q[kMaxTileDims];
-                      for (int d = 0; d < geo.dims; ++d) {
-                        q[d] = g[d] - box_cells.origins[box * geo.dims + d];
-                      }
-                      const scalar_t* halo =
-                          grad + (box * plan.box_geo.tile_elems +
-                                  TileGeometry::box_offset(q, plan.box_geo.tile, geo.dims)) *
-                                     width;
-                      for (int64_t c = 0; c < width; ++c) acc[c] += static_cast<acc_t>(halo[c]);
+                const int64_t* origin = cells.origins + t * dims;
+                std::fill(acc.begin(), acc.end(), acc_t(0));
+                Spans spans[kMaxTileDims];
+                for (int d = 0; d < dims; ++d) {
+                  spans[d] = split_dim(geo, d, origin[d], origin[d] + geo.tile[d], geo.tile[d],
+                                       box_geo.tile[d]);
+                }
+                auto acc_row = [&](const int64_t* g) {
+                  int64_t p[kMaxTileDims];
+                  for (int d = 0; d < dims; ++d) p[d] = g[d] - origin[d];
+                  return acc.data() + TileGeometry::box_offset(p, geo.tile, dims) * width;
+                };
+                for_each_block(
+                    dims, spans, [&](const int64_t* start, const int64_t* n, bool inside) {
+                      if (!inside) return;  // outside the bound: 0
+                      readers.for_each_listed(b, start, [&](int64_t box) {
+                        const int64_t* box_origin = box_cells.origins + box * dims;
+                        int64_t from[kMaxTileDims], count[kMaxTileDims];
+                        for (int d = 0; d < dims; ++d) {
+                          from[d] = std::max(start[d], box_origin[d]);
+                          count[d] =
+                              std::min(start[d] + n[d], box_origin[d] + box_geo.tile[d]) - from[d];
+                          if (count[d] <= 0) return;
+                        }
+                        for_each_box_row(dims, from, count, [&](int64_t* g) {
+                          acc_t* a = acc_row(g);
+                          const scalar_t* h = grad + page_row(box_geo, box_cells, box, g) * width;
+                          for (int64_t k = 0; k < count[last] * width; ++k) {
+                            a[k] += static_cast<acc_t>(h[k]);
+                          }
+                        });
+                      });
+                      if (owners.first_listed(b, start) == t) return;  // t owns the whole block
+                      for_each_box_row(dims, start, n, [&](int64_t* g) {
+                        for (int64_t x = 0; x < n[last]; ++x, ++g[last]) {
+                          if (owners.owner(b, g) != t) std::fill_n(acc_row(g), width, acc_t(0));
+                        }
+                      });
                     });
-                    for (int64_t c = 0; c < width; ++c) row[c] = static_cast<scalar_t>(acc[c]);
-                  }
-                });
+                scalar_t* page = o + t * per_tile;
+                for (int64_t k = 0; k < per_tile; ++k) page[k] = static_cast<scalar_t>(acc[k]);
               }
             });
       });

@@ -245,6 +245,40 @@ def test_from_dense_round_trips(fill):
     assert empty_pages.shape == (0, 2, 2) and empty_origins.shape == (0, 2)
 
 
+def ref_cell_lists(origins, tile, lo, hi, members):
+    """{member * cells + cell: [tiles overlapping it, ascending]} by a scan of every tile's cells."""
+    cells = [-(-(b - a) // s) for a, b, s in zip(lo, hi, tile, strict=True)]
+    lists = {}
+    for t, (origin, b) in enumerate(zip(origins, members, strict=True)):
+        spans = []
+        for o, a, s, c in zip(origin, lo, tile, cells, strict=True):
+            first, last = max((o - a) // s, 0), min((o - a + s - 1) // s, c - 1)
+            spans.append(range(first, last + 1))
+        for cell in itertools.product(*spans):
+            key = b
+            for x, c in zip(cell, cells, strict=True):
+                key = key * c + x
+            lists.setdefault(key, []).append(t)
+    return lists
+
+
+@pytest.mark.parametrize("bound", ["small", "huge sparse"])
+def test_cell_lists_match_a_scan_of_the_tiles(bound):
+    # A small bound takes the CPU's counting sort over a dense cell table, a huge sparse one the sort route (the
+    # table would not fit); both must give every cell's tiles in ascending order.
+    generator = torch.Generator().manual_seed(3)
+    tile, lo = [3, 4], [-5, 2]
+    hi = [20, 30] if bound == "small" else [2**30, 2**31]
+    origins = torch.randint(-9, 28, (60, 2), generator=generator)
+    origins[::7] += torch.tensor([2**29, 2**30]) if bound == "huge sparse" else 0
+    tile_first_idx = torch.tensor([0, 25, 25, 60])
+    members = torch.repeat_interleave(torch.arange(3), tile_first_idx.diff()).tolist()
+    keys, first, listed = tiles.tiles_index(origins, tile, lo, hi, tile_first_idx)
+    lists = {k: listed[first[i]:first[i + 1]].tolist() for i, k in enumerate(keys.tolist())}
+    assert lists == ref_cell_lists(origins.tolist(), tile, lo, hi, members)
+    assert keys.tolist() == sorted(lists)
+
+
 def test_a_passed_index_gives_the_same_results():
     tile, origins, lo, hi = CASES["2d_overlap_outside"]
     origins = torch.tensor(origins)
