@@ -213,11 +213,31 @@ std::tuple<at::Tensor, at::Tensor> tiles_lookup_cuda(
 
 }  // namespace
 
+// tiles_depthwise_correlate on the GPU: torch's depthwise convolution (cuDNN) on channels-first
+// views, back to channels last.
+at::Tensor tiles_depthwise_correlate_cuda(const at::Tensor& input, const at::Tensor& weight,
+                                          at::IntArrayRef padding) {
+  const CorrelatePlan plan =
+      plan_depthwise_correlate("tiles_depthwise_correlate", input, weight, padding);
+  if (c10::multiply_integers(plan.out_sizes) == 0)
+    return at::zeros(plan.out_sizes, input.options());
+  const int64_t channels = plan.channels;
+  std::vector<int64_t> kernel_shape{channels, 1};
+  kernel_shape.insert(kernel_shape.end(), plan.taps, plan.taps + plan.dims);
+  const at::Tensor kernel = plan.weight.reshape({-1, channels}).t().reshape(kernel_shape);
+  const std::vector<int64_t> ones(plan.dims, 1), zeros(plan.dims, 0);
+  return at::convolution(plan.input.movedim(-1, 1), kernel, std::nullopt, ones, padding, ones,
+                         false, zeros, channels)
+      .movedim(1, -1)
+      .contiguous();
+}
+
 TORCH_LIBRARY_IMPL(torch_ragged, CUDA, m) {
   m.impl("tiles_to_dense", &tiles_to_dense_cuda);
   m.impl("dense_to_tiles", &dense_to_tiles_cuda);
   m.impl("tiles_halo", &tiles_halo_cuda);
   m.impl("tiles_halo_backward", &tiles_halo_backward_cuda);
+  m.impl("tiles_depthwise_correlate", &tiles_depthwise_correlate_cuda);
   m.impl("tiles_lookup", &tiles_lookup_cuda);
 }
 

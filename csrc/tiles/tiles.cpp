@@ -54,6 +54,9 @@ TORCH_LIBRARY_FRAGMENT(torch_ragged, m) {
       "int[] full_max, Scalar fill_value=0, str out=\"tiles\", Tensor? tile_first_idx=None, "
       "Tensor[]? index=None) -> Tensor",
       tags);
+  // The depthwise correlation inside tiles_correlate, channels last: input (N, *S, C), weight
+  // (*K, C), zero padding p (0 <= p < K) -> (N, *(S + 2p - K + 1), C), every element one fixed sum.
+  m.def("tiles_depthwise_correlate(Tensor input, Tensor weight, int[] padding) -> Tensor", tags);
   m.def(
       "tiles_from_dense(Tensor dense, int[] tile_size, Scalar fill_value=0, "
       "int[]? full_min=None) -> (Tensor pages, Tensor origins)",
@@ -62,8 +65,8 @@ TORCH_LIBRARY_FRAGMENT(torch_ragged, m) {
 
 #ifndef TORCH_RAGGED_WITH_CUDA
 TORCH_LIBRARY_IMPL(torch_ragged, CUDA, m) {
-  register_missing_cuda(
-      m, {"tiles_to_dense", "dense_to_tiles", "tiles_halo", "tiles_halo_backward", "tiles_lookup"});
+  register_missing_cuda(m, {"tiles_to_dense", "dense_to_tiles", "tiles_halo", "tiles_halo_backward",
+                            "tiles_lookup", "tiles_depthwise_correlate"});
 }
 #endif
 
@@ -139,6 +142,12 @@ Tensor tiles_correlate(const Tensor& pages, const Tensor& origins, const Tensor&
                  index);
 }
 
+Tensor tiles_depthwise_correlate(const Tensor& input, const Tensor& weight, Ints padding) {
+  static auto op = op_handle<Tensor(const Tensor&, const Tensor&, Ints)>(
+      "torch_ragged::tiles_depthwise_correlate");
+  return op.call(input, weight, padding);
+}
+
 std::tuple<Tensor, Tensor> tiles_from_dense(const Tensor& dense, Ints tile_size,
                                             const at::Scalar& fill_value,
                                             at::OptionalIntArrayRef full_min) {
@@ -162,77 +171,6 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> tiles_index_any(
   CellIndex cells = build_cell_index(geo, set);
   return {cells.keys, cells.first, cells.tiles};
 }
-
-// Moves the F feature dims (flattened to C channels) in front of the d spatial dims: the layout of
-// torch's depthwise convolution.
-at::Tensor channels_first(const at::Tensor& t, int64_t lead, int64_t dims, int64_t channels) {
-  std::vector<int64_t> shape(t.sizes().begin(), t.sizes().begin() + lead + dims);
-  shape.push_back(channels);
-  return t.reshape(shape).movedim(-1, lead);
-}
-
-// A depthwise, "valid" correlation (input (N, C, *S), kernel (C, 1, *K)) by torch's convolution,
-// whose weight gradient is a fixed-order sum: for each kernel offset k, grad_kernel[:, k] is the
-// segment_sum (the segment core's thread-count-independent order) of grad_output times the input
-// shifted by k, over all N * S points. torch's own weight gradient reduces in an order that
-// depends on the thread count (CPU) or the cuDNN algorithm (GPU). The backward is built of
-// differentiable ops, so double backward works.
-class DepthwiseCorrelate : public torch::autograd::Function<DepthwiseCorrelate> {
- public:
-  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& input,
-                            const at::Tensor& kernel) {
-    ctx->save_for_backward({input, kernel});
-    return correlate(input, kernel);
-  }
-
-  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
-                                                 torch::autograd::variable_list grads) {
-    const auto saved = ctx->get_saved_variables();
-    const at::Tensor &input = saved[0], &kernel = saved[1], &grad = grads[0];
-    at::Tensor grad_input, grad_kernel;
-    if (ctx->needs_input_grad(0)) {
-      // torch's own input gradient (each element one fixed sum; its double backward is torch's).
-      const int64_t dims = kernel.dim() - 2;
-      const std::vector<int64_t> ones(dims, 1), zeros(dims, 0);
-      grad_input =
-          std::get<0>(at::convolution_backward(grad, input, kernel, std::nullopt, ones, zeros, ones,
-                                               false, zeros, kernel.size(0), {true, false, false}));
-    }
-    if (ctx->needs_input_grad(1)) grad_kernel = kernel_gradient(input, kernel, grad);
-    return {grad_input, grad_kernel};
-  }
-
- private:
-  static at::Tensor correlate(const at::Tensor& input, const at::Tensor& kernel) {
-    const int64_t dims = kernel.dim() - 2;
-    const std::vector<int64_t> ones(dims, 1), zeros(dims, 0);
-    return at::convolution(input, kernel, std::nullopt, ones, zeros, ones, false, zeros,
-                           kernel.size(0));
-  }
-
-  static at::Tensor kernel_gradient(const at::Tensor& input, const at::Tensor& kernel,
-                                    const at::Tensor& grad) {
-    const int64_t dims = kernel.dim() - 2, channels = kernel.size(0);
-    const at::IntArrayRef taps = kernel.sizes().slice(2);
-    const int64_t num_taps = c10::multiply_integers(taps);
-    // Every tap sums the same rows (N * output points) as one segment.
-    c10::SymInt num_rows = grad.sym_size(0);
-    for (int64_t d = 0; d < dims; ++d) num_rows *= grad.sym_size(2 + d);
-    const at::Tensor first_idx =
-        at::arange(2, grad.options().dtype(at::kLong)).mul(c10::Scalar(num_rows));
-    std::vector<at::Tensor> sums;
-    sums.reserve(num_taps);
-    for (int64_t k = 0; k < num_taps; ++k) {
-      at::Tensor shifted = input;
-      for (int64_t d = dims - 1, rest = k; d >= 0; rest /= taps[d], --d) {
-        shifted = shifted.narrow_symint(2 + d, rest % taps[d], grad.sym_size(2 + d));
-      }
-      const at::Tensor rows = (grad * shifted).movedim(1, -1).reshape({-1, channels});
-      sums.push_back(ops::segment_sum(rows, first_idx));
-    }
-    return at::cat(sums).t().reshape(kernel.sizes());
-  }
-};
 
 at::Tensor tiles_correlate_composite(const at::Tensor& pages, const at::Tensor& origins,
                                      const at::Tensor& weight, at::IntArrayRef full_min,
@@ -271,22 +209,21 @@ at::Tensor tiles_correlate_composite(const at::Tensor& pages, const at::Tensor& 
   // half / bfloat16 correlate in float (float accumulation), then round once.
   const at::ScalarType compute =
       at::isReducedFloatingType(pages.scalar_type()) ? at::kFloat : pages.scalar_type();
+  // Channels last throughout: the F feature dims flattened to C channels.
   const int64_t channels = c10::multiply_integers(feature);
-  at::Tensor kernel = weight.reshape({-1, channels}).t().reshape([&] {
-    std::vector<int64_t> s{channels, 1};
-    s.insert(s.end(), weight.sizes().begin(), weight.sizes().begin() + dims);
-    return s;
-  }());
+  const auto channels_last = [&](const at::Tensor& t) {
+    std::vector<int64_t> shape(t.sizes().begin(), t.sizes().begin() + 1 + dims);
+    shape.push_back(channels);
+    return t.reshape(shape);
+  };
+  std::vector<int64_t> kernel_shape(weight.sizes().begin(), weight.sizes().begin() + dims);
+  kernel_shape.push_back(channels);
   at::Tensor input;
-  int64_t lead = 1;
   if (out == "tiles") {
-    input =
-        channels_first(as_op(op,
-                             [&] {
-                               return ops::tiles_halo(pages, origins, radius, full_min, full_max,
-                                                      fill_value, tile_first_idx, index);
-                             }),
-                       1, dims, channels);
+    input = channels_last(as_op(op, [&] {
+      return ops::tiles_halo(pages, origins, radius, full_min, full_max, fill_value, tile_first_idx,
+                             index);
+    }));
   } else {
     at::Tensor dense = as_op(op, [&] {
       return ops::tiles_to_dense(pages, origins, full_min, full_max, fill_value, "first",
@@ -295,17 +232,16 @@ at::Tensor tiles_correlate_composite(const at::Tensor& pages, const at::Tensor& 
     if (!(tile_first_idx.has_value() && tile_first_idx->defined())) {
       dense = dense.unsqueeze(0);
     }
-    std::vector<int64_t> pad;
+    std::vector<int64_t> pad{0, 0};  // channels, then the spatial dims from the last
     for (int64_t d = dims - 1; d >= 0; --d) pad.insert(pad.end(), {radius[d], radius[d]});
-    input = at::constant_pad_nd(channels_first(dense, 1, dims, channels), pad, fill_value);
+    input = at::constant_pad_nd(channels_last(dense), pad, fill_value);
   }
-  at::Tensor result = DepthwiseCorrelate::apply(input.to(compute), kernel.to(compute));
-  // back to (lead, *spatial, *F)
-  std::vector<int64_t> shape(result.sizes().begin(), result.sizes().begin() + lead);
-  const auto spatial = result.sizes().slice(lead + 1);
-  shape.insert(shape.end(), spatial.begin(), spatial.end());
+  at::Tensor result = ops::tiles_depthwise_correlate(
+      input.to(compute), weight.reshape(kernel_shape).to(compute), std::vector<int64_t>(dims, 0));
+  // back to (N, *spatial, *F)
+  std::vector<int64_t> shape(result.sizes().begin(), result.sizes().end() - 1);
   shape.insert(shape.end(), feature.begin(), feature.end());
-  result = result.movedim(lead, -1).reshape(shape).to(pages.scalar_type());
+  result = result.reshape(shape).to(pages.scalar_type());
   if (out == "dense" && !(tile_first_idx.has_value() && tile_first_idx->defined())) {
     result = result.squeeze(0);
   }

@@ -420,4 +420,47 @@ HaloAdjointPlan plan_tiles_halo_backward(std::string_view op, const at::Tensor& 
   return plan;
 }
 
+CorrelatePlan plan_depthwise_correlate(std::string_view op, const at::Tensor& input,
+                                       const at::Tensor& weight, at::IntArrayRef padding) {
+  check_defined(op, "input", input);
+  check_defined(op, "weight", weight);
+  const int64_t dims = static_cast<int64_t>(padding.size());
+  TORCH_CHECK_VALUE(dims >= 1 && dims <= kMaxTileDims, "torch_ragged.", op,
+                    ": padding must have 1, 2 or 3 entries (one per spatial dim), got ", padding);
+  TORCH_CHECK_VALUE(input.dim() == dims + 2 && weight.dim() == dims + 1 &&
+                        weight.size(dims) == input.size(dims + 1),
+                    "torch_ragged.", op, ": input must be (N, *S, C) and weight (*K, C) with ",
+                    dims, " spatial dims, got shapes ", input.sizes(), " and ", weight.sizes());
+  TORCH_CHECK_TYPE((input.scalar_type() == at::kFloat || input.scalar_type() == at::kDouble) &&
+                       weight.scalar_type() == input.scalar_type(),
+                   "torch_ragged.", op,
+                   ": input and weight must share a float32 or float64 dtype, got ",
+                   input.scalar_type(), " and ", weight.scalar_type());
+  TORCH_CHECK_VALUE(weight.device() == input.device(), "torch_ragged.", op,
+                    ": weight must be on the input's device ", input.device(), ", got ",
+                    weight.device());
+  CorrelatePlan plan;
+  plan.dims = static_cast<int>(dims);
+  plan.batch = input.size(0);
+  plan.channels = input.size(dims + 1);
+  plan.out_sizes.push_back(plan.batch);
+  for (int64_t d = 0; d < dims; ++d) {
+    plan.size[d] = input.size(1 + d);
+    plan.taps[d] = weight.size(d);
+    plan.pad[d] = padding[d];
+    TORCH_CHECK_VALUE(plan.taps[d] >= 1 && padding[d] >= 0 && padding[d] < plan.taps[d],
+                      "torch_ragged.", op,
+                      ": padding must be 0 <= p < kernel size in every dim, got padding ", padding,
+                      " for a kernel of ", weight.sizes().slice(0, dims));
+    plan.out[d] = plan.size[d] + 2 * plan.pad[d] - plan.taps[d] + 1;
+    TORCH_CHECK_VALUE(plan.out[d] >= 0, "torch_ragged.", op, ": the input (", input.sizes(),
+                      ") is smaller than the kernel (", weight.sizes(), ") with padding ", padding);
+    plan.out_sizes.push_back(plan.out[d]);
+  }
+  plan.out_sizes.push_back(plan.channels);
+  plan.input = input.contiguous();
+  plan.weight = weight.contiguous();
+  return plan;
+}
+
 }  // namespace torch_ragged

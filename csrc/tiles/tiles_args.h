@@ -97,6 +97,19 @@ HaloAdjointPlan plan_tiles_halo_backward(std::string_view op, const at::Tensor& 
                                          const std::optional<at::Tensor>& tile_first_idx,
                                          const std::optional<at::TensorList>& index);
 
+// tiles_depthwise_correlate, checked: input (N, *S, C) and weight (*K, C) contiguous, padding
+// 0 <= p < K, out = S + 2p - K + 1 >= 0 per dim.
+struct CorrelatePlan {
+  at::Tensor input, weight;
+  int dims = 0;
+  int64_t batch = 0, channels = 0;
+  int64_t size[kMaxTileDims] = {1, 1, 1}, taps[kMaxTileDims] = {1, 1, 1};
+  int64_t pad[kMaxTileDims] = {0, 0, 0}, out[kMaxTileDims] = {1, 1, 1};
+  std::vector<int64_t> out_sizes;
+};
+CorrelatePlan plan_depthwise_correlate(std::string_view op, const at::Tensor& input,
+                                       const at::Tensor& weight, at::IntArrayRef padding);
+
 struct LookupPlan {
   TileGeometry geo;
   TileSet set;

@@ -1,17 +1,17 @@
-// Autograd of the tiles movers (Autograd dispatch key). Each backward is the other mover, so double
+// Autograd of the tiles ops (Autograd dispatch key). Each backward is the adjoint op, so double
 // backward comes from the same code:
 //   tiles_to_dense(reduce="first") <-> dense_to_tiles(owned_only=True)  (a point's gradient goes to
 //                                                                         its owner only)
 //   tiles_to_dense(reduce="sum")   <-> dense_to_tiles(owned_only=False)
-//   tiles_halo: the halo boxes' gradients summed onto the bound (tiles_to_dense "sum" at origins -
-//   radius), then read back by the owners (dense_to_tiles owned_only=True); deterministic, but
-//   it holds a dense gradient of the bound's size.
+//   tiles_halo                     <-> tiles_halo_backward (fill 0)
+//   tiles_depthwise_correlate: itself with the flipped kernel (input), segment_sum per tap (weight)
 // fill_value is a constant: no gradient.
 
 #include <torch/autograd.h>
 #include <torch/library.h>
 
 #include "common/checks.h"
+#include "segment/segment_ops.h"
 #include "tiles/tiles_ops.h"
 
 namespace torch_ragged {
@@ -197,6 +197,73 @@ at::Tensor dense_to_tiles_autograd(const at::Tensor& dense, const at::Tensor& or
                              tile_first_idx, index);
 }
 
+// tiles_depthwise_correlate (out[o] = sum_k weight[k] input[o + k - p]): the input gradient is
+// the full correlation with the flipped kernel, the same op with padding K - 1 - p, so double
+// backward comes from this Function again. The weight gradient is a fixed-order sum: for each tap
+// k, the segment_sum (the segment core's thread-count-independent order) of grad times the
+// (zero-padded) input shifted by k over all N * out points — torch's own depthwise weight
+// gradient reduces in an order that depends on the thread count.
+class DepthwiseCorrelate : public torch::autograd::Function<DepthwiseCorrelate> {
+ public:
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& input, const at::Tensor& weight,
+                            at::IntArrayRef padding) {
+    at::AutoDispatchBelowADInplaceOrView guard;
+    ctx->save_for_backward({input, weight});
+    ctx->saved_data["padding"] = padding.vec();
+    return ops::tiles_depthwise_correlate(input, weight, padding);
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const at::Tensor &input = saved[0], &weight = saved[1], &grad = grads[0];
+    const std::vector<int64_t> padding = ctx->saved_data["padding"].toIntVector();
+    const int64_t dims = weight.dim() - 1;
+    at::Tensor grad_input, grad_weight;
+    if (ctx->needs_input_grad(0)) {
+      std::vector<int64_t> taps(dims), full(dims);
+      for (int64_t d = 0; d < dims; ++d) {
+        taps[d] = d;
+        full[d] = weight.size(d) - 1 - padding[d];
+      }
+      grad_input = ops::tiles_depthwise_correlate(grad, weight.flip(taps), full);
+    }
+    if (ctx->needs_input_grad(1)) grad_weight = weight_gradient(input, weight, grad, padding);
+    return {grad_input, grad_weight, at::Tensor()};
+  }
+
+ private:
+  static at::Tensor weight_gradient(const at::Tensor& input, const at::Tensor& weight,
+                                    const at::Tensor& grad, at::IntArrayRef padding) {
+    const int64_t dims = weight.dim() - 1, channels = weight.size(dims);
+    std::vector<int64_t> pad{0, 0};  // channels, then the spatial dims from the last
+    for (int64_t d = dims - 1; d >= 0; --d) pad.insert(pad.end(), {padding[d], padding[d]});
+    const at::Tensor padded = at::constant_pad_nd(input, pad, 0);
+    // Every tap sums the same rows (N * output points) as one segment.
+    c10::SymInt num_rows = grad.sym_size(0);
+    for (int64_t d = 0; d < dims; ++d) num_rows *= grad.sym_size(1 + d);
+    const at::Tensor first_idx =
+        at::arange(2, grad.options().dtype(at::kLong)).mul(c10::Scalar(num_rows));
+    const int64_t num_taps = c10::multiply_integers(weight.sizes().slice(0, dims));
+    std::vector<at::Tensor> sums;
+    sums.reserve(num_taps);
+    for (int64_t k = 0; k < num_taps; ++k) {
+      at::Tensor shifted = padded;
+      for (int64_t d = dims - 1, rest = k; d >= 0; rest /= weight.size(d), --d) {
+        shifted = shifted.narrow_symint(1 + d, rest % weight.size(d), grad.sym_size(1 + d));
+      }
+      sums.push_back(ops::segment_sum((grad * shifted).reshape({-1, channels}), first_idx));
+    }
+    return at::cat(sums).reshape(weight.sizes());
+  }
+};
+
+at::Tensor tiles_depthwise_correlate_autograd(const at::Tensor& input, const at::Tensor& weight,
+                                              at::IntArrayRef padding) {
+  check_defined("tiles_depthwise_correlate", "input", input);
+  check_defined("tiles_depthwise_correlate", "weight", weight);
+  return DepthwiseCorrelate::apply(input, weight, padding);
+}
+
 at::Tensor tiles_halo_autograd(const at::Tensor& pages, const at::Tensor& origins,
                                at::IntArrayRef radius, at::IntArrayRef full_min,
                                at::IntArrayRef full_max, const at::Scalar& fill_value,
@@ -226,6 +293,7 @@ TORCH_LIBRARY_IMPL(torch_ragged, Autograd, m) {
   m.impl("dense_to_tiles", &dense_to_tiles_autograd);
   m.impl("tiles_halo", &tiles_halo_autograd);
   m.impl("tiles_halo_backward", &tiles_halo_backward_autograd);
+  m.impl("tiles_depthwise_correlate", &tiles_depthwise_correlate_autograd);
 }
 
 }  // namespace torch_ragged

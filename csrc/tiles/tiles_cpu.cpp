@@ -9,6 +9,7 @@
 #include <torch/library.h>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <limits>
 #include <type_traits>
@@ -635,6 +636,112 @@ at::Tensor tiles_halo_backward_cpu(const at::Tensor& grad_halo, const at::Tensor
   return out;
 }
 
+// d[j] += w[j] * s[j]: restrict lets the compiler vectorise without run-time overlap checks.
+template <typename T>
+void multiply_add(T* __restrict d, const T* __restrict w, const T* __restrict s, int64_t n) {
+  for (int64_t j = 0; j < n; ++j) d[j] += w[j] * s[j];
+}
+// Three taps at once, in order: d[j] += w0 s0, then w1 s1, then w2 s2.
+template <typename T>
+void multiply_add3(T* __restrict d, const T* __restrict w0, const T* __restrict w1,
+                   const T* __restrict w2, const T* __restrict s0, const T* __restrict s1,
+                   const T* __restrict s2, int64_t n) {
+  for (int64_t j = 0; j < n; ++j) {
+    T acc = d[j];
+    acc += w0[j] * s0[j];
+    acc += w1[j] * s1[j];
+    acc += w2[j] * s2[j];
+    d[j] = acc;
+  }
+}
+
+// tiles_depthwise_correlate: out[n, o, c] = the sum over the taps k (row-major) of
+// weight[k, c] * input[n, o + k - pad, c] (0 outside the input), one output row (a run along the
+// last spatial dim, all channels) at a time. Every element is one sum in one fixed order, so the
+// result does not depend on the thread count. torch's depthwise convolution took 1.0 ms forward
+// and 3.8 ms for its input gradient on 4096 halos of 10x10x4; this is a multiply-add of
+// contiguous runs per tap.
+at::Tensor tiles_depthwise_correlate_cpu(const at::Tensor& input, const at::Tensor& weight,
+                                         at::IntArrayRef padding) {
+  const CorrelatePlan plan =
+      plan_depthwise_correlate("tiles_depthwise_correlate", input, weight, padding);
+  at::Tensor out = at::zeros(plan.out_sizes, input.options());
+  if (out.numel() == 0) return out;
+  const int dims = plan.dims, last = dims - 1;
+  const int64_t channels = plan.channels, out_row = plan.out[last] * channels;
+  int64_t rows_per_item = 1, num_taps = 1;
+  for (int d = 0; d < last; ++d) rows_per_item *= plan.out[d];
+  for (int d = 0; d < dims; ++d) num_taps *= plan.taps[d];
+  int64_t stride[kMaxTileDims + 1];  // the input's, in elements: spatial dims, then the item
+  stride[last] = channels;
+  for (int d = last - 1; d >= 0; --d) stride[d] = stride[d + 1] * plan.size[d + 1];
+  const int64_t item_stride = stride[0] * plan.size[0];
+  const int64_t k_last = plan.taps[last];
+  std::vector<std::array<int64_t, kMaxTileDims>> taps(num_taps);
+  for (int64_t k = 0; k < num_taps; ++k) {
+    TileGeometry::box_point(k, plan.taps, dims, taps[k].data());
+  }
+  AT_DISPATCH_FLOATING_TYPES(input.scalar_type(), "tiles_depthwise_correlate", [&] {
+    const scalar_t* in = plan.input.const_data_ptr<scalar_t>();
+    const scalar_t* w = plan.weight.const_data_ptr<scalar_t>();
+    scalar_t* o = out.mutable_data_ptr<scalar_t>();
+    // Each tap's weights repeated along an output row: the inner loop is then a multiply-add of
+    // contiguous runs (vectorised), with no channel index.
+    std::vector<scalar_t> wide(num_taps * out_row);
+    for (int64_t k = 0; k < num_taps; ++k) {
+      for (int64_t j = 0; j < out_row; ++j) wide[k * out_row + j] = w[k * channels + j % channels];
+    }
+    const int64_t grain =
+        std::max<int64_t>(1, kGrainElems / std::max<int64_t>(1, out_row * num_taps));
+    at::parallel_for(0, plan.batch * rows_per_item, grain, [&](int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r) {
+        int64_t at_row[kMaxTileDims] = {0, 0, 0};  // the row's output point (last dim 0)
+        TileGeometry::box_point(r % rows_per_item, plan.out, last, at_row);
+        scalar_t* dst = o + r * out_row;
+        // The taps in groups along the last dim (row-major: one input row per group).
+        for (int64_t group = 0; group < num_taps; group += k_last) {
+          int64_t from = (r / rows_per_item) * item_stride;
+          bool inside = true;
+          for (int d = 0; d < last; ++d) {
+            const int64_t i = at_row[d] + taps[group][d] - plan.pad[d];
+            inside = inside && i >= 0 && i < plan.size[d];
+            from += i * stride[d];
+          }
+          if (!inside) continue;
+          const scalar_t* row = in + from;
+          const scalar_t* w = wide.data() + group * out_row;
+          // Output x reads input x + kx - pad: every tap of the group is in range on [x0, x1).
+          const int64_t x0 = std::min(plan.out[last], plan.pad[last]);
+          const int64_t x1 =
+              std::max(x0, std::min(plan.out[last], plan.size[last] - k_last + 1 + plan.pad[last]));
+          auto taps_on = [&](int64_t kx, int64_t a, int64_t b) {  // one tap on [a, b)
+            a = std::max(a, plan.pad[last] - kx);
+            b = std::min(b, plan.size[last] - kx + plan.pad[last]);
+            if (b <= a) return;
+            multiply_add(dst + a * channels, w + kx * out_row + a * channels,
+                         row + (a + kx - plan.pad[last]) * channels, (b - a) * channels);
+          };
+          // Each element still takes the group's taps in ascending kx: the edges tap by tap,
+          // the middle all three at once (one load and store of the output per group).
+          if (k_last == 3 && x0 < x1) {
+            for (int64_t kx = 0; kx < 3; ++kx) {
+              taps_on(kx, 0, x0);
+              taps_on(kx, x1, plan.out[last]);
+            }
+            const scalar_t* s0 = row + (x0 - plan.pad[last]) * channels;
+            multiply_add3(dst + x0 * channels, w + x0 * channels, w + out_row + x0 * channels,
+                          w + 2 * out_row + x0 * channels, s0, s0 + channels, s0 + 2 * channels,
+                          (x1 - x0) * channels);
+          } else {
+            for (int64_t kx = 0; kx < k_last; ++kx) taps_on(kx, 0, plan.out[last]);
+          }
+        }
+      }
+    });
+  });
+  return out;
+}
+
 std::tuple<at::Tensor, at::Tensor> tiles_lookup_cpu(
     const at::Tensor& origins, at::IntArrayRef tile_size, const at::Tensor& coords,
     at::IntArrayRef full_min, at::IntArrayRef full_max,
@@ -666,6 +773,7 @@ TORCH_LIBRARY_IMPL(torch_ragged, CPU, m) {
   m.impl("tiles_halo", &tiles_halo_cpu);
   m.impl("tiles_halo_backward", &tiles_halo_backward_cpu);
   m.impl("tiles_lookup", &tiles_lookup_cpu);
+  m.impl("tiles_depthwise_correlate", &tiles_depthwise_correlate_cpu);
 }
 
 }  // namespace torch_ragged

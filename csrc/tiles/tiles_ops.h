@@ -46,6 +46,10 @@ at::Tensor tiles_correlate(const at::Tensor& pages, const at::Tensor& origins,
                            at::IntArrayRef full_max, const at::Scalar& fill_value,
                            c10::string_view out, const OptionalTensor& tile_first_idx,
                            OptionalTensors index);
+// Depthwise correlation, channels last: input (N, *S, C), weight (*K, C), zero padding
+// 0 <= p < K per dim -> (N, *(S + 2p - K + 1), C).
+at::Tensor tiles_depthwise_correlate(const at::Tensor& input, const at::Tensor& weight,
+                                     at::IntArrayRef padding);
 std::tuple<at::Tensor, at::Tensor> tiles_from_dense(const at::Tensor& dense,
                                                     at::IntArrayRef tile_size,
                                                     const at::Scalar& fill_value,

@@ -145,6 +145,16 @@ def _tiles_halo_backward_fake(grad_halo, origins, radius, full_min, full_max, ti
     return grad_halo.new_empty((grad_halo.shape[0], *tile, *grad_halo.shape[1 + dims:]))
 
 
+@register_fake("torch_ragged::tiles_depthwise_correlate")
+def _tiles_depthwise_correlate_fake(input, weight, padding):
+    dims = len(padding)
+    if input.dim() != dims + 2 or weight.dim() != dims + 1 or weight.shape[-1] != input.shape[-1]:
+        raise ValueError(f"torch_ragged.tiles_depthwise_correlate: input must be (N, *S, C) and weight (*K, C) with "
+                         f"{dims} spatial dims, got shapes {tuple(input.shape)} and {tuple(weight.shape)}")
+    out = [input.shape[1 + d] + 2 * padding[d] - weight.shape[d] + 1 for d in range(dims)]
+    return input.new_empty((input.shape[0], *out, input.shape[-1]))
+
+
 @register_fake("torch_ragged::tiles_lookup")
 def _tiles_lookup_fake(origins, tile_size, coords, full_min, full_max, tile_first_idx=None, index=None):
     n = coords.shape[0]

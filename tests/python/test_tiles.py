@@ -371,6 +371,34 @@ def test_gradients_of_the_movers_and_correlate(case):
     assert gradcheck(lambda d: tiles.tiles_from_dense(d, tile)[0], (leaf(*extent, 2),))
 
 
+DEPTHWISE_CASES = {  # spatial size S, kernel K (padding 0 .. K - 1 each)
+    "1d": ([11], [5]), "2d": ([9, 10], [3, 3]), "2d_wide_rows": ([4, 37], [3, 5]), "2d_1x1": ([6, 7], [1, 1]),
+    "3d": ([5, 6, 7], [3, 1, 3]), "2d_kernel_as_large_as_input": ([3, 5], [3, 5]),
+}
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("case", DEPTHWISE_CASES)
+def test_depthwise_correlate_matches_torch_convolution(device, case):
+    """tiles_depthwise_correlate (channels last, the kernel inside tiles_correlate) against torch's depthwise
+    convolution on channels-first copies, every padding 0 .. K - 1; its gradients by gradcheck."""
+    size, taps = DEPTHWISE_CASES[case]
+    dims, channels = len(size), 3
+    conv = (torch.nn.functional.conv1d, torch.nn.functional.conv2d, torch.nn.functional.conv3d)[dims - 1]
+    x = leaf(2, *size, channels).to(device)
+    w = leaf(*taps, channels).to(device)
+    kernel = w.detach().movedim(-1, 0).unsqueeze(1)  # (C, 1, *K)
+    for pad in itertools.product(*[range(k) for k in taps]):
+        got = ops.tiles_depthwise_correlate(x.detach(), w.detach(), list(pad))
+        expected = conv(x.detach().movedim(-1, 1), kernel, padding=pad, groups=channels).movedim(1, -1)
+        assert got.shape == expected.shape
+        torch.testing.assert_close(got, expected, rtol=1e-12, atol=1e-12)
+    if device == "cpu":
+        full = [k - 1 for k in taps]
+        fn = lambda x, w: ops.tiles_depthwise_correlate(x, w, full)  # noqa: E731
+        assert gradcheck(fn, (x, w)) and gradgradcheck(fn, (x, w))
+
+
 @pytest.mark.parametrize("out_kind", ["tiles", "dense"])
 def test_gradients_are_deterministic(out_kind):
     """Pages' and weight's gradients are bitwise identical across runs and thread counts (issue 13: the weight's is a
@@ -408,6 +436,7 @@ def tiles_samples():
         (ops.tiles_halo_backward, (leaf(len(origins), 5, 8, 2), origins, [1, 2], lo, hi, None, index)),
         (ops.tiles_correlate, (pages, origins, leaf(3, 3, 2), lo, hi, 0.0, "tiles", None, index)),
         (ops.tiles_from_dense, (leaf(7, 9, 2), [4, 4], 0.0, None)),
+        (ops.tiles_depthwise_correlate, (leaf(3, 6, 5, 2), leaf(3, 3, 2), [1, 2])),
     ]
 
 

@@ -52,6 +52,21 @@ def test_correlate_weight_checks():
         tiles.tiles_box_filter(PAGES, ORIGINS, [0, 0], [8, 8], size=2)
 
 
+def test_depthwise_correlate_checks():
+    name, ops = "torch_ragged.tiles_depthwise_correlate", torch.ops.torch_ragged
+    x, w = torch.zeros(2, 5, 6, 3), torch.ones(3, 3, 3)
+    with raises(ValueError, name, "input must be (N, *S, C) and weight (*K, C) with 2 spatial dims"):
+        ops.tiles_depthwise_correlate(x, torch.ones(3, 3, 4), [0, 0])
+    with raises(ValueError, name, "padding must have 1, 2 or 3 entries"):
+        ops.tiles_depthwise_correlate(x, w, [0, 0, 0, 0])
+    with raises(ValueError, name, "padding must be 0 <= p < kernel size in every dim"):
+        ops.tiles_depthwise_correlate(x, w, [3, 0])
+    with raises(ValueError, name, "is smaller than the kernel"):
+        ops.tiles_depthwise_correlate(torch.zeros(2, 1, 6, 3), w, [0, 0])
+    with raises(TypeError, name, "float32 or float64"):
+        ops.tiles_depthwise_correlate(x.half(), w.half(), [0, 0])
+
+
 def test_lookup_and_index_checks():
     with raises(ValueError, "torch_ragged.tiles_lookup", "coords must be (N, 2)"):
         tiles.tiles_lookup(ORIGINS, [4, 4], torch.zeros(3, 3, dtype=torch.long), [0, 0], [8, 8])
