@@ -389,27 +389,47 @@ bool covers_block(const TileGeometry& geo, const TileCells& cells, int64_t t, co
   return true;
 }
 
-// n points from g along the last dim, each from its owner's page row or the fill; runs of one
-// source (an owner's row continuing, or the fill) move with one call.
-void copy_points_by_owner(const TileGeometry& geo, const TileCells& cells, const Rows& io,
-                          OwnerCache& cache, int64_t b, int64_t* g, int64_t n, int64_t at) {
+// The owners of n points from g along the last dim, all in one cell (a block row): owner[x] is
+// the first tile of the cell's list (ascending) covering point x, or -1. Each listed tile marks
+// the points it covers that no lower tile took, so the cell's list is scanned once per row, not
+// once per point (unaligned tiles overlap, and their blocks mostly take this path).
+void row_owners(const TileGeometry& geo, const TileCells& cells, OwnerCache& cache, int64_t b,
+                const int64_t* g, int64_t n, c10::SmallVector<int64_t, 16>& owner) {
   const int last = geo.dims - 1;
-  int64_t run_start = 0, run_from = -1, run_owner = -2;
-  auto flush = [&](int64_t x) {
-    if (x == run_start) return;
-    run_owner < 0 ? io.fill_points(at + run_start, x - run_start)
-                  : io.copy_points(at + run_start, run_from, x - run_start);
-  };
-  for (int64_t x = 0; x < n; ++x, ++g[last]) {
-    const int64_t owner = cache.owner(b, g);
-    const int64_t from = owner < 0 ? -1 : page_row(geo, cells, owner, g);
-    if (owner == run_owner && (owner < 0 || from == run_from + (x - run_start))) continue;
-    flush(x);
-    run_start = x;
-    run_from = from;
-    run_owner = owner;
+  owner.assign(n, -1);
+  int64_t left = n;
+  cache.for_each_listed(b, g, [&](int64_t t) {
+    const int64_t* o = cells.origins + t * geo.dims;
+    for (int d = 0; d < last; ++d) {
+      if (g[d] < o[d] || g[d] >= o[d] + geo.tile[d]) return;
+    }
+    const int64_t x0 = std::max<int64_t>(0, o[last] - g[last]);
+    const int64_t x1 = std::min(n, o[last] + geo.tile[last] - g[last]);
+    for (int64_t x = x0; x < x1 && left > 0; ++x) {
+      if (owner[x] < 0) {
+        owner[x] = t;
+        --left;
+      }
+    }
+  });
+}
+
+// A block row (n points from g, one cell) point by point from the owners; runs of one owner (its
+// page row continues) or of the fill move with one call.
+void copy_row_by_owner(const TileGeometry& geo, const TileCells& cells, const Rows& io,
+                       OwnerCache& cache, int64_t b, const int64_t* g, int64_t n, int64_t at) {
+  c10::SmallVector<int64_t, 16> owner;
+  row_owners(geo, cells, cache, b, g, n, owner);
+  int64_t point[kMaxTileDims] = {g[0], g[1], g[2]};
+  for (int64_t x = 0, run = 1; x < n; x += run) {
+    for (run = 1; x + run < n && owner[x + run] == owner[x];) ++run;
+    if (owner[x] < 0) {
+      io.fill_points(at + x, run);
+    } else {
+      point[geo.dims - 1] = g[geo.dims - 1] + x;
+      io.copy_points(at + x, page_row(geo, cells, owner[x], point), run);
+    }
   }
-  flush(n);
 }
 
 // tiles_halo, one tile's box at a time, cut into blocks by the bound and the cell grid: a block
@@ -453,7 +473,7 @@ void halo_from_owners(const GatherPlan& plan, const HaloFromOwner& halo, at::Ten
               });
             }
             for_each_box_row(dims, start, n, [&](int64_t* g) {
-              copy_points_by_owner(geo, cells, io, cache, b, g, n[last], out_point(g));
+              copy_row_by_owner(geo, cells, io, cache, b, g, n[last], out_point(g));
             });
           });
         }
@@ -527,9 +547,12 @@ void halo_adjoint_rows(const HaloAdjointPlan& plan, at::Tensor& out) {
                         });
                       });
                       if (owners.first_listed(b, start) == t) return;  // t owns the whole block
+                      c10::SmallVector<int64_t, 16> owner;
                       for_each_box_row(dims, start, n, [&](int64_t* g) {
-                        for (int64_t x = 0; x < n[last]; ++x, ++g[last]) {
-                          if (owners.owner(b, g) != t) std::fill_n(acc_row(g), width, acc_t(0));
+                        row_owners(geo, cells, owners, b, g, n[last], owner);
+                        acc_t* row = acc_row(g);
+                        for (int64_t x = 0; x < n[last]; ++x) {
+                          if (owner[x] != t) std::fill_n(row + x * width, width, acc_t(0));
                         }
                       });
                     });
