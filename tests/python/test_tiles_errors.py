@@ -73,11 +73,24 @@ def test_lookup_and_index_checks():
     with raises(IndexError, "torch_ragged.tiles_lookup", "coords[:, 0] (the member) must be in [0, 1)"):
         tiles.tiles_lookup(ORIGINS, [4, 4], torch.tensor([[1, 0, 0]]), [0, 0], [8, 8],
                            tile_first_idx=torch.tensor([0, 2]))
-    bad = (torch.tensor([0, 5]), torch.tensor([0, 1, 2]), torch.tensor([0, 7]))
-    with raises(ValueError, "torch_ragged.tiles_to_dense", "index does not fit these tiles"):
-        tiles.tiles_to_dense(PAGES, ORIGINS, [0, 0], [8, 8], index=bad)
+    keys, first, listed = tiles.tiles_index(ORIGINS, [4, 4], [0, 0], [8, 8])  # 4 cells, 5 entries
+    assert keys.tolist() == [0, 1, 2, 3] and first.tolist() == [0, 2, 3, 4, 5]
+    bad = [
+        (torch.tensor([0, 5]), torch.tensor([0, 1, 2]), torch.tensor([0, 7])),  # a tile id out of range
+        (torch.tensor([1, 0, 2, 3]), first, listed),  # keys not rising
+        (torch.tensor([0, 1, 2, 4]), first, listed),  # a key beyond the 4 cells
+        (torch.tensor([-1, 1, 2, 3]), first, listed),  # a negative key
+        (keys, torch.tensor([1, 2, 3, 4, 5]), listed),  # first not starting at 0
+        (keys, torch.tensor([0, 3, 2, 4, 5]), listed),  # first falling
+        (keys, torch.tensor([0, 2, 3, 4, 4]), listed),  # first not ending at the entry count
+        (keys, first[:-1], listed),  # first not one longer than keys
+        (keys, first, torch.tensor([0, -1, 1, 1, 1])),  # a negative tile id
+    ]
+    for index in bad:
+        with raises(ValueError, "torch_ragged.tiles_to_dense", "index does not fit these tiles"):
+            tiles.tiles_to_dense(PAGES, ORIGINS, [0, 0], [8, 8], index=index)
     with raises(ValueError, "torch_ragged.tiles_to_dense", "index must be the 3 tensors"):
-        tiles.tiles_to_dense(PAGES, ORIGINS, [0, 0], [8, 8], index=bad[:2])
+        tiles.tiles_to_dense(PAGES, ORIGINS, [0, 0], [8, 8], index=bad[0][:2])
 
 
 def test_tiles_outside_the_bound_are_legal():
