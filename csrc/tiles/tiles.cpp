@@ -4,7 +4,6 @@
 // reading the field at a point takes the first tile covering it (or the fill value). The movers
 // tiles_to_dense / dense_to_tiles are each other's adjoints (autograd in tiles_autograd.cpp).
 
-#include <torch/autograd.h>
 #include <torch/library.h>
 #include <torch_ragged/tiles.h>
 
@@ -14,7 +13,6 @@
 #include "common/fill.h"
 #include "common/missing_cuda.h"
 #include "common/op_handle.h"
-#include "segment/segment_ops.h"
 #include "tiles/tiles_args.h"
 #include "tiles/tiles_ops.h"
 

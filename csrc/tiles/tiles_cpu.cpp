@@ -12,7 +12,6 @@
 #include <array>
 #include <cstring>
 #include <limits>
-#include <type_traits>
 
 #include "common/checks.h"
 #include "common/fill.h"
@@ -40,8 +39,8 @@ at::Tensor cell_table(const CellIndex& index, const TileGeometry& geo, int64_t m
 // The budget of cell_table for a kernel writing `points` output points.
 int64_t cell_table_budget(int64_t points) { return 4 * points + (int64_t{1} << 16); }
 
-// The owner (or every cover) of points met in sequence: consecutive points mostly share a cell,
-// whose tile list is found (a table read, or a binary search) once.
+// The cell lists of points met in sequence: consecutive lookups mostly share a cell (a block's
+// rows, a tile row's points), whose list is found (a table read, or a binary search) once.
 struct OwnerCache {
   const TileGeometry& geo;
   const TileCells& cells;
@@ -53,27 +52,13 @@ struct OwnerCache {
         cells(cells_),
         table(table_.defined() ? table_.const_data_ptr<int64_t>() : nullptr) {}
 
+  // The first tile of member b covering g (inside the bound), or -1.
   int64_t owner(int64_t b, const int64_t* g) {
-    int64_t found = -1;
-    for_each_cover(b, g, [&](int64_t t) {
-      found = t;
-      return false;
-    });
-    return found;
-  }
-  // Calls visit(t) for each tile of member b covering g (inside the bound), in ascending t, while
-  // visit returns true (or returns nothing).
-  template <typename Visit>
-  void for_each_cover(int64_t b, const int64_t* g, Visit&& visit) {
-    if (list_of(b, g) < 0) return;
+    if (list_of(b, g) < 0) return -1;
     for (int64_t j = cells.first[list]; j < cells.first[list + 1]; ++j) {
-      if (!cells.covers(cells.tiles[j], g, geo)) continue;
-      if constexpr (std::is_same_v<decltype(visit(cells.tiles[j])), bool>) {
-        if (!visit(cells.tiles[j])) return;
-      } else {
-        visit(cells.tiles[j]);
-      }
+      if (cells.covers(cells.tiles[j], g, geo)) return cells.tiles[j];
     }
+    return -1;
   }
   // Calls visit(t) for each tile of member b listed in g's cell (it may not cover g), ascending.
   template <typename Visit>
@@ -91,23 +76,8 @@ struct OwnerCache {
     const int64_t k = b * geo.num_cells + geo.cell_of(g);
     if (k == key) return list;
     key = k;
-    if (table != nullptr) return list = table[k];
-    // A few recent cells: a halo box row crosses up to 3 cells and the next row the same ones,
-    // so most lookups skip the binary search over all keys.
-    for (int i = 0; i < kRecent; ++i) {
-      if (recent_keys_[i] == k) return list = recent_lists_[i];
-    }
-    list = cells.find(k);
-    recent_keys_[next_] = k;
-    recent_lists_[next_] = list;
-    next_ = (next_ + 1) % kRecent;
-    return list;
+    return list = table != nullptr ? table[k] : cells.find(k);
   }
-
-  static constexpr int kRecent = 8;
-  int64_t recent_keys_[kRecent] = {-1, -1, -1, -1, -1, -1, -1, -1};
-  int64_t recent_lists_[kRecent] = {};
-  int next_ = 0;
 };
 
 // Byte pointers and sizes of a gather; `row` is one point (F elements).
