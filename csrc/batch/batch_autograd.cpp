@@ -8,6 +8,7 @@
 #include <torch/library.h>
 
 #include "batch/batch_ops.h"
+#include "common/autograd.h"
 #include "common/checks.h"
 #include "segment/segment_ops.h"
 
@@ -31,6 +32,8 @@ at::Tensor first_idx_of(const at::Tensor& shape_per_tensor) {
 class ListToPacked : public torch::autograd::Function<ListToPacked> {
  public:
   static variable_list forward(AutogradContext* ctx, at::TensorList tensor_list) {
+    keep_undefined_grads(ctx);
+    ctx->saved_data["members"] = static_cast<int64_t>(tensor_list.size());  // one gradient each
     at::AutoDispatchBelowADInplaceOrView guard;
     auto [packed, shape_per_tensor] = ops::list_to_packed(tensor_list);
     ctx->save_for_backward({shape_per_tensor});
@@ -39,6 +42,7 @@ class ListToPacked : public torch::autograd::Function<ListToPacked> {
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    if (all_undefined(grads)) return variable_list(ctx->saved_data["members"].toInt());
     const at::Tensor shape_per_tensor = ctx->get_saved_variables()[0];
     return ops::packed_to_list(grads[0], shape_per_tensor, first_idx_of(shape_per_tensor));
   }
@@ -50,6 +54,8 @@ class ListToPadded : public torch::autograd::Function<ListToPadded> {
                                const at::Scalar& padding_value,
                                at::OptionalSymIntArrayRef max_shape,
                                c10::string_view padding_side) {
+    keep_undefined_grads(ctx);
+    ctx->saved_data["members"] = static_cast<int64_t>(tensor_list.size());  // one gradient each
     at::AutoDispatchBelowADInplaceOrView guard;
     auto [padded, shape_per_tensor] =
         ops::list_to_padded(tensor_list, padding_value, max_shape, padding_side);
@@ -60,6 +66,7 @@ class ListToPadded : public torch::autograd::Function<ListToPadded> {
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    if (all_undefined(grads)) return variable_list(ctx->saved_data["members"].toInt() + 3);
     const std::string side = ctx->saved_data["padding_side"].toStringRef();
     return with_undefined_tail(ops::padded_to_list(grads[0], ctx->get_saved_variables()[0], side),
                                3);
@@ -72,6 +79,7 @@ class PackedToPadded : public torch::autograd::Function<PackedToPadded> {
                             const at::Tensor& shape_per_tensor, const at::Tensor& first_idx,
                             const at::Scalar& padding_value, at::OptionalSymIntArrayRef max_shape,
                             c10::string_view padding_side) {
+    keep_undefined_grads(ctx);
     at::AutoDispatchBelowADInplaceOrView guard;
     // The op validates its arguments before anything here reads their sizes.
     at::Tensor padded = ops::packed_to_padded(packed_tensor, shape_per_tensor, first_idx,
@@ -83,6 +91,7 @@ class PackedToPadded : public torch::autograd::Function<PackedToPadded> {
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    if (all_undefined(grads)) return undefined_grads<PackedToPadded>();
     const std::string side = ctx->saved_data["padding_side"].toStringRef();
     at::Tensor grad = ops::padded_to_packed(grads[0], ctx->get_saved_variables()[0], side,
                                             ctx->saved_data["num_rows"].toSymInt());
@@ -95,6 +104,7 @@ class PaddedToPacked : public torch::autograd::Function<PaddedToPacked> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& padded_tensor,
                             const at::Tensor& shape_per_tensor, c10::string_view padding_side,
                             std::optional<c10::SymInt> num_rows) {
+    keep_undefined_grads(ctx);
     at::AutoDispatchBelowADInplaceOrView guard;
     // The op validates its arguments (padded_tensor's rank) before its sizes are sliced here.
     at::Tensor packed =
@@ -107,6 +117,7 @@ class PaddedToPacked : public torch::autograd::Function<PaddedToPacked> {
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    if (all_undefined(grads)) return undefined_grads<PaddedToPacked>();
     const std::string side = ctx->saved_data["padding_side"].toStringRef();
     const std::vector<c10::SymInt> max_shape = ctx->saved_data["max_shape"].toSymIntVector();
     const at::Tensor shape_per_tensor = ctx->get_saved_variables()[0];

@@ -6,6 +6,7 @@
 #include <torch/autograd.h>
 #include <torch/library.h>
 
+#include "common/autograd.h"
 #include "common/checks.h"
 #include "pad/pad_ops.h"
 #include "pad/pad_plan.h"
@@ -39,6 +40,7 @@ class PadIndex : public torch::autograd::Function<PadIndex> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& self,
                             c10::SymIntArrayRef pad_width, c10::string_view mode,
                             const std::optional<at::Tensor>& constant_values) {
+    keep_undefined_grads(ctx);
     at::AutoDispatchBelowADInplaceOrView guard;
     ctx->saved_data["pad_width"] = pad_width.vec();
     ctx->saved_data["mode"] = std::string(mode);
@@ -50,6 +52,7 @@ class PadIndex : public torch::autograd::Function<PadIndex> {
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    if (all_undefined(grads)) return undefined_grads<PadIndex>();
     const std::vector<c10::SymInt> pad_width = ctx->saved_data["pad_width"].toSymIntVector();
     const std::string mode = ctx->saved_data["mode"].toStringRef();
     at::Tensor grad_self, grad_values;
@@ -67,6 +70,7 @@ class PadIndexBackward : public torch::autograd::Function<PadIndexBackward> {
  public:
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& grad_output,
                             c10::SymIntArrayRef pad_width, c10::string_view mode) {
+    keep_undefined_grads(ctx);
     at::AutoDispatchBelowADInplaceOrView guard;
     ctx->saved_data["pad_width"] = pad_width.vec();
     ctx->saved_data["mode"] = std::string(mode);
@@ -74,6 +78,7 @@ class PadIndexBackward : public torch::autograd::Function<PadIndexBackward> {
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    if (all_undefined(grads)) return undefined_grads<PadIndexBackward>();
     const std::vector<c10::SymInt> pad_width = ctx->saved_data["pad_width"].toSymIntVector();
     const std::string mode = ctx->saved_data["mode"].toStringRef();
     // The adjoint of "take the interior" (constant and empty modes) is "pad with zeros".

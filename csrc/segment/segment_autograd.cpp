@@ -11,6 +11,7 @@
 #include <torch/autograd.h>
 #include <torch/library.h>
 
+#include "common/autograd.h"
 #include "common/checks.h"
 #include "segment/segment_ops.h"
 
@@ -35,6 +36,7 @@ class SegmentSumOrMean : public torch::autograd::Function<SegmentSumOrMean<kMean
  public:
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& data,
                             const at::Tensor& first_idx) {
+    keep_undefined_grads(ctx);
     at::AutoDispatchBelowADInplaceOrView guard;
     // the op validates before data's sizes are read here
     at::Tensor out = kMean ? ops::segment_mean(data, first_idx) : ops::segment_sum(data, first_idx);
@@ -43,6 +45,7 @@ class SegmentSumOrMean : public torch::autograd::Function<SegmentSumOrMean<kMean
     return out;
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    if (all_undefined(grads)) return undefined_grads<SegmentSumOrMean>();
     const at::Tensor first_idx = ctx->get_saved_variables()[0];
     at::Tensor grad = grads[0];
     if (kMean) {
@@ -58,11 +61,13 @@ class SegmentExpand : public torch::autograd::Function<SegmentExpand> {
  public:
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& values,
                             const at::Tensor& first_idx, std::optional<c10::SymInt> num_rows) {
+    keep_undefined_grads(ctx);
     at::AutoDispatchBelowADInplaceOrView guard;
     ctx->save_for_backward({first_idx});
     return ops::segment_expand(values, first_idx, std::move(num_rows));
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    if (all_undefined(grads)) return undefined_grads<SegmentExpand>();
     return {ops::segment_sum(grads[0], ctx->get_saved_variables()[0]), at::Tensor(), at::Tensor()};
   }
 };
@@ -84,6 +89,7 @@ class SegmentExtremum : public torch::autograd::Function<SegmentExtremum<kMax>> 
  public:
   static variable_list forward(AutogradContext* ctx, const at::Tensor& data,
                                const at::Tensor& first_idx) {
+    keep_undefined_grads(ctx);
     at::AutoDispatchBelowADInplaceOrView guard;
     auto [values, arg] =
         kMax ? ops::segment_max(data, first_idx) : ops::segment_min(data, first_idx);
@@ -93,6 +99,7 @@ class SegmentExtremum : public torch::autograd::Function<SegmentExtremum<kMax>> 
     return {values, arg};
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    if (all_undefined(grads)) return undefined_grads<SegmentExtremum>();
     const std::vector<c10::SymInt> sizes = ctx->saved_data["sizes"].toSymIntVector();
     return {scatter_to_arg_rows(grads[0], ctx->get_saved_variables()[0], sizes), at::Tensor()};
   }
@@ -103,6 +110,7 @@ class SegmentSoftmax : public torch::autograd::Function<SegmentSoftmax<kLog>> {
  public:
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& data,
                             const at::Tensor& first_idx) {
+    keep_undefined_grads(ctx);
     at::AutoDispatchBelowADInplaceOrView guard;
     at::Tensor out =
         kLog ? ops::segment_log_softmax(data, first_idx) : ops::segment_softmax(data, first_idx);
@@ -110,6 +118,7 @@ class SegmentSoftmax : public torch::autograd::Function<SegmentSoftmax<kLog>> {
     return out;
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    if (all_undefined(grads)) return undefined_grads<SegmentSoftmax>();
     const variable_list saved = ctx->get_saved_variables();
     return {ops::segment_softmax_backward(grads[0], saved[0], saved[1], kLog), at::Tensor()};
   }
@@ -125,12 +134,14 @@ class SegmentSoftmaxBackward : public torch::autograd::Function<SegmentSoftmaxBa
  public:
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& grad_output,
                             const at::Tensor& output, const at::Tensor& first_idx, bool log) {
+    keep_undefined_grads(ctx);
     at::AutoDispatchBelowADInplaceOrView guard;
     ctx->save_for_backward({grad_output, output, first_idx});
     ctx->saved_data["log"] = log;
     return ops::segment_softmax_backward(grad_output, output, first_idx, log);
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    if (all_undefined(grads)) return undefined_grads<SegmentSoftmaxBackward>();
     const variable_list saved = ctx->get_saved_variables();
     const at::Tensor &g = saved[0], &y = saved[1], &first_idx = saved[2], &u = grads[0];
     const c10::SymInt rows = y.sym_size(0);
@@ -171,6 +182,7 @@ class RaggedIndexSelect : public torch::autograd::Function<RaggedIndexSelect> {
   static variable_list forward(AutogradContext* ctx, const at::Tensor& values,
                                const at::Tensor& first_idx, const at::Tensor& index,
                                std::optional<c10::SymInt> num_rows) {
+    keep_undefined_grads(ctx);
     at::AutoDispatchBelowADInplaceOrView guard;
     auto [out, out_first_idx] = ops::ragged_index_select(values, first_idx, index, num_rows);
     ctx->save_for_backward({first_idx, index, out_first_idx});
@@ -179,6 +191,7 @@ class RaggedIndexSelect : public torch::autograd::Function<RaggedIndexSelect> {
     return {out, out_first_idx};
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    if (all_undefined(grads)) return undefined_grads<RaggedIndexSelect>();
     const variable_list saved = ctx->get_saved_variables();
     const at::Tensor& grad = grads[0];
     at::Tensor grad_values;

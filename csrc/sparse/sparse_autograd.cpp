@@ -6,6 +6,7 @@
 #include <torch/autograd.h>
 #include <torch/library.h>
 
+#include "common/autograd.h"
 #include "common/checks.h"
 #include "segment/segment_ops.h"
 #include "sparse/sparse_ops.h"
@@ -20,6 +21,7 @@ class SparseCoalesce : public torch::autograd::Function<SparseCoalesce> {
  public:
   static variable_list forward(AutogradContext* ctx, const at::Tensor& indices,
                                const at::Tensor& values, c10::SymIntArrayRef size, bool validate) {
+    keep_undefined_grads(ctx);
     at::AutoDispatchBelowADInplaceOrView guard;
     auto [out_indices, out_values, permutation, first_idx] =
         ops::sparse_coalesce(indices, values, size, validate);
@@ -30,6 +32,7 @@ class SparseCoalesce : public torch::autograd::Function<SparseCoalesce> {
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    if (all_undefined(grads)) return undefined_grads<SparseCoalesce>();
     const variable_list saved = ctx->get_saved_variables();
     const at::Tensor &permutation = saved[0], &first_idx = saved[1];
     const at::Tensor expanded =

@@ -18,6 +18,7 @@
 #include <torch/autograd.h>
 #include <torch/library.h>
 
+#include "common/autograd.h"
 #include "common/checks.h"
 #include "segment/segment_ops.h"
 #include "sparse/softmax.h"
@@ -118,6 +119,7 @@ class SparsePoolSum : public torch::autograd::Function<SparsePoolSum> {
  public:
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& indices,
                             const at::Tensor& values, c10::SymIntArrayRef size, int64_t dim) {
+    keep_undefined_grads(ctx);
     at::AutoDispatchBelowADInplaceOrView guard;
     ctx->save_for_backward({indices});
     ctx->saved_data["size"] = size.vec();
@@ -125,6 +127,7 @@ class SparsePoolSum : public torch::autograd::Function<SparsePoolSum> {
     return ops::sparse_pool_sum(indices, values, size, dim);
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    if (all_undefined(grads)) return undefined_grads<SparsePoolSum>();
     const std::vector<c10::SymInt> size = ctx->saved_data["size"].toSymIntVector();
     return {at::Tensor(),
             ops::sparse_pool_sum(ctx->get_saved_variables()[0], grads[0], size,
@@ -138,6 +141,7 @@ class SparseSoftmax : public torch::autograd::Function<SparseSoftmax> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& indices,
                             const at::Tensor& values, c10::SymIntArrayRef size, int64_t dim,
                             bool log) {
+    keep_undefined_grads(ctx);
     at::AutoDispatchBelowADInplaceOrView guard;
     at::Tensor out = ops::sparse_softmax(indices, values, size, dim, log);
     ctx->save_for_backward({indices, out});
@@ -147,6 +151,7 @@ class SparseSoftmax : public torch::autograd::Function<SparseSoftmax> {
     return out;
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    if (all_undefined(grads)) return undefined_grads<SparseSoftmax>();
     const variable_list saved = ctx->get_saved_variables();
     const at::Tensor &indices = saved[0], &y = saved[1], &g = grads[0];
     const std::vector<c10::SymInt> size = ctx->saved_data["size"].toSymIntVector();

@@ -10,6 +10,7 @@
 #include <torch/autograd.h>
 #include <torch/library.h>
 
+#include "common/autograd.h"
 #include "common/checks.h"
 #include "segment/segment_ops.h"
 #include "tiles/tiles_ops.h"
@@ -69,6 +70,7 @@ class TilesToDense : public torch::autograd::Function<TilesToDense> {
                             c10::string_view reduce,
                             const std::optional<at::Tensor>& tile_first_idx,
                             std::optional<at::TensorList> index) {
+    keep_undefined_grads(ctx);
     at::AutoDispatchBelowADInplaceOrView guard;
     at::Tensor out = ops::tiles_to_dense(pages, origins, full_min, full_max, fill_value, reduce,
                                          tile_first_idx, index);
@@ -79,6 +81,7 @@ class TilesToDense : public torch::autograd::Function<TilesToDense> {
     return out;
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    if (all_undefined(grads)) return undefined_grads<TilesToDense>();
     const SavedTiles s = saved_tiles(ctx);
     const at::Tensor grad_pages =
         ops::dense_to_tiles(grads[0], s.origins, ints(ctx, "tile"), ints(ctx, "full_min"), 0,
@@ -94,6 +97,7 @@ class DenseToTiles : public torch::autograd::Function<DenseToTiles> {
                             at::IntArrayRef full_min, const at::Scalar& fill_value, bool owned_only,
                             const std::optional<at::Tensor>& tile_first_idx,
                             std::optional<at::TensorList> index) {
+    keep_undefined_grads(ctx);
     at::AutoDispatchBelowADInplaceOrView guard;
     at::Tensor out = ops::dense_to_tiles(dense, origins, tile_size, full_min, fill_value,
                                          owned_only, tile_first_idx, index);
@@ -108,6 +112,7 @@ class DenseToTiles : public torch::autograd::Function<DenseToTiles> {
     return out;
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    if (all_undefined(grads)) return undefined_grads<DenseToTiles>();
     const SavedTiles s = saved_tiles(ctx);
     const bool owned_only = ctx->saved_data["owned_only"].toBool();
     const at::Tensor grad_dense =
@@ -136,6 +141,7 @@ class TilesHalo : public torch::autograd::Function<TilesHalo> {
                             const at::Scalar& fill_value,
                             const std::optional<at::Tensor>& tile_first_idx,
                             std::optional<at::TensorList> index) {
+    keep_undefined_grads(ctx);
     at::AutoDispatchBelowADInplaceOrView guard;
     at::Tensor out = ops::tiles_halo(pages, origins, radius, full_min, full_max, fill_value,
                                      tile_first_idx, index);
@@ -143,6 +149,7 @@ class TilesHalo : public torch::autograd::Function<TilesHalo> {
     return out;
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    if (all_undefined(grads)) return undefined_grads<TilesHalo>();
     const SavedTiles s = saved_tiles(ctx);
     const at::Tensor grad_pages =
         ops::tiles_halo_backward(grads[0], s.origins, ints(ctx, "radius"), ints(ctx, "full_min"),
@@ -160,6 +167,7 @@ class TilesHaloBackward : public torch::autograd::Function<TilesHaloBackward> {
                             at::IntArrayRef full_min, at::IntArrayRef full_max,
                             const std::optional<at::Tensor>& tile_first_idx,
                             std::optional<at::TensorList> index) {
+    keep_undefined_grads(ctx);
     at::AutoDispatchBelowADInplaceOrView guard;
     at::Tensor out = ops::tiles_halo_backward(grad_halo, origins, radius, full_min, full_max,
                                               tile_first_idx, index);
@@ -167,6 +175,7 @@ class TilesHaloBackward : public torch::autograd::Function<TilesHaloBackward> {
     return out;
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    if (all_undefined(grads)) return undefined_grads<TilesHaloBackward>();
     const SavedTiles s = saved_tiles(ctx);
     const at::Tensor grad_halo =
         ops::tiles_halo(grads[0], s.origins, ints(ctx, "radius"), ints(ctx, "full_min"),
@@ -207,6 +216,7 @@ class DepthwiseCorrelate : public torch::autograd::Function<DepthwiseCorrelate> 
  public:
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& input, const at::Tensor& weight,
                             at::IntArrayRef padding) {
+    keep_undefined_grads(ctx);
     at::AutoDispatchBelowADInplaceOrView guard;
     ctx->save_for_backward({input, weight});
     ctx->saved_data["padding"] = padding.vec();
@@ -214,6 +224,7 @@ class DepthwiseCorrelate : public torch::autograd::Function<DepthwiseCorrelate> 
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    if (all_undefined(grads)) return undefined_grads<DepthwiseCorrelate>();
     const auto saved = ctx->get_saved_variables();
     const at::Tensor &input = saved[0], &weight = saved[1], &grad = grads[0];
     const std::vector<int64_t> padding = ctx->saved_data["padding"].toIntVector();
