@@ -216,8 +216,7 @@ template <bool kMean>
 at::Tensor sum_or_mean_cuda(const at::Tensor& data, const at::Tensor& first_idx) {
   constexpr std::string_view op = kMean ? "segment_mean" : "segment_sum";
   const c10::cuda::CUDAGuard guard(data.device());
-  const CudaSegments s = cuda_segments(
-      op, data, first_idx, kMean ? SegmentDtypes::kAveraging : SegmentDtypes::kSummable);
+  const CudaSegments s = cuda_segments(op, data, first_idx, SegmentDtypes::kSummable);
   at::Tensor out = at::empty(per_segment_sizes(data, s.num_segments), data.options());
   AT_DISPATCH_V2(data.scalar_type(), "segment_sum_cuda", AT_WRAP([&] {
                    using acc_t = at::opmath_type<scalar_t>;
@@ -402,8 +401,8 @@ at::Tensor segment_expand_cuda(const at::Tensor& values, const at::Tensor& first
                     ": values must be on the GPU when first_idx is, got ", values.device());
   const c10::cuda::CUDAGuard guard(values.device());
   const auto [offsets, rows] = expand_offsets(op, first_idx, num_rows, values.device());
-  at::Tensor out =
-      at::empty(expanded_sizes(op, values, first_idx.size(0) - 1, rows), values.options());
+  at::Tensor out = empty_output(
+      op, "the output", expanded_sizes(op, values, first_idx.size(0) - 1, rows), values.options());
   expand_rows(values.contiguous(), out, offsets);
   return out;
 }
@@ -416,7 +415,7 @@ at::Tensor segment_ids_cuda(const at::Tensor& first_idx, std::optional<c10::SymI
   const c10::cuda::CUDAGuard guard(first_idx.device());
   const auto [offsets, rows] = expand_offsets(op, first_idx, num_rows, first_idx.device());
   const auto longs = first_idx.options().dtype(at::kLong);
-  at::Tensor out = at::empty({rows}, longs);
+  at::Tensor out = empty_output(op, "the output", {rows}, longs);
   expand_rows(at::arange(first_idx.size(0) - 1, longs), out, offsets);
   return out;
 }
@@ -468,9 +467,8 @@ std::tuple<at::Tensor, at::Tensor> ragged_index_select_cuda(const at::Tensor& va
                     " entries of index are out of range for ", segments, " segments (expected -",
                     segments, " <= index < ", segments, ")");
   check_num_rows_matches(op, rows_given, rows);
-  std::vector<int64_t> sizes = per_segment_sizes(values, rows);
-  check_numel_fits(op, "the output", sizes);
-  at::Tensor out = at::empty(sizes, values.options());
+  at::Tensor out =
+      empty_output(op, "the output", per_segment_sizes(values, rows), values.options());
   const int64_t total = out.numel();
   if (total > 0) {
     const at::Tensor in = values.contiguous();

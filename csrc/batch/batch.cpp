@@ -6,7 +6,7 @@
 #include "batch/batch_ops.h"
 #include "batch/layout.h"
 #include "common/checks.h"
-#include "common/missing_cuda.h"
+#include "common/missing_kernels.h"
 #include "common/op_handle.h"
 #include "segment/segment_ops.h"
 
@@ -42,12 +42,17 @@ TORCH_LIBRARY_FRAGMENT(torch_ragged, m) {
         tags);
 }
 
+// The ops with CPU / CUDA kernels (the rest are composites of them).
+constexpr const char* kKernelOps[] = {"list_to_packed", "list_to_padded", "packed_to_padded",
+                                      "padded_to_packed"};
+
 #ifndef TORCH_RAGGED_WITH_CUDA
-TORCH_LIBRARY_IMPL(torch_ragged, CUDA, m) {
-  register_missing_cuda(
-      m, {"list_to_packed", "list_to_padded", "packed_to_padded", "padded_to_packed"});
-}
+TORCH_LIBRARY_IMPL(torch_ragged, CUDA, m) { register_missing_cuda(m, kKernelOps); }
 #endif
+
+TORCH_LIBRARY_IMPL(torch_ragged, CompositeExplicitAutograd, m) {
+  register_missing_tensor_errors(m, kKernelOps);
+}
 
 namespace {
 

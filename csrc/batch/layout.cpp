@@ -166,12 +166,13 @@ RaggedLayout layout_from_tensor_list(std::string_view op, at::TensorList tensors
                       ": tensors must share one number of dims, tensor 0 has ", first.dim(),
                       " but tensor ", b, " has ", t.dim(), " (Expected all tensors to have ",
                       first.dim(), " dimensions but got ", t.dim(), " at index ", b, ")");
-    TORCH_CHECK_VALUE(t.size(-1) == layout.elem, "torch_ragged.", op,
-                      ": tensors must share the last dim (element size), tensor 0 has ",
-                      layout.elem, " but tensor ", b, " has ", t.size(-1),
-                      " (Sizes of tensors must match except in dimension 0. Expected size ",
-                      layout.elem, " but got size ", t.size(-1), " for tensor number ", b,
-                      " in the list.)");
+    TORCH_CHECK_VALUE(
+        t.size(-1) == layout.elem, "torch_ragged.", op,
+        ": tensors must share the last dim (element size), tensor 0 has ", layout.elem,
+        " but tensor ", b, " has ", t.size(-1), " (Expected all tensor to have last dimension ",
+        layout.elem, " but got ", t.size(-1), " at index ", b,
+        "; Sizes of tensors must match except in dimension 0. Expected size ", layout.elem,
+        " but got size ", t.size(-1), " for tensor number ", b, " in the list.)");
     for (int64_t j = 0; j < layout.rank; ++j) layout.shapes.push_back(t.size(j));
   }
   fill_first_rows(op, "tensor_list", layout);

@@ -8,6 +8,8 @@
 #include <c10/util/irange.h>
 #include <c10/util/safe_numerics.h>
 
+#include <unistd.h>
+
 #include <limits>
 #include <string_view>
 #include <vector>
@@ -64,7 +66,7 @@ inline void check_index_tensor(std::string_view op, std::string_view arg, const 
                                int64_t expected_dim) {
   check_defined(op, arg, t);
   TORCH_CHECK_TYPE(at::isIntegralType(t.scalar_type(), /*includeBool=*/false), "torch_ragged.", op,
-                   ": ", arg, " must be an integer (int64) tensor, got dtype ", t.scalar_type());
+                   ": ", arg, " must be an integer tensor, got dtype ", t.scalar_type());
   TORCH_CHECK_VALUE(t.dim() == expected_dim, "torch_ragged.", op, ": ", arg, " must be ",
                     expected_dim, "-D, got shape ", t.sizes());
 }
@@ -113,6 +115,47 @@ inline void check_numel_fits(std::string_view op, std::string_view what, at::Int
                         numel <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max()),
                     "torch_ragged.", op, ": ", what,
                     " would have more than 2^63 - 1 elements (shape ", sizes, ")");
+}
+
+// An output of `sizes` and `dtype` must fit in 2^63 - 1 elements and bytes (where torch would say
+// "Storage size calculation overflowed"): ValueError naming op and what. Returns the bytes.
+inline uint64_t check_bytes_fit(std::string_view op, std::string_view what, at::IntArrayRef sizes,
+                                caffe2::TypeMeta dtype) {
+  check_numel_fits(op, what, sizes);
+  uint64_t bytes = 0;
+  TORCH_CHECK_VALUE(!c10::mul_overflows(static_cast<uint64_t>(c10::multiply_integers(sizes)),
+                                        static_cast<uint64_t>(dtype.itemsize()), &bytes) &&
+                        bytes <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max()),
+                    "torch_ragged.", op, ": ", what, " would need more than 2^63 - 1 bytes (shape ",
+                    sizes, ", ", dtype, ")");
+  return bytes;
+}
+
+// `bytes` of CPU memory that will all be written must fit in the machine's physical memory: Linux
+// grants a larger allocation (overcommit) and then kills the process while it is filled, so this
+// is the last point where a size that cannot work is an error (ValueError naming op and what).
+inline void check_fits_in_memory(std::string_view op, std::string_view what, uint64_t bytes,
+                                 const at::Device& device) {
+  if (!device.is_cpu()) return;  // device allocators refuse with an error of their own
+  const long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || page_size <= 0) return;
+  const uint64_t memory = static_cast<uint64_t>(pages) * static_cast<uint64_t>(page_size);
+  TORCH_CHECK_VALUE(bytes <= memory, "torch_ragged.", op, ": ", what, " would need ", bytes,
+                    " bytes, more than this machine's ", memory, " bytes of memory");
+}
+
+// A fresh output whose size comes from the caller's data (offsets, counts), checked as above; an
+// allocation the machine refuses is re-raised under the op's name.
+inline at::Tensor empty_output(std::string_view op, std::string_view what, at::IntArrayRef sizes,
+                               const at::TensorOptions& options) {
+  const uint64_t bytes = check_bytes_fit(op, what, sizes, options.dtype());
+  check_fits_in_memory(op, what, bytes, options.device());
+  try {
+    return at::empty(sizes, options);
+  } catch (const c10::Error& e) {
+    TORCH_CHECK(false, "torch_ragged.", op, ": cannot allocate ", what, " (shape ", sizes, ", ",
+                bytes, " bytes): ", e.what_without_backtrace());
+  }
 }
 
 }  // namespace torch_ragged

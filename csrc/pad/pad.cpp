@@ -17,7 +17,7 @@
 #include <limits>
 
 #include "common/checks.h"
-#include "common/missing_cuda.h"
+#include "common/missing_kernels.h"
 #include "common/op_handle.h"
 #include "pad/pad_ops.h"
 #include "pad/pad_plan.h"
@@ -37,11 +37,16 @@ TORCH_LIBRARY_FRAGMENT(torch_ragged, m) {
   m.def("pad_index_backward(Tensor grad_output, SymInt[] pad_width, str mode) -> Tensor", tags);
 }
 
+// The ops with CPU / CUDA kernels (the rest are composites of them).
+constexpr const char* kKernelOps[] = {"pad_index", "pad_index_backward"};
+
 #ifndef TORCH_RAGGED_WITH_CUDA
-TORCH_LIBRARY_IMPL(torch_ragged, CUDA, m) {
-  register_missing_cuda(m, {"pad_index", "pad_index_backward"});
-}
+TORCH_LIBRARY_IMPL(torch_ragged, CUDA, m) { register_missing_cuda(m, kKernelOps); }
 #endif
+
+TORCH_LIBRARY_IMPL(torch_ragged, CompositeExplicitAutograd, m) {
+  register_missing_tensor_errors(m, kKernelOps);
+}
 
 namespace {
 

@@ -4,7 +4,7 @@
 #include <torch/library.h>
 #include <torch_ragged/segment.h>
 
-#include "common/missing_cuda.h"
+#include "common/missing_kernels.h"
 #include "common/op_handle.h"
 #include "segment/segment_ops.h"
 
@@ -42,14 +42,20 @@ TORCH_LIBRARY_IMPL(torch_ragged, Autograd, m) {
   m.impl("segment_gather_dot", torch::autograd::autogradNotImplementedFallback());
 }
 
+// The ops with CPU / CUDA kernels (the rest are composites of them).
+constexpr const char* kKernelOps[] = {
+    "get_first_idx",      "segment_sum",     "segment_mean",        "segment_max",
+    "segment_min",        "segment_softmax", "segment_log_softmax", "segment_softmax_backward",
+    "segment_expand",     "segment_ids",     "segment_gather_sum",  "segment_gather_dot",
+    "ragged_index_select"};
+
 #ifndef TORCH_RAGGED_WITH_CUDA
-TORCH_LIBRARY_IMPL(torch_ragged, CUDA, m) {
-  register_missing_cuda(
-      m, {"get_first_idx", "segment_sum", "segment_mean", "segment_max", "segment_min",
-          "segment_softmax", "segment_log_softmax", "segment_softmax_backward", "segment_expand",
-          "segment_ids", "segment_gather_sum", "segment_gather_dot", "ragged_index_select"});
-}
+TORCH_LIBRARY_IMPL(torch_ragged, CUDA, m) { register_missing_cuda(m, kKernelOps); }
 #endif
+
+TORCH_LIBRARY_IMPL(torch_ragged, CompositeExplicitAutograd, m) {
+  register_missing_tensor_errors(m, kKernelOps);
+}
 
 namespace ops {
 

@@ -11,8 +11,6 @@ static bool accepts(SegmentDtypes dtypes, at::ScalarType t) {
   switch (dtypes) {
     case SegmentDtypes::kSummable:
       return !is_bool;
-    case SegmentDtypes::kAveraging:
-      return is_float || is_complex;
     case SegmentDtypes::kOrdered:
       return !is_complex;
     case SegmentDtypes::kFloating:
@@ -25,8 +23,6 @@ static const char* expected_dtypes(SegmentDtypes dtypes) {
   switch (dtypes) {
     case SegmentDtypes::kSummable:
       return "a number dtype (bool is not summed: convert it, e.g. data.long())";
-    case SegmentDtypes::kAveraging:
-      return "a floating or complex dtype (as torch.mean)";
     case SegmentDtypes::kOrdered:
       return "a real dtype (bool, integer or floating)";
     case SegmentDtypes::kFloating:

@@ -12,10 +12,9 @@ namespace torch_ragged {
 
 // Which dtypes an op accepts (checked before any kernel, with a message naming the op).
 enum class SegmentDtypes {
-  kSummable,   // numbers (integers, floating, complex), not bool
-  kAveraging,  // floating and complex, as torch.mean
-  kOrdered,    // bool, integers, floating: max / min
-  kFloating,   // softmax
+  kSummable,  // numbers (integers, floating, complex), not bool
+  kOrdered,   // bool, integers, floating: max / min
+  kFloating,  // softmax
 };
 
 // data: at least 1-D with an accepted dtype; first_idx: an integer 1-D tensor with >= 1 entry on

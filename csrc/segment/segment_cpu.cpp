@@ -254,16 +254,17 @@ TORCH_RAGGED_CPU_CLONES void scaled_rows(const acc_t* terms, int64_t width, int6
   }
 }
 
-// out rows [lo, hi) = x - shift per column.
+// log_softmax's out rows [lo, hi) = (x - shift) - log_sum per column. Shifted first: at large
+// magnitudes x - (shift + log_sum) would lose log_sum to rounding (x = -1e7 in float32).
 template <typename scalar_t, typename acc_t = at::opmath_type<scalar_t>>
-TORCH_RAGGED_CPU_CLONES void subtracted_rows(const scalar_t* data, int64_t width, int64_t lo,
-                                             int64_t hi, const acc_t* __restrict__ shift,
-                                             scalar_t* out) {
+TORCH_RAGGED_CPU_CLONES void log_softmax_rows(const scalar_t* data, int64_t width, int64_t lo,
+                                              int64_t hi, const acc_t* __restrict__ shift,
+                                              const acc_t* __restrict__ log_sum, scalar_t* out) {
   for (int64_t row = lo; row < hi; ++row) {
     const scalar_t* __restrict__ x = data + row * width;
     scalar_t* __restrict__ o = out + row * width;
     for (int64_t c = 0; c < width; ++c)
-      o[c] = static_cast<scalar_t>(static_cast<acc_t>(x[c]) - shift[c]);
+      o[c] = static_cast<scalar_t>((static_cast<acc_t>(x[c]) - shift[c]) - log_sum[c]);
   }
 }
 
@@ -321,8 +322,8 @@ struct ExtremumRows {
 template <bool kMean>
 at::Tensor sum_or_mean_cpu(const at::Tensor& data, const at::Tensor& first_idx) {
   constexpr std::string_view op = kMean ? "segment_mean" : "segment_sum";
-  const CpuSegments s = cpu_segments(op, data, first_idx,
-                                     kMean ? SegmentDtypes::kAveraging : SegmentDtypes::kSummable);
+  // Integer means divide in the integer type, truncating (torch_scatter's segment_csr does too).
+  const CpuSegments s = cpu_segments(op, data, first_idx, SegmentDtypes::kSummable);
   at::Tensor out = at::empty(per_segment_sizes(data, s.num_segments()), data.options());
   AT_DISPATCH_V2(data.scalar_type(), "segment_sum_cpu", AT_WRAP([&] {
                    using acc_t = at::opmath_type<scalar_t>;
@@ -419,10 +420,10 @@ struct SoftmaxRows {
               bool fresh) const {
     c10::SmallVector<acc_t, 64> shift(width), scale(width);
     for (int64_t c = 0; c < width; ++c) {
-      shift[c] = kLog ? stats[c].max + std::log(stats[c].sum) : shift_of(stats[c].max);
-      scale[c] = acc_t(1) / stats[c].sum;
+      shift[c] = shift_of(stats[c].max);
+      scale[c] = kLog ? std::log(stats[c].sum) : acc_t(1) / stats[c].sum;
     }
-    if (kLog) return subtracted_rows(data, width, lo, hi, shift.data(), out);
+    if (kLog) return log_softmax_rows(data, width, lo, hi, shift.data(), scale.data(), out);
     if (!fresh) {  // rows = exp(x - merged max)
       shifted_rows(data, width, lo, hi, shift.data(), rows);
       exp_in_place(rows, (hi - lo) * width);
@@ -510,9 +511,11 @@ void softmax_of_short_segments(const CpuSegments& s, scalar_t* out) {
     for (int64_t b = b0; b < b1; ++b) {
       acc_t sum = 0;
       for (int64_t i = first[b]; i < first[b + 1]; ++i) sum += terms[i - base];
-      const acc_t log_sum = maxima[b - b0] + std::log(sum);
-      for (int64_t i = first[b]; i < first[b + 1]; ++i) {
-        out[i] = static_cast<scalar_t>(kLog ? static_cast<acc_t>(x[i]) - log_sum
+      const acc_t shift = SoftmaxRows<scalar_t, kLog>::shift_of(maxima[b - b0]);
+      const acc_t log_sum = std::log(sum);
+      for (int64_t i = first[b]; i < first[b + 1];
+           ++i) {  // (x - max) - log_sum: see log_softmax_rows
+        out[i] = static_cast<scalar_t>(kLog ? (static_cast<acc_t>(x[i]) - shift) - log_sum
                                             : terms[i - base] / sum);
       }
     }
@@ -716,8 +719,8 @@ at::Tensor segment_expand_cpu(const at::Tensor& values, const at::Tensor& first_
   const std::vector<int64_t> offsets =
       checked_first_idx(op, first_idx, concrete_num_rows(op, num_rows));
   const int64_t segments = static_cast<int64_t>(offsets.size()) - 1;
-  at::Tensor out =
-      at::empty(expanded_sizes(op, values, segments, offsets.back()), values.options());
+  at::Tensor out = empty_output(
+      op, "the output", expanded_sizes(op, values, segments, offsets.back()), values.options());
   expand_rows(values.contiguous(), out, offsets);
   return out;
 }
@@ -728,7 +731,8 @@ at::Tensor segment_ids_cpu(const at::Tensor& first_idx, std::optional<c10::SymIn
   const std::vector<int64_t> offsets =
       checked_first_idx(op, first_idx, concrete_num_rows(op, num_rows));
   const int64_t segments = static_cast<int64_t>(offsets.size()) - 1;
-  at::Tensor out = at::empty({offsets.back()}, first_idx.options().dtype(at::kLong));
+  at::Tensor out =
+      empty_output(op, "the output", {offsets.back()}, first_idx.options().dtype(at::kLong));
   expand_rows(at::arange(segments, out.options()), out, offsets);
   return out;
 }
@@ -781,9 +785,8 @@ std::tuple<at::Tensor, at::Tensor> ragged_index_select_cpu(const at::Tensor& val
   const std::vector<int64_t> out_first_idx =
       offsets_from_counts(op, "index", counts.data(), selected);
   check_num_rows_matches(op, rows_given, out_first_idx.back());
-  std::vector<int64_t> sizes = per_segment_sizes(values, out_first_idx.back());
-  check_numel_fits(op, "the output", sizes);
-  at::Tensor out = at::empty(sizes, values.options());
+  at::Tensor out = empty_output(op, "the output", per_segment_sizes(values, out_first_idx.back()),
+                                values.options());
   copy_selected_rows(values.contiguous(), out, source_row, out_first_idx);
   return {out, at::tensor(out_first_idx, at::kLong).to(first_idx.device())};
 }

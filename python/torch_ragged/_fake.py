@@ -33,7 +33,7 @@ def _known(entry) -> bool:
 @register_fake("torch_ragged::get_shape_per_tensor")
 def _get_shape_per_tensor(tensor_list):
     _check_one_device("get_shape_per_tensor", tensor_list)
-    return torch.empty((len(tensor_list), tensor_list[0].dim() - 1), dtype=torch.long, device="cpu")
+    return _list_shape_per_tensor(tensor_list)
 
 
 @register_fake("torch_ragged::fill_max_shape")
@@ -42,7 +42,13 @@ def _fill_max_shape(shape_per_tensor, partial_max_shape=None):
 
 
 def _list_shape_per_tensor(tensor_list):
-    return torch.empty((len(tensor_list), tensor_list[0].dim() - 1), dtype=torch.long, device="cpu")
+    """The members' shapes but the last dim, on the CPU. Eager calls with meta tensors get the true shapes (known
+    from the tensors); under tracing (FakeTensors, maybe symbolic sizes) only the tensor's shape is known."""
+    rank = tensor_list[0].dim() - 1
+    if not any(isinstance(t, torch._subclasses.FakeTensor) for t in tensor_list):
+        shapes = [list(t.shape[:-1]) for t in tensor_list]
+        return torch.tensor(shapes, dtype=torch.long).view(len(tensor_list), rank)
+    return torch.empty((len(tensor_list), rank), dtype=torch.long, device="cpu")
 
 
 @register_fake("torch_ragged::list_to_packed")

@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 import torch
 import torch.utils._pytree as pytree
 
+from ._checks import int_list, integer_tensor
 from .segment import SegmentExtremum
 
 __all__ = ["LazyStack", "RaggedCollate", "RaggedTensor", "collate"]
@@ -152,7 +153,7 @@ class RaggedTensor:
         """From ``padded (B, *M, *feature)`` and the members' sizes: ``lengths`` (B,) for one ragged dim, or
         ``(B, k)`` for k ragged dims (Kaolin's shape_per_tensor)."""
         where = "RaggedTensor.from_padded"
-        shapes = torch.as_tensor(lengths, dtype=torch.long, device="cpu")
+        shapes = integer_tensor(where, "lengths", lengths).to("cpu", torch.long)
         if shapes.dim() == 1:
             shapes = shapes.unsqueeze(1)
         if shapes.dim() != 2:
@@ -177,10 +178,10 @@ class RaggedTensor:
         if (first_idx is None) == (lengths is None):
             raise _error(ValueError, where, "give exactly one of first_idx and lengths")
         if lengths is not None:
-            counts = torch.as_tensor(lengths, device="cpu")
-            if counts.dim() != 1 or counts.is_floating_point():
+            counts = integer_tensor(where, "lengths", lengths).to("cpu", torch.long)
+            if counts.dim() != 1:
                 raise _error(ValueError, where, f"lengths must be a 1-D integer sequence, got {_describe(counts)}")
-            first_idx = _ops.get_first_idx(counts.long(), True)
+            first_idx = _ops.get_first_idx(counts, True)
         return cls(values, torch.as_tensor(first_idx), shape_per_tensor)
 
     @classmethod
@@ -295,7 +296,7 @@ class RaggedTensor:
         feature = values.shape[1:]
         flat = values.reshape(values.shape[0], math.prod(feature))
         if max_shape is not None:
-            max_shape = [-1 if m is None else int(m) for m in max_shape]
+            max_shape = int_list("RaggedTensor.padded", "max_shape", max_shape, none_as=-1)
         out = _ops.packed_to_padded(flat, self._shape_per_tensor, self._first_idx, padding_value, max_shape,
                                     padding_side)
         return out.view(*out.shape[:-1], *feature)
@@ -329,6 +330,9 @@ class RaggedTensor:
             raise _error(ValueError, where, f'padding_side must be "right" or "left", got "{padding_side}"')
         spt = self.shape_per_tensor
         largest = spt.amax(0).tolist() if len(spt) else [0] * self.ragged_dims
+        if max_shape is not None and len(max_shape) != self.ragged_dims:
+            raise _error(ValueError, where, f"max_shape must have one entry per ragged dim ({self.ragged_dims}), got "
+                         f"{list(max_shape)}")
         sizes = largest if max_shape is None else [
             m if m not in (None, -1) else d for m, d in zip(max_shape, largest, strict=False)]
         if len(sizes) != self.ragged_dims or any(m < d for m, d in zip(sizes, largest, strict=False)):
@@ -583,6 +587,8 @@ def _is_ragged(x) -> bool:
 
 
 def _describe(x) -> str:
+    if isinstance(x, torch.Tensor) and x.is_nested and x.layout != torch.jagged:  # has no .shape
+        return f"a {x.dtype} nested tensor of layout {x.layout} with {x.size(0)} members on {x.device}"
     if isinstance(x, torch.Tensor):
         return f"a {x.dtype} tensor of shape {tuple(x.shape)} on {x.device}"
     return f"{type(x).__name__}"
@@ -608,8 +614,12 @@ def _check_member(where: str, arg: str, t, ragged_dims: int, spec) -> None:
         return
     feature, dtype, device = spec
     if t.shape[ragged_dims:] != feature:
+        same_rank_and_element = len(feature) > 1 and t.dim() == ragged_dims + len(feature) and \
+            t.shape[-1] == feature[-1]
+        hint = f"; if every dim but the last is ragged (Kaolin's layout), pass ragged_dims={t.dim() - 1}" \
+            if same_rank_and_element else ""
         raise _error(ValueError, where, f"{arg} has shape {tuple(t.shape)}: after its {ragged_dims} ragged dims "
-                     f"its feature shape must be {tuple(feature)}, like the others'")
+                     f"its feature shape must be {tuple(feature)}, like the others'{hint}")
     if t.dtype != dtype or t.device != device:
         raise _error(ValueError, where, f"{arg} is {t.dtype} on {t.device}; the others are {dtype} on {device}")
 
@@ -657,7 +667,14 @@ def _index_tensor(key, n: int) -> torch.Tensor:
     where = "RaggedTensor.__getitem__"
     if isinstance(key, slice):
         return torch.arange(*key.indices(n))
-    index = torch.as_tensor(key) if not isinstance(key, torch.Tensor) else key
+    if key is None or key is Ellipsis or isinstance(key, (str, bytes, float)):
+        raise _error(TypeError, where, f"index must be an int, a slice, a 1-D integer / boolean tensor or a list of "
+                     f"ints (None and ... do not apply: the member dim is not a tensor dim), got {key!r}")
+    try:
+        index = torch.as_tensor(key) if not isinstance(key, torch.Tensor) else key
+    except (TypeError, ValueError, RuntimeError):
+        raise _error(TypeError, where, f"index must be an int, a slice, a 1-D integer / boolean tensor or a list of "
+                     f"ints, got {key!r}") from None
     if index.numel() == 0 and not isinstance(key, torch.Tensor):
         index = index.long()  # [] is a float tensor
     if index.dtype == torch.bool:

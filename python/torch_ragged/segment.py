@@ -16,6 +16,8 @@ import torch
 from torch.library import register_fake as _torch_register_fake
 from torch.utils import _pytree as pytree
 
+from ._checks import integer_tensor
+
 __all__ = [
     "get_first_idx",
     "ragged_index_select",
@@ -39,14 +41,16 @@ class SegmentExtremum(NamedTuple):
     arg: torch.Tensor
 
 
-def _first_idx(first_idx) -> torch.Tensor:
+def _first_idx(op: str, first_idx) -> torch.Tensor:
     if isinstance(first_idx, Sequence):
-        return torch.tensor(first_idx, dtype=torch.long)
+        return integer_tensor(op, "first_idx", first_idx)
     return first_idx
 
 
-def get_first_idx(numel_per_tensor: torch.Tensor, validate: bool = True) -> torch.Tensor:
+def get_first_idx(numel_per_tensor, validate: bool = True) -> torch.Tensor:
     """First row of each sub-tensor in the packed tensor, and the total: (B,) -> (B + 1,) int64.
+
+    ``numel_per_tensor`` is an integer tensor or a list of ints.
 
     On a GPU, ``validate`` (no negative count, no overflow) reads one flag on the host;
     ``validate=False`` skips that synchronisation.
@@ -54,6 +58,8 @@ def get_first_idx(numel_per_tensor: torch.Tensor, validate: bool = True) -> torc
     >>> get_first_idx(torch.LongTensor([2, 3, 5]))
     tensor([ 0,  2,  5, 10])
     """
+    if isinstance(numel_per_tensor, Sequence):
+        numel_per_tensor = integer_tensor("get_first_idx", "numel_per_tensor", numel_per_tensor)
     return _ops.get_first_idx(numel_per_tensor, validate)
 
 
@@ -63,16 +69,17 @@ def segment_sum(data: torch.Tensor, first_idx) -> torch.Tensor:
     >>> segment_sum(torch.arange(5.0), torch.tensor([0, 2, 2, 5]))
     tensor([1., 0., 9.])
     """
-    return _ops.segment_sum(data, _first_idx(first_idx))
+    return _ops.segment_sum(data, _first_idx("segment_sum", first_idx))
 
 
 def segment_mean(data: torch.Tensor, first_idx) -> torch.Tensor:
-    """Mean of each segment's rows (floating / complex data); empty segments give 0.
+    """Mean of each segment's rows; empty segments give 0. Integer data gives the integer sum divided by the row
+    count, truncating toward zero (as torch_scatter's ``segment_csr(..., reduce="mean")``).
 
     >>> segment_mean(torch.arange(5.0), torch.tensor([0, 2, 2, 5]))
     tensor([0.5000, 0.0000, 3.0000])
     """
-    return _ops.segment_mean(data, _first_idx(first_idx))
+    return _ops.segment_mean(data, _first_idx("segment_mean", first_idx))
 
 
 def segment_max(data: torch.Tensor, first_idx) -> SegmentExtremum:
@@ -83,7 +90,7 @@ def segment_max(data: torch.Tensor, first_idx) -> SegmentExtremum:
     >>> segment_max(torch.tensor([1.0, 3.0, 3.0, 2.0]), torch.tensor([0, 3, 3, 4]))
     SegmentExtremum(values=tensor([3., 0., 2.]), arg=tensor([ 1, -1,  3]))
     """
-    return SegmentExtremum(*_ops.segment_max(data, _first_idx(first_idx)))
+    return SegmentExtremum(*_ops.segment_max(data, _first_idx("segment_max", first_idx)))
 
 
 def segment_min(data: torch.Tensor, first_idx) -> SegmentExtremum:
@@ -92,7 +99,7 @@ def segment_min(data: torch.Tensor, first_idx) -> SegmentExtremum:
     >>> segment_min(torch.tensor([1.0, 3.0, 0.5]), torch.tensor([0, 2, 3]))
     SegmentExtremum(values=tensor([1.0000, 0.5000]), arg=tensor([0, 2]))
     """
-    return SegmentExtremum(*_ops.segment_min(data, _first_idx(first_idx)))
+    return SegmentExtremum(*_ops.segment_min(data, _first_idx("segment_min", first_idx)))
 
 
 def segment_softmax(data: torch.Tensor, first_idx) -> torch.Tensor:
@@ -101,7 +108,7 @@ def segment_softmax(data: torch.Tensor, first_idx) -> torch.Tensor:
     >>> segment_softmax(torch.tensor([0.0, 0.0, 5.0]), torch.tensor([0, 2, 3]))
     tensor([0.5000, 0.5000, 1.0000])
     """
-    return _ops.segment_softmax(data, _first_idx(first_idx))
+    return _ops.segment_softmax(data, _first_idx("segment_softmax", first_idx))
 
 
 def segment_log_softmax(data: torch.Tensor, first_idx) -> torch.Tensor:
@@ -110,7 +117,7 @@ def segment_log_softmax(data: torch.Tensor, first_idx) -> torch.Tensor:
     >>> segment_log_softmax(torch.tensor([0.0, 0.0, 5.0]), torch.tensor([0, 2, 3]))
     tensor([-0.6931, -0.6931,  0.0000])
     """
-    return _ops.segment_log_softmax(data, _first_idx(first_idx))
+    return _ops.segment_log_softmax(data, _first_idx("segment_log_softmax", first_idx))
 
 
 def segment_expand(values: torch.Tensor, first_idx, num_rows: int | None = None) -> torch.Tensor:
@@ -122,7 +129,7 @@ def segment_expand(values: torch.Tensor, first_idx, num_rows: int | None = None)
     >>> segment_expand(torch.tensor([10, 20, 30]), torch.tensor([0, 2, 2, 3]))
     tensor([10, 10, 30])
     """
-    return _ops.segment_expand(values, _first_idx(first_idx), num_rows)
+    return _ops.segment_expand(values, _first_idx("segment_expand", first_idx), num_rows)
 
 
 def segment_ids(first_idx, num_rows: int | None = None) -> torch.Tensor:
@@ -131,7 +138,7 @@ def segment_ids(first_idx, num_rows: int | None = None) -> torch.Tensor:
     >>> segment_ids(torch.tensor([0, 2, 2, 3]))
     tensor([0, 0, 2])
     """
-    return _ops.segment_ids(_first_idx(first_idx), num_rows)
+    return _ops.segment_ids(_first_idx("segment_ids", first_idx), num_rows)
 
 
 def ragged_index_select(values: torch.Tensor, first_idx, index, num_rows: int | None = None):
@@ -143,8 +150,8 @@ def ragged_index_select(values: torch.Tensor, first_idx, index, num_rows: int | 
     >>> ragged_index_select(torch.arange(5.0), torch.tensor([0, 2, 2, 5]), torch.tensor([2, 0]))
     (tensor([2., 3., 4., 0., 1.]), tensor([0, 3, 5]))
     """
-    index = torch.as_tensor(index, dtype=torch.long) if not isinstance(index, torch.Tensor) else index
-    return tuple(_ops.ragged_index_select(values, _first_idx(first_idx), index, num_rows))
+    index = integer_tensor("ragged_index_select", "index", index)
+    return tuple(_ops.ragged_index_select(values, _first_idx("ragged_index_select", first_idx), index, num_rows))
 
 
 # ---- fake kernels (torch.compile / torch.export) ----
@@ -198,9 +205,23 @@ def _check_index_devices(op: str, data: torch.Tensor, **index_tensors) -> None:
                              f"got {t.device}")
 
 
+def _is_real_cpu(t) -> bool:
+    return isinstance(t, torch.Tensor) and t.device.type == "cpu" and not isinstance(t, torch._subclasses.FakeTensor)
+
+
+def _check_offsets_like_the_kernel(op: str, data, first_idx, *rest):
+    """Meta data with a real CPU first_idx (an eager shape query): the index tensors hold values, so they are checked
+    as the real call would check them -- by the CPU kernel itself on zero-width data (O(segments), no data read), the
+    same errors under the same name. Returns the kernel's outputs (None when there is nothing real to check)."""
+    if not (_is_real_cpu(first_idx) and isinstance(data.shape[0], int)):
+        return None
+    return getattr(_ops, op)(torch.empty((data.shape[0], 0)), first_idx, *rest)
+
+
 def _per_segment(op, data, first_idx, dtype=None):
     _check_index_devices(op, data, first_idx=first_idx)
     torch._check(data.dim() >= 1, lambda: f"torch_ragged.{op}: data must have at least 1 dim")
+    _check_offsets_like_the_kernel(op, data, first_idx)
     return data.new_empty((first_idx.shape[0] - 1, *data.shape[1:]), dtype=dtype)
 
 
@@ -232,12 +253,14 @@ def _segment_min_fake(data, first_idx):
 @register_fake("torch_ragged::segment_softmax")
 def _segment_softmax_fake(data, first_idx):
     _check_index_devices("segment_softmax", data, first_idx=first_idx)
+    _check_offsets_like_the_kernel("segment_softmax", data, first_idx)
     return torch.empty_like(data, memory_format=torch.contiguous_format)
 
 
 @register_fake("torch_ragged::segment_log_softmax")
 def _segment_log_softmax_fake(data, first_idx):
     _check_index_devices("segment_log_softmax", data, first_idx=first_idx)
+    _check_offsets_like_the_kernel("segment_log_softmax", data, first_idx)
     return torch.empty_like(data, memory_format=torch.contiguous_format)
 
 
@@ -261,6 +284,7 @@ def _rows(num_rows, first_idx=None):
 @register_fake("torch_ragged::segment_expand")
 def _segment_expand_fake(values, first_idx, num_rows=None):
     _check_index_devices("segment_expand", values, first_idx=first_idx)
+    _check_offsets_like_the_kernel("segment_expand", values, first_idx, num_rows)
     return values.new_empty((_rows(num_rows, first_idx), *values.shape[1:]))
 
 
@@ -284,5 +308,9 @@ def _segment_gather_dot_fake(a, b, index, first_idx):
 def _ragged_index_select_fake(values, first_idx, index, num_rows=None):
     _check_index_devices("ragged_index_select", values, first_idx=first_idx, index=index)
     torch._check(values.dim() >= 1, lambda: "torch_ragged.ragged_index_select: values must have at least 1 dim")
+    if _is_real_cpu(index):  # with a real first_idx too: checked, and the selection's true size
+        checked = _check_offsets_like_the_kernel("ragged_index_select", values, first_idx, index, num_rows)
+        if checked is not None:
+            return values.new_empty(checked[0].shape[:1] + values.shape[1:]), checked[1].to(values.device)
     selected = values.new_empty((_rows(num_rows), *values.shape[1:]))
     return selected, first_idx.new_empty((index.shape[0] + 1,), dtype=torch.long)

@@ -169,3 +169,36 @@ def test_kaolin_messages_for_rank_and_last_dim_mismatches():
             op([torch.zeros(2, 3), torch.zeros(2, 4)])
         assert ("Sizes of tensors must match except in dimension 0. Expected size 3 but got size 4 for tensor "
                 "number 1 in the list.") in str(info.value)
+
+
+def test_kaolin_message_for_a_last_dim_mismatch():
+    """Kaolin's own test (test_list_to_packed_fail1) matches this exact sentence."""
+    tensors = [torch.zeros(2, 2, 2), torch.zeros(3, 3, 3)]
+    with pytest.raises(ValueError, match="Expected all tensor to have last dimension 2 but got 3 at index 1"):
+        torch_ragged.list_to_packed(tensors)
+
+
+def test_shape_per_tensor_of_meta_tensors_is_their_true_shape():
+    tensors = [torch.zeros(2, 3, 5, device="meta"), torch.zeros(4, 1, 5, device="meta")]
+    assert torch.equal(torch_ragged.get_shape_per_tensor(tensors), torch.tensor([[2, 3], [4, 1]]))
+    _, shapes = torch_ragged.list_to_packed(tensors)
+    assert torch.equal(shapes, torch.tensor([[2, 3], [4, 1]]))
+
+
+@pytest.mark.parametrize("call,exception,message", [
+    (lambda: torch.ops.torch_ragged.list_to_packed([]), ValueError,
+     "torch_ragged.list_to_packed: tensor_list must hold at least one tensor, got an empty list"),
+    (lambda: torch.ops.torch_ragged.list_to_padded([], 0.0), ValueError,
+     "torch_ragged.list_to_padded: tensor_list must hold at least one tensor"),
+    (lambda: torch.ops.torch_ragged.get_first_idx(None), TypeError,
+     "torch_ragged.get_first_idx: numel_per_tensor must be a tensor, got None"),
+    (lambda: torch.ops.torch_ragged.segment_sum(None, None), TypeError,
+     "torch_ragged.segment_sum: data must be a tensor, got None"),
+    (lambda: torch.ops.torch_ragged.pad_index(None, [1, 1], "edge", None), TypeError,
+     "torch_ragged.pad_index: self must be a tensor, got None"),
+])
+def test_calls_without_any_tensor_name_the_op_and_argument(call, exception, message):
+    """The dispatcher has no tensor to pick a kernel by; it used to print its table of dispatch keys."""
+    with pytest.raises(exception) as info:
+        call()
+    assert message in str(info.value) and "dispatch" not in str(info.value)

@@ -1,5 +1,7 @@
 """Bad input to the containers: clear errors naming the method and the argument."""
 
+import warnings
+
 import torch
 from expect import raises
 from torch_ragged import LazyStack, RaggedCollate, RaggedTensor
@@ -112,3 +114,43 @@ def test_collate_errors():
         RaggedCollate(rebase={"f": "v"})([{"f": torch.zeros(1, 3), "v": torch.zeros(2, 3)}])
     with raises(ValueError, "torch_ragged.RaggedTensor.from_list", "tensors[1]"):
         RaggedCollate()([{"p": torch.zeros(2, 3)}, {"p": torch.zeros(2, 4)}])
+
+
+def test_lengths_and_sizes_that_are_not_integers_are_refused_not_truncated():
+    """torch.as_tensor([2.5, 0, 1.7], dtype=torch.long) read [2, 0, 1]; a bool tensor read 0 / 1."""
+    padded = torch.zeros(3, 4, 2)
+    with raises(TypeError, "torch_ragged.RaggedTensor.from_padded", "lengths must hold integers"):
+        RaggedTensor.from_padded(padded, [2.5, 0, 1.7])
+    with raises(TypeError, "torch_ragged.RaggedTensor.from_padded", "lengths must hold integers"):
+        RaggedTensor.from_padded(padded, torch.tensor([True, False, True]))
+    with raises(TypeError, "torch_ragged.RaggedTensor.from_packed", "lengths must hold integers"):
+        RaggedTensor.from_packed(torch.zeros(3, 2), lengths=[1.5, 1.5])
+    r = RaggedTensor.from_padded(padded, [2, 0, 1])
+    with raises(ValueError, "torch_ragged.RaggedTensor.mask", "one entry per ragged dim (1), got [4, 4]"):
+        r.mask([4, 4])
+    with raises(TypeError, "torch_ragged.RaggedTensor.padded", "max_shape must hold integers"):
+        r.padded(max_shape=[2.5])
+    assert r.padded(max_shape=[None]).shape == (3, 2, 2) and r.mask([3]).shape == (3, 3)
+
+
+def test_keys_that_are_not_member_indices_are_named():
+    r = RaggedTensor.from_list([torch.zeros(2, 3), torch.zeros(1, 3)])
+    for key in (None, Ellipsis, "a", 1.5):
+        with raises(TypeError, "torch_ragged.RaggedTensor.__getitem__", "index must be an int, a slice"):
+            r[key]
+
+
+def test_from_nested_of_a_strided_nested_tensor_names_the_layout():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch's prototype warning for the strided layout
+        nested = torch.nested.nested_tensor([torch.zeros(2, 3), torch.zeros(1, 3)])
+    with raises(TypeError, "torch_ragged.RaggedTensor.from_nested", "must be a torch.jagged nested tensor",
+                "layout torch.strided with 2 members"):
+        RaggedTensor.from_nested(nested)
+
+
+def test_kaolin_shaped_members_get_a_ragged_dims_hint():
+    """Kaolin's layout makes every dim but the last ragged; from_list's default is one ragged dim, so say how."""
+    with raises(ValueError, "torch_ragged.RaggedTensor.from_list", "pass ragged_dims=2"):
+        RaggedTensor.from_list([torch.zeros(2, 2, 3), torch.zeros(3, 4, 3)])
+    assert RaggedTensor.from_list([torch.zeros(2, 2, 3), torch.zeros(3, 4, 3)], ragged_dims=2).shape == (2, -1, -1, 3)

@@ -196,3 +196,74 @@ def test_sums_accumulate_half_in_float():
     sums = torch_ragged.segment_sum(data, torch.tensor([0, 4096]))
     # 2048 + 4095 = 6143 exactly in float, rounded once to float16 (6144); a float16 accumulator stays at 2048
     assert sums.item() == torch.tensor(6143.0).half().item() == 6144.0
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("magnitude", [1e4, 1e5, 1e7])
+@pytest.mark.parametrize("layout", ["short scalar", "wide", "spanning blocks"])
+def test_softmax_and_log_softmax_at_large_magnitudes_match_torch(device, dtype, magnitude, layout):
+    """log_softmax is (x - max) - log(sum): x - (max + log(sum)) rounded log(sum) away at -1e7 in float32 (gave
+    [-2, -1, 0] for [-1e7, -1e7 + 1, -1e7 + 2]). Each segment against torch's own (log_)softmax."""
+    counts = {"short scalar": [3, 1, 5, 2] * 4, "wide": [4, 7, 1], "spanning blocks": [70000, 3, 40000]}[layout]
+    width = {"short scalar": (), "wide": (5,), "spanning blocks": ()}[layout]
+    generator = torch.Generator().manual_seed(int(magnitude))
+    data = (-magnitude + torch.randn((sum(counts), *width), generator=generator, dtype=torch.float64) * 3).to(dtype)
+    first_idx = torch.tensor([0, *torch.tensor(counts).cumsum(0).tolist()])
+    parts = data.split(counts)
+    # float32 sums of 70,000 terms round differently in every implementation (torch's vectorised sum included):
+    # both are held to the float64 result within the same tolerance; the bug was off by 0.4 absolute.
+    tolerance = {"rtol": 1e-4, "atol": 1e-5} if dtype == torch.float32 else {"rtol": 1e-12, "atol": 1e-12}
+    for log in (False, True):
+        op = torch_ragged.segment_log_softmax if log else torch_ragged.segment_softmax
+        torch_op = torch.log_softmax if log else torch.softmax
+        exact = torch.cat([torch_op(part.double(), 0) for part in parts]).to(dtype)
+        torch_own = torch.cat([torch_op(part, 0) for part in parts])
+        actual = op(data.to(device), first_idx).cpu()
+        torch.testing.assert_close(actual, exact, **tolerance)
+        torch.testing.assert_close(torch_own, exact, **tolerance)
+    row = torch.tensor([[-1e7], [-1e7 + 1], [-1e7 + 2]], dtype=dtype)
+    torch.testing.assert_close(torch_ragged.segment_log_softmax(row.to(device), [0, 3]).cpu(),
+                               torch.log_softmax(row, 0))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_log_softmax_gradient_at_large_magnitudes_matches_torch(device):
+    data = (-1e6 + torch.randn(40, 3, dtype=torch.float64)).to(device)
+    counts = [5, 20, 15]
+    first_idx = torch.tensor([0, 5, 25, 40])
+    grad = torch.randn(40, 3, dtype=torch.float64).to(device)
+    ours = data.clone().requires_grad_()
+    torch_ragged.segment_log_softmax(ours, first_idx).backward(grad)
+    theirs = data.clone().requires_grad_()
+    torch.cat([torch.log_softmax(part, 0) for part in theirs.split(counts)]).backward(grad)
+    torch.testing.assert_close(ours.grad, theirs.grad)
+
+
+def test_integer_mean_truncates_toward_zero_as_torch_scatter():
+    data = torch.tensor([1, 2, 4, -3, -4, 7], dtype=torch.int32)
+    first_idx = [0, 3, 5, 5, 6]
+    expected = [int((1 + 2 + 4) / 3), int((-3 - 4) / 2), 0, 7]  # C's integer division: toward zero
+    assert torch_ragged.segment_mean(data, first_idx).tolist() == expected
+    assert torch_ragged.segment_mean(data, first_idx).dtype == torch.int32
+    assert torch_ragged.segment_mean(data.abs().to(torch.uint8), first_idx).tolist() == [2, 3, 0, 7]
+
+
+def _call_with_first_idx(op, first_idx):
+    if op == "segment_ids":
+        return torch_ragged.segment_ids(first_idx)
+    if op == "segment_expand":
+        return torch_ragged.segment_expand(torch.ones(2), first_idx)
+    if op == "ragged_index_select":
+        return torch_ragged.ragged_index_select(torch.ones(5), first_idx, [0])
+    return getattr(torch_ragged, op)(torch.ones(5), first_idx)
+
+
+@pytest.mark.parametrize("op", ["segment_sum", "segment_mean", "segment_max", "segment_min", "segment_softmax",
+                                "segment_log_softmax", "segment_expand", "segment_ids", "ragged_index_select"])
+def test_list_offsets_with_non_integers_are_refused_not_truncated(op):
+    """torch.tensor([0, 2.5, 5], dtype=torch.long) reads [0, 2, 5]: the wrappers refuse it (and bools) instead."""
+    for bad in ([0, 2.5, 5], [0, 2.0, 5], [False, True, True]):
+        with pytest.raises(TypeError, match=f"torch_ragged.{op}: first_idx must hold integers"):
+            _call_with_first_idx(op, bad)
+    _call_with_first_idx(op, [0, 2, 5])  # ints are fine

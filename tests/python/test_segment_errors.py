@@ -35,8 +35,8 @@ def test_first_idx_checks(name):
 def test_dtype_checks():
     with raises(TypeError, "torch_ragged.segment_sum", "bool is not summed", "data.long()"):
         torch_ragged.segment_sum(torch.zeros(2, dtype=torch.bool), [0, 2])
-    with raises(TypeError, "torch_ragged.segment_mean", "floating or complex", "Long"):
-        torch_ragged.segment_mean(torch.zeros(2, dtype=torch.long), [0, 2])
+    with raises(TypeError, "torch_ragged.segment_mean", "bool is not summed", "Bool"):
+        torch_ragged.segment_mean(torch.zeros(2, dtype=torch.bool), [0, 2])
     with raises(TypeError, "torch_ragged.segment_max", "real dtype", "ComplexFloat"):
         torch_ragged.segment_max(torch.zeros(2, dtype=torch.complex64), [0, 2])
     with raises(TypeError, "torch_ragged.segment_softmax", "floating dtype", "Int"):
@@ -80,3 +80,34 @@ def test_meta_first_idx_with_cpu_data_raises_instead_of_returning_garbage():
         torch_ragged.segment_sum(DATA, meta_idx)
     # all-meta inputs propagate shapes
     assert torch_ragged.segment_sum(DATA.to("meta"), meta_idx).shape == (2, 2)
+
+
+@pytest.mark.parametrize("call,message", [
+    (lambda: torch_ragged.segment_ids(torch.tensor([0, 2**62])),
+     "torch_ragged.segment_ids: the output would need more than 2^63 - 1 bytes"),
+    (lambda: torch_ragged.segment_expand(torch.ones(2, 4), torch.tensor([0, 2**60, 2**61])),
+     "torch_ragged.segment_expand: the output would have more than 2^63 - 1 elements"),
+    (lambda: torch_ragged.segment_expand(torch.ones(2), torch.tensor([0, 2**40, 2**41])),
+     "torch_ragged.segment_expand: the output would need 8796093022208 bytes, more than this machine's"),
+])
+def test_outputs_sized_by_huge_offsets_are_refused_by_name(call, message):
+    with pytest.raises((ValueError, RuntimeError)) as info:
+        call()
+    assert message in str(info.value), str(info.value)
+
+
+def test_meta_data_with_real_cpu_offsets_is_checked_like_real_data():
+    """One rule for every segment op: index tensors on the CPU beside meta data are real, so they are checked as a
+    real call checks them, and the outputs are meta (shapes only), of their true size where it is data-dependent."""
+    meta = torch.zeros(5, 2, device="meta")
+    bad = torch.tensor([0, 6, 5])
+    for op in ("segment_sum", "segment_mean", "segment_max", "segment_softmax", "segment_log_softmax"):
+        with raises(ValueError, f"torch_ragged.{op}", "first_idx must be non-decreasing"):
+            getattr(torch_ragged, op)(meta, bad)
+    with raises(ValueError, "torch_ragged.segment_expand", "num_rows = 7 but the segments hold"):
+        torch_ragged.segment_expand(torch.zeros(2, device="meta"), torch.tensor([0, 3, 5]), num_rows=7)
+    values, first_idx = torch_ragged.ragged_index_select(meta, torch.tensor([0, 2, 5]), torch.tensor([1, 0]))
+    assert values.device.type == "meta" and values.shape == (5, 2) and first_idx.shape == (3,)
+    with raises(IndexError, "torch_ragged.ragged_index_select", "index[0] = 3 is out of range"):
+        torch_ragged.ragged_index_select(meta, torch.tensor([0, 2, 5]), torch.tensor([3]))
+    assert torch_ragged.segment_sum(meta, torch.tensor([0, 2, 5])).shape == (2, 2)
