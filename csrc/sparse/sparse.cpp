@@ -11,7 +11,7 @@
 #include <torch_ragged/sparse.h>
 
 #include "common/checks.h"
-#include "common/missing_cuda.h"
+#include "common/missing_kernels.h"
 #include "common/op_handle.h"
 #include "segment/segment_ops.h"
 #include "sparse/sparse_args.h"
@@ -53,11 +53,13 @@ TORCH_LIBRARY_FRAGMENT(torch_ragged, m) {
       tags);
   m.def(
       "sparse_mm(Tensor values, Tensor dense, Tensor indices, Tensor row_first_idx, "
-      "Tensor col_first_idx, Tensor col_order, Tensor row_order, bool transpose=False) -> Tensor",
+      "Tensor col_first_idx, Tensor col_order, Tensor row_order, bool transpose=False, "
+      "bool validate=True) -> Tensor",
       tags);
   m.def(
       "sparse_sddmm(Tensor a, Tensor b, Tensor indices, Tensor row_first_idx, "
-      "Tensor col_first_idx, Tensor col_order, Tensor row_order, bool transpose=False) -> Tensor",
+      "Tensor col_first_idx, Tensor col_order, Tensor row_order, bool transpose=False, "
+      "bool validate=True) -> Tensor",
       tags);
   m.def(
       "sparse_spgemm(Tensor a_indices, Tensor a_values, Tensor b_indices, Tensor b_values, "
@@ -65,12 +67,17 @@ TORCH_LIBRARY_FRAGMENT(torch_ragged, m) {
       tags);
 }
 
+// The ops with CPU / CUDA kernels (the rest are composites of them).
+constexpr const char* kKernelOps[] = {"sparse_flat_keys", "sparse_coalesce", "sparse_softmax",
+                                      "sparse_pool_sum"};
+
 #ifndef TORCH_RAGGED_WITH_CUDA
-TORCH_LIBRARY_IMPL(torch_ragged, CUDA, m) {
-  register_missing_cuda(
-      m, {"sparse_flat_keys", "sparse_coalesce", "sparse_softmax", "sparse_pool_sum"});
-}
+TORCH_LIBRARY_IMPL(torch_ragged, CUDA, m) { register_missing_cuda(m, kKernelOps); }
 #endif
+
+TORCH_LIBRARY_IMPL(torch_ragged, CompositeExplicitAutograd, m) {
+  register_missing_tensor_errors(m, kKernelOps);
+}
 
 namespace {
 
@@ -87,6 +94,18 @@ at::Tensor rows_of(const at::Tensor& dense, int64_t sparse_dim) {
   c10::SymDimVector shape{rows};
   shape.insert(shape.end(), dense.sym_sizes().begin() + sparse_dim, dense.sym_sizes().end());
   return dense.reshape_symint(shape);
+}
+
+// Every index of every sparse dim lies in [0, size): IndexError naming op and the first entry out
+// (one host read on a GPU). An entry of a dim that is reduced or selected must not be summed in.
+void check_every_sparse_dim(std::string_view op, const at::Tensor& indices,
+                            const SparseShape& shape) {
+  if (is_symbolic(indices) || shape.sparse_dim == 0) return;
+  const std::vector<int64_t> sizes = shape.sparse_sizes();
+  const at::Tensor limits = at::tensor(sizes, at::kLong).to(indices.device()).unsqueeze(1);
+  const at::Tensor longs = indices.to(at::kLong);
+  if (indices.size(1) == 0 || ((longs >= 0) & (longs < limits)).all().item<bool>()) return;
+  raise_out_of_range(op, indices, sizes);
 }
 
 // ---- sparse_sum: torch.sparse.sum over any dims ----
@@ -113,20 +132,21 @@ TensorPair sparse_sum_impl(const at::Tensor& indices, const at::Tensor& values,
   }
   at::Tensor summed = dense_dims.empty() ? values : values.sum(dense_dims);
   if (kept_sparse.empty()) {  // every sparse dim reduced: one entry, the dense result
-    if (validate && key_geometry(shape.sparse_sizes()).has_value()) {
-      as_op(op,
-            [&] { return ops::sparse_flat_keys(indices, as_symints(shape.sparse_sizes()), true); });
-    }
-    if (summed.scalar_type() == at::kBool) summed = summed.to(at::kLong);
+    if (validate) check_every_sparse_dim(op, indices, shape);
+    // A dense result: integers (bool included) sum to int64, as torch.sum and torch.sparse.sum.
+    if (at::isIntegralType(summed.scalar_type(), /*includeBool=*/true))
+      summed = summed.to(at::kLong);
     // first_idx [0, nnz]: built from the (possibly symbolic) nnz, on the CPU.
     const at::Tensor all_rows =
         at::cat({at::zeros({1}, at::kLong), at::full({1}, c10::Scalar(shape.nnz), at::kLong)});
     return {at::empty({0, 1}, indices.options()), ops::segment_sum(summed, all_rows)};
   }
+  if (validate) check_every_sparse_dim(op, indices, shape);  // the reduced ones too
   std::vector<at::Tensor> kept_rows;  // (no index tensor from host data: it would not trace)
   for (const int64_t d : kept_sparse) kept_rows.push_back(indices.select(0, d));
   auto [out_indices, out_values, permutation, first_idx] = as_op(op, [&] {
-    return ops::sparse_coalesce(at::stack(kept_rows), summed, as_symints(out_size), validate);
+    return ops::sparse_coalesce(at::stack(kept_rows), summed, as_symints(out_size),
+                                /*validate=*/false);
   });
   return {out_indices, out_values};
 }
@@ -148,21 +168,34 @@ at::Tensor sparse_mask_impl(const at::Tensor& dense, const at::Tensor& indices, 
   return rows_of(dense, sparse_dim).index_select(0, keys);
 }
 
-// ---- sparse_to_dense: one accumulating copy per entry ----
+// ---- sparse_to_dense: every dense position sums its entries, in input order ----
 
-// index_put with accumulate adds duplicates serially in input order on the CPU and through a sort
-// on CUDA: deterministic either way; its backward is a gather. (Coalescing first would also do, but
-// its data-dependent nnz would be a size the dense output does not expose to torch.compile.)
+// The entries sorted stably by position, then one segment sum per dense position (offsets from
+// per-position counts): duplicates are added in input order, so the result is bitwise
+// reproducible (index_put's accumulate is not, with several CPU threads), and every size is
+// static (coalescing first would add a data-dependent nnz, which static tracing refuses).
+// Backward: segment_expand of the gradient, put back in entry order.
 at::Tensor sparse_to_dense_impl(const at::Tensor& indices, const at::Tensor& values,
                                 c10::SymIntArrayRef size, bool validate) {
   constexpr std::string_view op = "sparse_to_dense";
   const SparseShape shape = check_sparse_args(op, indices, values, size);
-  const at::Tensor keys = as_op(op, [&] {
-    return ops::sparse_flat_keys(indices, as_symints(shape.sparse_sizes()), validate);
+  check_bytes_fit(op, "the dense output", shape.size, values.dtype());
+  return as_op(op, [&] {
+    const at::Tensor keys =
+        ops::sparse_flat_keys(indices, as_symints(shape.sparse_sizes()), validate);
+    const at::Tensor by_position = std::get<1>(at::sort(keys, /*stable=*/true, 0, false));
+    const int64_t positions = c10::multiply_integers(shape.sparse_sizes());
+    const at::Tensor counts =
+        empty_output(op, "the per-position counts", {positions}, keys.options())
+            .zero_()
+            .index_add(0, keys, at::ones_like(keys));
+    const at::Tensor first_idx = ops::get_first_idx(counts, /*validate=*/false);
+    const at::Tensor sorted = values.index_select(0, by_position);
+    if (values.scalar_type() == at::kBool) {  // duplicates or-ed, as torch's to_dense
+      return std::get<0>(ops::segment_max(sorted, first_idx)).view(shape.size);
+    }
+    return ops::segment_sum(sorted, first_idx).view(shape.size);
   });
-  const at::Tensor zeros = at::zeros(shape.size, values.options());
-  return at::index_put(rows_of(zeros, shape.sparse_dim), {keys}, values, /*accumulate=*/true)
-      .view(shape.size);
 }
 
 // ---- sparse_from_dense: the entries of a dense tensor that are not exactly zero ----
@@ -182,18 +215,19 @@ TensorPair sparse_from_dense_impl(const at::Tensor& dense, std::optional<int64_t
 
 // ---- sparse_index_select ----
 
-// index values must lie in [0, size): read on the host, or asserted on the device while tracing.
-void check_index_values(std::string_view op, const at::Tensor& index, int64_t size) {
+// index values must lie in [-size, size) (negative ones count from the end, as torch's
+// index_select): read on the host, or asserted on the device while tracing.
+void check_index_values(std::string_view op, const at::Tensor& index, int64_t dim, int64_t size) {
   if (is_symbolic(index)) {
-    at::_assert_async(index.ge(0).logical_and(index.lt(size)).all(),
+    at::_assert_async(index.ge(-size).logical_and(index.lt(size)).all(),
                       "torch_ragged.sparse_index_select: index out of range");
     return;
   }
   if (index.numel() == 0) return;
   const auto [low, high] = at::aminmax(index);
-  TORCH_CHECK_INDEX(low.item<int64_t>() >= 0 && high.item<int64_t>() < size, "torch_ragged.", op,
-                    ": index must lie in [0, ", size, "), got values from ", low.item<int64_t>(),
-                    " to ", high.item<int64_t>());
+  TORCH_CHECK_INDEX(low.item<int64_t>() >= -size && high.item<int64_t>() < size, "torch_ragged.",
+                    op, ": index must lie in [-", size, ", ", size, ") for dim ", dim, " of size ",
+                    size, ", got values from ", low.item<int64_t>(), " to ", high.item<int64_t>());
 }
 
 // Entry e with index j along `dim` yields one output entry per position p with index[p] == j, in
@@ -207,8 +241,10 @@ TensorPair sparse_index_select_impl(const at::Tensor& indices, const at::Tensor&
   const int64_t d = normalized_dim(op, dim, static_cast<int64_t>(shape.size.size()));
   check_index_tensor(op, "index", index, 1);
   check_index_device(op, "index", index, indices.device());
-  const at::Tensor positions = index.to(indices.device(), at::kLong);
-  check_index_values(op, positions, shape.size[d]);
+  const at::Tensor given = index.to(indices.device(), at::kLong);
+  check_index_values(op, given, d, shape.size[d]);
+  check_every_sparse_dim(op, indices, shape);
+  const at::Tensor positions = at::where(given < 0, given + shape.size[d], given);
   if (d >= shape.sparse_dim) {
     return {indices.clone(), values.index_select(d - shape.sparse_dim + 1, positions)};
   }
@@ -305,21 +341,24 @@ at::Tensor sparse_pool_sum(const Tensor& indices, const Tensor& values, SymSizes
 
 at::Tensor sparse_mm(const Tensor& values, const Tensor& dense, const Tensor& indices,
                      const Tensor& row_first_idx, const Tensor& col_first_idx,
-                     const Tensor& col_order, const Tensor& row_order, bool transpose) {
+                     const Tensor& col_order, const Tensor& row_order, bool transpose,
+                     bool validate) {
   static auto op =
       op_handle<Tensor(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
-                       const Tensor&, const Tensor&, bool)>("torch_ragged::sparse_mm");
+                       const Tensor&, const Tensor&, bool, bool)>("torch_ragged::sparse_mm");
   return op.call(values, dense, indices, row_first_idx, col_first_idx, col_order, row_order,
-                 transpose);
+                 transpose, validate);
 }
 
 at::Tensor sparse_sddmm(const Tensor& a, const Tensor& b, const Tensor& indices,
                         const Tensor& row_first_idx, const Tensor& col_first_idx,
-                        const Tensor& col_order, const Tensor& row_order, bool transpose) {
+                        const Tensor& col_order, const Tensor& row_order, bool transpose,
+                        bool validate) {
   static auto op =
       op_handle<Tensor(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
-                       const Tensor&, const Tensor&, bool)>("torch_ragged::sparse_sddmm");
-  return op.call(a, b, indices, row_first_idx, col_first_idx, col_order, row_order, transpose);
+                       const Tensor&, const Tensor&, bool, bool)>("torch_ragged::sparse_sddmm");
+  return op.call(a, b, indices, row_first_idx, col_first_idx, col_order, row_order, transpose,
+                 validate);
 }
 
 TensorPair sparse_index_select(const Tensor& indices, const Tensor& values, SymSizes size,
@@ -387,15 +426,16 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> sparse_mm_plan(const 
 
 at::Tensor sparse_mm(const at::Tensor& values, const at::Tensor& dense, const at::Tensor& indices,
                      const std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor>& plan,
-                     bool transpose) {
+                     bool transpose, bool validate) {
   const auto& [row_first_idx, col_first_idx, col_order, row_order] = plan;
   return ops::sparse_mm(values, dense, indices, row_first_idx, col_first_idx, col_order, row_order,
-                        transpose);
+                        transpose, validate);
 }
 
 at::Tensor mm(const at::Tensor& sparse, const at::Tensor& dense) {
   const at::Tensor s = sparse.is_coalesced() ? sparse : coalesce(sparse);
-  return sparse_mm(s._values(), dense, s._indices(), sparse_mm_plan(s._indices(), s.sizes()));
+  return sparse_mm(s._values(), dense, s._indices(), sparse_mm_plan(s._indices(), s.sizes()),
+                   /*transpose=*/false, /*validate=*/false);  // the plan was built right here
 }
 
 at::Tensor coalesce(const at::Tensor& sparse) {

@@ -14,6 +14,7 @@
 #include <torch/autograd.h>
 #include <torch/library.h>
 
+#include "common/autograd.h"
 #include "common/checks.h"
 #include "common/op_handle.h"
 #include "segment/segment_ops.h"
@@ -39,9 +40,19 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> sparse_mm_plan_impl(
   as_op(op, [&] { ops::sparse_flat_keys(indices, size, /*validate=*/true); });  // in range
   const at::Tensor rows = indices.select(0, 0).to(at::kLong);
   const at::Tensor cols = indices.select(0, 1).to(at::kLong);
-  auto offsets_of = [](const at::Tensor& keys, int64_t count) {
-    const at::Tensor per_key =
-        at::zeros({count}, keys.options()).index_add(0, keys, at::ones_like(keys));
+  // CSR / CSC offsets: one int64 per row and per column, (n + 1) + (m + 1) in all, with a count per
+  // row or column on the way (a size that cannot be held is refused by name, before any of it).
+  uint64_t offsets = 0;
+  TORCH_CHECK_VALUE(!c10::add_overflows(static_cast<uint64_t>(sizes[0]),
+                                        static_cast<uint64_t>(sizes[1]) + 3, &offsets) &&
+                        !c10::mul_overflows(offsets, uint64_t{8}, &offsets),
+                    "torch_ragged.", op, ": the plan of a ", at::IntArrayRef(sizes),
+                    " matrix would need more than 2^64 bytes of offsets");
+  check_fits_in_memory(op, "the plan's row and column offsets", offsets, indices.device());
+  auto offsets_of = [&](const at::Tensor& keys, int64_t count) {
+    const at::Tensor per_key = empty_output(op, "the plan's offsets", {count}, keys.options())
+                                   .zero_()
+                                   .index_add(0, keys, at::ones_like(keys));
     return ops::get_first_idx(per_key, /*validate=*/false);
   };
   const at::Tensor col_order = std::get<1>(at::sort(cols, /*stable=*/true, 0, false));
@@ -89,6 +100,50 @@ void check_mm_plan(std::string_view op, const at::Tensor& data, const at::Tensor
                     ": row_first_idx and col_first_idx need at least 1 entry (rows + 1, cols + 1)");
 }
 
+// The plan's values against the indices (validate=True): the CSR offsets count the rows of the
+// entries, which come grouped by row; the CSC offsets count their columns; col_order sorts the
+// entries by column, stably; row_order is its inverse. O(nnz) ATen ops (a few host reads on a
+// GPU); a plan built for other indices would otherwise give a wrong product without complaint.
+void check_plan_matches(std::string_view op, const at::Tensor& indices,
+                        const at::Tensor& row_first_idx, const at::Tensor& col_first_idx,
+                        const at::Tensor& col_order, const at::Tensor& row_order) {
+  const std::initializer_list<const at::Tensor*> all = {&indices, &row_first_idx, &col_first_idx,
+                                                        &col_order, &row_order};
+  if (std::any_of(all.begin(), all.end(), [](const at::Tensor* t) { return is_symbolic(*t); })) {
+    return;  // traced: the values are not known here
+  }
+  const at::Device device = indices.device();
+  const int64_t n = row_first_idx.size(0) - 1, m = col_first_idx.size(0) - 1;
+  const int64_t nnz = indices.size(1);
+  const at::Tensor rows = indices.select(0, 0).to(at::kLong);
+  const at::Tensor cols = indices.select(0, 1).to(at::kLong);
+  const at::Tensor by_col = col_order.to(device, at::kLong),
+                   inverse = row_order.to(device, at::kLong);
+  auto offsets_of = [](const at::Tensor& keys, int64_t count) {
+    return ops::get_first_idx(
+        at::zeros({count}, keys.options()).index_add(0, keys, at::ones_like(keys)), false);
+  };
+  auto in_range = [](const at::Tensor& t, int64_t size) {
+    return t.numel() == 0 || ((t >= 0) & (t < size)).all().item<bool>();
+  };
+  auto rising = [](const at::Tensor& t) {  // non-decreasing
+    return t.numel() < 2 || (t.diff() >= 0).all().item<bool>();
+  };
+  bool fits = in_range(rows, n) && in_range(cols, m) && in_range(by_col, nnz) &&
+              in_range(inverse, nnz) && rising(rows) &&
+              at::equal(offsets_of(rows, n), row_first_idx.to(device, at::kLong)) &&
+              at::equal(offsets_of(cols, m), col_first_idx.to(device, at::kLong));
+  if (fits && nnz > 1) {  // by column, then by entry: strictly rising pairs make a permutation
+    const at::Tensor col_step = cols.index_select(0, by_col).diff(), entry_step = by_col.diff();
+    fits = ((col_step > 0) | ((col_step == 0) & (entry_step > 0))).all().item<bool>();
+  }
+  fits = fits && at::equal(inverse.index_select(0, by_col), at::arange(nnz, rows.options()));
+  TORCH_CHECK_VALUE(fits, "torch_ragged.", op,
+                    ": the plan (row_first_idx, col_first_idx, col_order, row_order) does not fit "
+                    "these indices: pass what sparse_mm_plan(indices, size) returns for the same "
+                    "coalesced indices (validate=False skips this O(nnz) check)");
+}
+
 void check_mm_args(std::string_view op, const at::Tensor& values, const at::Tensor& dense,
                    const at::Tensor& indices, const at::Tensor& row_first_idx,
                    const at::Tensor& col_first_idx, const at::Tensor& col_order,
@@ -102,6 +157,10 @@ void check_mm_args(std::string_view op, const at::Tensor& values, const at::Tens
   TORCH_CHECK_TYPE(values.scalar_type() == dense.scalar_type(), "torch_ragged.", op,
                    ": S and D must share a dtype, got ", values.scalar_type(), " and ",
                    dense.scalar_type(), " (cast one: there is no implicit promotion)");
+  // Refused up front: the forward would run, but the gradients (conjugated products) do not exist.
+  TORCH_CHECK_TYPE(!at::isComplexType(values.scalar_type()), "torch_ragged.", op,
+                   ": complex S @ D is not supported (values are ", values.scalar_type(),
+                   "); use torch.sparse.mm");
   const c10::SymInt inner = (transpose ? row_first_idx : col_first_idx).sym_size(0) - 1;
   TORCH_CHECK_VALUE(dense.dim() >= 1 && dense.sym_size(0) == inner, "torch_ragged.", op,
                     ": the inner dimensions differ: S", transpose ? "ᵀ" : "", " has ", inner,
@@ -111,9 +170,12 @@ void check_mm_args(std::string_view op, const at::Tensor& values, const at::Tens
 at::Tensor sparse_mm_impl(const at::Tensor& values, const at::Tensor& dense,
                           const at::Tensor& indices, const at::Tensor& row_first_idx,
                           const at::Tensor& col_first_idx, const at::Tensor& col_order,
-                          const at::Tensor& row_order, bool transpose) {
+                          const at::Tensor& row_order, bool transpose, bool validate) {
   check_mm_args("sparse_mm", values, dense, indices, row_first_idx, col_first_idx, col_order,
                 row_order, transpose);
+  if (validate) {
+    check_plan_matches("sparse_mm", indices, row_first_idx, col_first_idx, col_order, row_order);
+  }
   const Direction d =
       direction(values, indices, row_first_idx, col_first_idx, col_order, transpose);
   return as_op("sparse_mm",
@@ -125,11 +187,14 @@ at::Tensor sparse_mm_impl(const at::Tensor& values, const at::Tensor& dense,
 at::Tensor sparse_sddmm_impl(const at::Tensor& a, const at::Tensor& b, const at::Tensor& indices,
                              const at::Tensor& row_first_idx, const at::Tensor& col_first_idx,
                              const at::Tensor& col_order, const at::Tensor& row_order,
-                             bool transpose) {
+                             bool transpose, bool validate) {
   constexpr std::string_view op = "sparse_sddmm";
   check_defined(op, "a", a);
   check_defined(op, "b", b);
   check_mm_plan(op, a, indices, row_first_idx, col_first_idx, col_order, row_order);
+  if (validate) {
+    check_plan_matches(op, indices, row_first_idx, col_first_idx, col_order, row_order);
+  }
   return as_op(op, [&] {
     if (!transpose) {
       return ops::segment_gather_dot(a, b, indices.select(0, 1).to(at::kLong), row_first_idx);
@@ -147,26 +212,28 @@ class SparseMm : public torch::autograd::Function<SparseMm> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& values, const at::Tensor& dense,
                             const at::Tensor& indices, const at::Tensor& row_first_idx,
                             const at::Tensor& col_first_idx, const at::Tensor& col_order,
-                            const at::Tensor& row_order, bool transpose) {
+                            const at::Tensor& row_order, bool transpose, bool validate) {
+    keep_undefined_grads(ctx);
     at::AutoDispatchBelowADInplaceOrView guard;
     ctx->save_for_backward(
         {values, dense, indices, row_first_idx, col_first_idx, col_order, row_order});
     ctx->saved_data["transpose"] = transpose;
     return ops::sparse_mm(values, dense, indices, row_first_idx, col_first_idx, col_order,
-                          row_order, transpose);
+                          row_order, transpose, validate);
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    if (all_undefined(grads)) return undefined_grads<SparseMm>();
     const variable_list s = ctx->get_saved_variables();
     const bool transpose = ctx->saved_data["transpose"].toBool();
     const at::Tensor& g = grads[0];
     at::Tensor grad_values, grad_dense;
     if (ctx->needs_input_grad(0)) {
-      grad_values = ops::sparse_sddmm(g, s[1], s[2], s[3], s[4], s[5], s[6], transpose);
+      grad_values = ops::sparse_sddmm(g, s[1], s[2], s[3], s[4], s[5], s[6], transpose, false);
     }
     if (ctx->needs_input_grad(1)) {
-      grad_dense = ops::sparse_mm(s[0], g, s[2], s[3], s[4], s[5], s[6], !transpose);
+      grad_dense = ops::sparse_mm(s[0], g, s[2], s[3], s[4], s[5], s[6], !transpose, false);
     }
-    return {grad_values, grad_dense, {}, {}, {}, {}, {}, {}};
+    return {grad_values, grad_dense, {}, {}, {}, {}, {}, {}, {}};
   }
 };
 
@@ -175,48 +242,50 @@ class SparseSddmm : public torch::autograd::Function<SparseSddmm> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& a, const at::Tensor& b,
                             const at::Tensor& indices, const at::Tensor& row_first_idx,
                             const at::Tensor& col_first_idx, const at::Tensor& col_order,
-                            const at::Tensor& row_order, bool transpose) {
+                            const at::Tensor& row_order, bool transpose, bool validate) {
+    keep_undefined_grads(ctx);
     at::AutoDispatchBelowADInplaceOrView guard;
     ctx->save_for_backward({a, b, indices, row_first_idx, col_first_idx, col_order, row_order});
     ctx->saved_data["transpose"] = transpose;
     return ops::sparse_sddmm(a, b, indices, row_first_idx, col_first_idx, col_order, row_order,
-                             transpose);
+                             transpose, validate);
   }
   // out_e = dot(a[r_e], b[c_e]): da = S(u) @ b, db = S(u)ᵀ @ a, with S(u) the pattern carrying u.
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    if (all_undefined(grads)) return undefined_grads<SparseSddmm>();
     const variable_list s = ctx->get_saved_variables();
     const bool transpose = ctx->saved_data["transpose"].toBool();
     const at::Tensor& u = grads[0];
     at::Tensor grad_a, grad_b;
     if (ctx->needs_input_grad(0)) {
-      grad_a = ops::sparse_mm(u, s[1], s[2], s[3], s[4], s[5], s[6], transpose);
+      grad_a = ops::sparse_mm(u, s[1], s[2], s[3], s[4], s[5], s[6], transpose, false);
     }
     if (ctx->needs_input_grad(1)) {
-      grad_b = ops::sparse_mm(u, s[0], s[2], s[3], s[4], s[5], s[6], !transpose);
+      grad_b = ops::sparse_mm(u, s[0], s[2], s[3], s[4], s[5], s[6], !transpose, false);
     }
-    return {grad_a, grad_b, {}, {}, {}, {}, {}, {}};
+    return {grad_a, grad_b, {}, {}, {}, {}, {}, {}, {}};
   }
 };
 
 at::Tensor sparse_mm_autograd(const at::Tensor& values, const at::Tensor& dense,
                               const at::Tensor& indices, const at::Tensor& row_first_idx,
                               const at::Tensor& col_first_idx, const at::Tensor& col_order,
-                              const at::Tensor& row_order, bool transpose) {
+                              const at::Tensor& row_order, bool transpose, bool validate) {
   check_mm_args("sparse_mm", values, dense, indices, row_first_idx, col_first_idx, col_order,
                 row_order, transpose);
   return SparseMm::apply(values, dense, indices, row_first_idx, col_first_idx, col_order, row_order,
-                         transpose);
+                         transpose, validate);
 }
 
 at::Tensor sparse_sddmm_autograd(const at::Tensor& a, const at::Tensor& b,
                                  const at::Tensor& indices, const at::Tensor& row_first_idx,
                                  const at::Tensor& col_first_idx, const at::Tensor& col_order,
-                                 const at::Tensor& row_order, bool transpose) {
+                                 const at::Tensor& row_order, bool transpose, bool validate) {
   check_defined("sparse_sddmm", "a", a);
   check_defined("sparse_sddmm", "b", b);
   check_mm_plan("sparse_sddmm", a, indices, row_first_idx, col_first_idx, col_order, row_order);
   return SparseSddmm::apply(a, b, indices, row_first_idx, col_first_idx, col_order, row_order,
-                            transpose);
+                            transpose, validate);
 }
 
 // ---- sparse x sparse: expand the products, then coalesce (ESC) ----

@@ -27,10 +27,12 @@ at::Tensor sparse_pool_sum(const at::Tensor& indices, const at::Tensor& values,
                            c10::SymIntArrayRef size, int64_t dim);
 at::Tensor sparse_mm(const at::Tensor& values, const at::Tensor& dense, const at::Tensor& indices,
                      const at::Tensor& row_first_idx, const at::Tensor& col_first_idx,
-                     const at::Tensor& col_order, const at::Tensor& row_order, bool transpose);
+                     const at::Tensor& col_order, const at::Tensor& row_order, bool transpose,
+                     bool validate);
 at::Tensor sparse_sddmm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& indices,
                         const at::Tensor& row_first_idx, const at::Tensor& col_first_idx,
-                        const at::Tensor& col_order, const at::Tensor& row_order, bool transpose);
+                        const at::Tensor& col_order, const at::Tensor& row_order, bool transpose,
+                        bool validate);
 std::tuple<at::Tensor, at::Tensor> sparse_index_select(const at::Tensor& indices,
                                                        const at::Tensor& values,
                                                        c10::SymIntArrayRef size, int64_t dim,

@@ -67,10 +67,12 @@ TORCH_RAGGED_API std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> spar
     const at::Tensor& indices, at::IntArrayRef size);
 
 // S @ dense (transpose: Sᵀ @ dense) for S's coalesced indices, values and plan. Backward to dense
-// through the plan's column order, to values an SDDMM: never a dense n x m matrix.
+// through the plan's column order, to values an SDDMM: never a dense n x m matrix. validate checks
+// that the plan was built for these indices (O(nnz); a few host reads on a GPU).
 TORCH_RAGGED_API at::Tensor sparse_mm(
     const at::Tensor& values, const at::Tensor& dense, const at::Tensor& indices,
-    const std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor>& plan, bool transpose = false);
+    const std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor>& plan, bool transpose = false,
+    bool validate = true);
 
 // A torch sparse COO matrix times a dense matrix (coalesced and planned on the way).
 TORCH_RAGGED_API at::Tensor mm(const at::Tensor& sparse, const at::Tensor& dense);

@@ -25,6 +25,14 @@ def _check_sparse(op: str, s) -> None:
         raise TypeError(f"torch_ragged.sparse.{op}: expected a sparse COO tensor, got {layout}")
 
 
+def _check_matrix(op: str, s) -> None:
+    """A sparse COO matrix for a product: every dim sparse (a hybrid tensor's dense dims have no product rule)."""
+    _check_sparse(op, s)
+    if s.dense_dim() != 0:
+        raise ValueError(f"torch_ragged.sparse.{op}: S must have only sparse dims, got a hybrid tensor of shape "
+                         f"{tuple(s.shape)} with {s.dense_dim()} dense dim(s) (sparse_dim={s.sparse_dim()})")
+
+
 class _UncoalescedValues(torch.autograd.Function):
     """The values of an uncoalesced sparse tensor, differentiably: torch's ``values()`` refuses an uncoalesced
     tensor and ``_values()`` cuts the graph. The ops here are functions of the tensor's elements, so duplicates
@@ -33,12 +41,15 @@ class _UncoalescedValues(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, s):
+        ctx.set_materialize_grads(False)  # an undefined gradient stays None (not a sparse zero)
         ctx.save_for_backward(s._indices())
         ctx.size = s.shape
         return s._values().clone()
 
     @staticmethod
     def backward(ctx, grad):
+        if grad is None:
+            return None
         (indices,) = ctx.saved_tensors
         unique, _, permutation, first_idx = _ops.sparse_coalesce(indices, grad, ctx.size, False)
         element_grad = grad.index_select(0, permutation.index_select(0, first_idx[:-1]))
@@ -220,7 +231,7 @@ class SparsePlan:
         tensor([[0., 2.],
                 [3., 0.]])
         """
-        return _ops.sparse_mm(values, dense, *self.tensors(), transpose)
+        return _ops.sparse_mm(values, dense, *self.tensors(), transpose, False)  # built by plan(): consistent
 
     def to(self, device) -> "SparsePlan":
         indices, *rest = (t.to(device) for t in self.tensors())
@@ -248,6 +259,7 @@ def plan(s: torch.Tensor) -> SparsePlan:
     tensor([[0., 0., 1.],
             [2., 0., 3.]])
     """
+    _check_matrix("plan", s)
     if s.dim() != 2:
         raise ValueError(f"torch_ragged.sparse.plan: S must be a 2-D sparse matrix, got shape {tuple(s.shape)}")
     indices, _ = _coalesced("plan", s.detach())
@@ -281,17 +293,21 @@ def mm(a: torch.Tensor, b: torch.Tensor, *, plan: SparsePlan | None = None, vali
         return _spgemm(a, b)
     transpose = a.layout != torch.sparse_coo
     s, dense = (b, a) if transpose else (a, b)
-    _check_sparse("mm", s)
+    _check_matrix("mm", s)
     if s.dim() != 2 or dense.dim() != 2:
         raise ValueError(f"torch_ragged.sparse.mm: expected 2-D operands, got {tuple(a.shape)} and {tuple(b.shape)}")
     indices, values = _coalesced("mm", s)
     p = _checked_plan("mm", s, indices, plan, validate)
+    # The plan is S's own (built here, or plan()'s output matched against S above): the op's O(nnz) check of a
+    # raw plan is skipped.
     if transpose:  # D @ S = (Sᵀ @ Dᵀ)ᵀ
-        return _ops.sparse_mm(values, dense.t().contiguous(), *p.tensors(), True).t()
-    return _ops.sparse_mm(values, dense, *p.tensors(), False)
+        return _ops.sparse_mm(values, dense.t().contiguous(), *p.tensors(), True, False).t()
+    return _ops.sparse_mm(values, dense, *p.tensors(), False, False)
 
 
 def _spgemm(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    _check_matrix("mm", a)
+    _check_matrix("mm", b)
     if a.dim() != 2 or b.dim() != 2:
         raise ValueError(f"torch_ragged.sparse.mm: expected 2-D operands, got {tuple(a.shape)} and {tuple(b.shape)}")
     a_indices, a_values = _coalesced("mm", a)
@@ -309,7 +325,20 @@ def addmm(input: torch.Tensor, s: torch.Tensor, dense: torch.Tensor, *, beta=1, 
     tensor([[6.5000]])
     """
     product = mm(s, dense, plan=plan)
-    return product * alpha + input * beta if beta != 0 else product * alpha
+    if not isinstance(input, torch.Tensor) or not _broadcasts_to(input.shape, product.shape):
+        shape = tuple(input.shape) if isinstance(input, torch.Tensor) else type(input).__name__
+        raise ValueError(f"torch_ragged.sparse.addmm: input must broadcast to the product's shape "
+                         f"{tuple(product.shape)}, got {shape}")
+    if beta == 0:  # torch ignores input then (NaN and inf included), and gives it a zero gradient
+        return product * alpha + torch.where(torch.zeros((), dtype=torch.bool, device=input.device), input, 0)
+    return product * alpha + input * beta
+
+
+def _broadcasts_to(shape, target) -> bool:
+    try:
+        return torch.broadcast_shapes(shape, target) == target
+    except RuntimeError:
+        return False
 
 
 def bmm(s: torch.Tensor, dense: torch.Tensor) -> torch.Tensor:
@@ -322,15 +351,18 @@ def bmm(s: torch.Tensor, dense: torch.Tensor) -> torch.Tensor:
     tensor([[2., 0.],
             [0., 3.]])
     """
-    _check_sparse("bmm", s)
-    if s.dim() != 3 or s.sparse_dim() != 3 or dense.dim() != 3 or dense.shape[0] != s.shape[0]:
+    _check_matrix("bmm", s)
+    if s.dim() != 3 or s.sparse_dim() != 3 or not isinstance(dense, torch.Tensor) or dense.dim() != 3 or \
+            dense.shape[0] != s.shape[0] or dense.shape[1] != s.shape[2]:
+        shape = tuple(dense.shape) if isinstance(dense, torch.Tensor) else type(dense).__name__
         raise ValueError(f"torch_ragged.sparse.bmm: expected a 3-D sparse (batch, n, m) and a dense (batch, m, k), "
-                         f"got {tuple(s.shape)} and {tuple(dense.shape)}")
+                         f"got {tuple(s.shape)} and dense {shape}")
     batch, n, m = s.shape
     indices, values = _coalesced("bmm", s)
     flat = torch.stack([indices[0] * n + indices[1], indices[0] * m + indices[2]])  # still in row order
     blocks = torch.sparse_coo_tensor(flat, values, (batch * n, batch * m), is_coalesced=True, check_invariants=False)
-    product = _ops.sparse_mm(values, dense.reshape(batch * m, -1), flat, *_ops.sparse_mm_plan(flat, blocks.shape))
+    product = _ops.sparse_mm(values, dense.reshape(batch * m, dense.shape[2]), flat,
+                             *_ops.sparse_mm_plan(flat, blocks.shape), False, False)
     return product.view(batch, n, dense.shape[2])
 
 
@@ -354,13 +386,15 @@ def _sparse_pool_sum_fake(indices, values, size, dim):
 
 
 @register_fake("torch_ragged::sparse_mm")
-def _sparse_mm_fake(values, dense, indices, row_first_idx, col_first_idx, col_order, row_order, transpose=False):
+def _sparse_mm_fake(values, dense, indices, row_first_idx, col_first_idx, col_order, row_order, transpose=False,
+                    validate=True):
     rows = (col_first_idx if transpose else row_first_idx).shape[0] - 1
     return dense.new_empty((rows, *dense.shape[1:]))
 
 
 @register_fake("torch_ragged::sparse_sddmm")
-def _sparse_sddmm_fake(a, b, indices, row_first_idx, col_first_idx, col_order, row_order, transpose=False):
+def _sparse_sddmm_fake(a, b, indices, row_first_idx, col_first_idx, col_order, row_order, transpose=False,
+                       validate=True):
     return a.new_empty((indices.shape[1],))
 
 

@@ -1,5 +1,6 @@
 """Bad input to the sparse family: a clear exception naming the op and the argument."""
 
+import pytest
 import torch
 import torch_ragged
 from expect import raises
@@ -51,10 +52,10 @@ def test_argument_checks():
         ops.sparse_sum(INDICES, VALUES, [3, 2], [1, -1])
     with raises(ValueError, "torch_ragged.sparse_from_dense", "sparse_dim must be in [1, dense.dim() = 2]"):
         ops.sparse_from_dense(torch.zeros(2, 2), 3)
-    with raises(IndexError, "torch_ragged.sparse_index_select", "index must lie in [0, 3)"):
+    with raises(IndexError, "torch_ragged.sparse_index_select", "index must lie in [-3, 3) for dim 0 of size 3"):
         ops.sparse_index_select(INDICES, VALUES, [3, 2], 0, torch.tensor([0, 3]))
-    with raises(IndexError, "torch_ragged.sparse_index_select", "index must lie in [0, 2)"):
-        ops.sparse_index_select(INDICES, torch.ones(3, 2), [3, 2, 2], 2, torch.tensor([-1]))
+    with raises(IndexError, "torch_ragged.sparse_index_select", "index must lie in [-2, 2) for dim 2 of size 2"):
+        ops.sparse_index_select(INDICES, torch.ones(3, 2), [3, 2, 2], 2, torch.tensor([-3]))
     with raises(ValueError, "torch_ragged.sparse_flat_keys", "does not fit in int64"):
         ops.sparse_flat_keys(INDICES, [2**40, 2**40])
 
@@ -82,8 +83,22 @@ def test_matmul_plan_is_checked_and_inner_errors_carry_the_called_op():
     with raises(ValueError, "torch_ragged.sparse_mm", "col_first_idx must be on the CPU or on the data's device"):
         ops.sparse_mm(values, dense, coalesced, plan[0], plan[1].to("meta"), *plan[2:], False)
     decreasing = torch.tensor([0, 3, 2])
-    with raises(ValueError, "torch_ragged.sparse_sddmm: first_idx must be non-decreasing",
-                "(from torch_ragged.segment_gather_dot)"):
+    with raises(ValueError, "torch_ragged.sparse_sddmm", "the plan", "does not fit these indices"):
         ops.sparse_sddmm(dense, dense, coalesced, decreasing, *plan[1:], False)
+    with raises(ValueError, "torch_ragged.sparse_sddmm: first_idx must be non-decreasing",
+                "(from torch_ragged.segment_gather_dot)"):  # unvalidated: the segment op still checks
+        ops.sparse_sddmm(dense, dense, coalesced, decreasing, *plan[1:], False, False)
     with raises(IndexError, "torch_ragged.sparse_mm_plan: indices", "(from torch_ragged.sparse_flat_keys)"):
         ops.sparse_mm_plan(torch.tensor([[0], [5]]), [2, 2])
+
+
+def test_huge_shapes_are_refused_by_name_before_any_allocation():
+    """to_dense / plan of huge matrices died in the allocator (or were killed filling an overcommitted buffer)."""
+    entry = torch.sparse_coo_tensor([[0], [0]], [1.0], (2**31, 2**31))
+    with pytest.raises(ValueError, match="torch_ragged.sparse_to_dense: the dense output would need more than "
+                                         "2\\^63 - 1 bytes"):
+        torch_ragged.sparse.to_dense(entry)
+    wide = torch.sparse_coo_tensor([[0], [0]], [1.0], (2**40, 2**20))  # 8 TiB of CSR offsets: more than any RAM here
+    with pytest.raises(ValueError, match="torch_ragged.sparse_mm_plan: the plan's row and column offsets would need "
+                                         "8796101410840 bytes, more than this machine's"):
+        torch_ragged.sparse.plan(wide)

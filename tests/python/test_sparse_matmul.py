@@ -188,3 +188,75 @@ def test_bad_input():
     with pytest.raises(RuntimeError, match="segment_gather_sum"):
         ops.segment_gather_sum(torch.zeros(3, 2, requires_grad=True), torch.tensor([0]), None,
                                torch.tensor([0, 1])).sum().backward()
+
+
+def test_raw_products_refuse_a_plan_built_for_other_indices():
+    """sparse_mm / sparse_sddmm took a plan of another matrix without complaint and gave a wrong product."""
+    def twelve_entries(seed):  # coalesced, distinct positions: every such matrix has nnz 12
+        positions = torch.randperm(30, generator=torch.Generator().manual_seed(seed))[:12].sort().values
+        return torch.sparse_coo_tensor(torch.stack([positions // 5, positions % 5]),
+                                       torch.randn(12, dtype=torch.float64), (6, 5)).coalesce()
+
+    s, other = twelve_entries(1), twelve_entries(2)
+    indices, values, dense = s.indices(), s.values(), torch.randn(5, 3, dtype=torch.float64)
+    right, wrong = ops.sparse_mm_plan(indices, [6, 5]), ops.sparse_mm_plan(other.indices(), [6, 5])
+    torch.testing.assert_close(ops.sparse_mm(values, dense, indices, *right), s.to_dense() @ dense)
+    for transpose in (False, True):
+        with pytest.raises(ValueError, match="torch_ragged.sparse_mm: the plan .* does not fit these indices"):
+            ops.sparse_mm(values, dense if not transpose else torch.randn(6, 3, dtype=torch.float64), indices, *wrong,
+                          transpose)
+        a, b = (torch.randn(6, 2, dtype=torch.float64), torch.randn(5, 2, dtype=torch.float64))
+        with pytest.raises(ValueError, match="torch_ragged.sparse_sddmm: the plan .* does not fit these indices"):
+            ops.sparse_sddmm(*((a, b) if not transpose else (b, a)), indices, *wrong, transpose)
+    # each part of the plan is checked: a permuted column order, a row order that is not its inverse
+    row_first, col_first, col_order, row_order = right
+    for broken in ((row_first, col_first, col_order.flip(0), row_order), (row_first, col_first, col_order,
+                                                                          row_order.roll(1)),
+                   (row_first.flip(0), col_first, col_order, row_order), (row_first, col_first + 1, col_order,
+                                                                          row_order)):
+        with pytest.raises(ValueError, match="does not fit these indices"):
+            ops.sparse_mm(values, dense, indices, *broken)
+    # validate=False is the caller's promise (the wrappers pass it for the plans they build)
+    ops.sparse_mm(values, dense, indices, *wrong, False, False)
+
+
+def test_complex_products_are_refused_up_front():
+    s = torch.sparse_coo_tensor([[0, 1], [1, 0]], torch.tensor([1 + 1j, 2 - 1j]), (2, 2))
+    with pytest.raises(TypeError, match="torch_ragged.sparse_mm: complex S @ D is not supported"):
+        torch_ragged.sparse.mm(s, torch.ones(2, 2, dtype=torch.complex64))
+
+
+def test_addmm_with_beta_zero_ignores_input_and_gives_it_a_zero_gradient():
+    s = random_matrix(3, 4, 5)
+    dense = torch.randn(4, 2, dtype=torch.float64)
+    for m in (torch.full((3, 2), float("nan"), dtype=torch.float64), torch.randn(2, dtype=torch.float64)):
+        m = m.clone().requires_grad_()
+        out = torch_ragged.sparse.addmm(m, s, dense, beta=0, alpha=2)
+        expected = torch.sparse.addmm(m.detach().expand(3, 2).contiguous(), s, dense, beta=0, alpha=2)
+        torch.testing.assert_close(out, expected)
+        out.sum().backward()
+        assert m.grad is not None and torch.equal(m.grad, torch.zeros_like(m))
+    with pytest.raises(ValueError, match=r"torch_ragged.sparse.addmm: input must broadcast to the product's shape "
+                                         r"\(3, 2\), got \(4, 2\)"):
+        torch_ragged.sparse.addmm(torch.zeros(4, 2, dtype=torch.float64), s, dense)
+
+
+def test_bmm_with_an_empty_inner_dimension_gives_zeros_as_torch():
+    s = torch.sparse_coo_tensor(torch.zeros(3, 0, dtype=torch.long), torch.zeros(0), (2, 3, 0))
+    dense = torch.ones(2, 0, 4)
+    out = torch_ragged.sparse.bmm(s, dense)
+    assert torch.equal(out, torch.bmm(s, dense)) and out.shape == (2, 3, 4)
+    with pytest.raises(ValueError, match=r"torch_ragged.sparse.bmm: expected a 3-D sparse \(batch, n, m\) and a "
+                                         r"dense \(batch, m, k\), got \(2, 3, 0\) and dense \(2, 5, 4\)"):
+        torch_ragged.sparse.bmm(s, torch.ones(2, 5, 4))
+
+
+def test_products_of_hybrid_tensors_are_refused_by_name():
+    hybrid = torch.sparse_coo_tensor([[0], [1]], torch.ones(1, 3), (2, 2, 3))
+    square = torch.sparse_coo_tensor([[0], [1]], torch.ones(1, 2), (2, 2, 2))
+    for call in (lambda: torch_ragged.sparse.mm(hybrid, torch.ones(2, 2)),
+                 lambda: torch_ragged.sparse.mm(torch.ones(2, 2), hybrid),
+                 lambda: torch_ragged.sparse.mm(square, square),
+                 lambda: torch_ragged.sparse.plan(hybrid)):
+        with pytest.raises(ValueError, match="S must have only sparse dims, got a hybrid tensor"):
+            call()
