@@ -11,7 +11,7 @@
 
 #include "common/checks.h"
 #include "common/fill.h"
-#include "common/missing_cuda.h"
+#include "common/missing_kernels.h"
 #include "common/op_handle.h"
 #include "tiles/tiles_args.h"
 #include "tiles/tiles_ops.h"
@@ -22,7 +22,8 @@ TORCH_LIBRARY_FRAGMENT(torch_ragged, m) {
   const std::vector<at::Tag> tags{at::Tag::pt2_compliant_tag};
   m.def(
       "tiles_index(Tensor origins, int[] tile_size, int[] full_min, int[] full_max, "
-      "Tensor? tile_first_idx=None) -> (Tensor keys, Tensor first, Tensor tiles)",
+      "Tensor? tile_first_idx=None) -> (Tensor keys, Tensor first, Tensor tiles, "
+      "Tensor fingerprint)",
       tags);
   m.def(
       "tiles_to_dense(Tensor pages, Tensor origins, int[] full_min, int[] full_max, "
@@ -61,22 +62,28 @@ TORCH_LIBRARY_FRAGMENT(torch_ragged, m) {
       tags);
 }
 
+// The ops with CPU / CUDA kernels (the rest are composites of them).
+constexpr const char* kKernelOps[] = {"tiles_to_dense", "dense_to_tiles",
+                                      "tiles_halo",     "tiles_halo_backward",
+                                      "tiles_lookup",   "tiles_depthwise_correlate"};
+
 #ifndef TORCH_RAGGED_WITH_CUDA
-TORCH_LIBRARY_IMPL(torch_ragged, CUDA, m) {
-  register_missing_cuda(m, {"tiles_to_dense", "dense_to_tiles", "tiles_halo", "tiles_halo_backward",
-                            "tiles_lookup", "tiles_depthwise_correlate"});
-}
+TORCH_LIBRARY_IMPL(torch_ragged, CUDA, m) { register_missing_cuda(m, kKernelOps); }
 #endif
+
+TORCH_LIBRARY_IMPL(torch_ragged, CompositeExplicitAutograd, m) {
+  register_missing_tensor_errors(m, kKernelOps);
+}
 
 namespace ops {
 
 using Tensor = at::Tensor;
 using Ints = at::IntArrayRef;
 
-std::tuple<Tensor, Tensor, Tensor> tiles_index(const Tensor& origins, Ints tile_size, Ints full_min,
-                                               Ints full_max,
-                                               const OptionalTensor& tile_first_idx) {
-  static auto op = op_handle<std::tuple<Tensor, Tensor, Tensor>(
+std::tuple<Tensor, Tensor, Tensor, Tensor> tiles_index(const Tensor& origins, Ints tile_size,
+                                                       Ints full_min, Ints full_max,
+                                                       const OptionalTensor& tile_first_idx) {
+  static auto op = op_handle<std::tuple<Tensor, Tensor, Tensor, Tensor>(
       const Tensor&, Ints, Ints, Ints, const OptionalTensor&)>("torch_ragged::tiles_index");
   return op.call(origins, tile_size, full_min, full_max, tile_first_idx);
 }
@@ -159,7 +166,7 @@ std::tuple<Tensor, Tensor> tiles_from_dense(const Tensor& dense, Ints tile_size,
 
 namespace {
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor> tiles_index_any(
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> tiles_index_any(
     const at::Tensor& origins, at::IntArrayRef tile_size, at::IntArrayRef full_min,
     at::IntArrayRef full_max, const std::optional<at::Tensor>& tile_first_idx) {
   constexpr std::string_view op = "tiles_index";
@@ -167,7 +174,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> tiles_index_any(
   const TileGeometry geo = tile_geometry(op, tile_size, full_min, full_max);
   const TileSet set = tile_set(op, origins, geo.dims, tile_first_idx, origins.device());
   CellIndex cells = build_cell_index(geo, set);
-  return {cells.keys, cells.first, cells.tiles};
+  return {cells.keys, cells.first, cells.tiles, index_fingerprint(geo, set)};
 }
 
 at::Tensor tiles_correlate_composite(const at::Tensor& pages, const at::Tensor& origins,
@@ -297,7 +304,7 @@ TORCH_LIBRARY_IMPL(torch_ragged, CompositeImplicitAutograd, m) {
 
 // ---- Public C++ API ----
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor> tiles_index(
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> tiles_index(
     const at::Tensor& origins, at::IntArrayRef tile_size, at::IntArrayRef full_min,
     at::IntArrayRef full_max, const std::optional<at::Tensor>& tile_first_idx) {
   return ops::tiles_index(origins, tile_size, full_min, full_max, tile_first_idx);

@@ -222,19 +222,80 @@ bool index_fits(const at::Tensor& keys, const at::Tensor& first, const at::Tenso
 
 }  // namespace
 
+namespace {
+
+constexpr uint64_t kGolden = 0x9E3779B97F4A7C15ull;  // odd: multiplying by it is a bijection
+
+uint64_t mixed(uint64_t hash, uint64_t value) {
+  return (hash ^ (value + kGolden + (hash << 6) + (hash >> 2))) * kGolden;
+}
+
+// sum_i values[i] * (2 (first + i) + 1) * kGolden mod 2^64: a change of any one value changes it.
+uint64_t weighted_sum(const at::Tensor& values, int64_t first) {
+  if (values.numel() == 0) return 0;
+  if (values.is_cpu()) {
+    const at::Tensor flat = values.contiguous();
+    const int64_t* v = flat.const_data_ptr<int64_t>();
+    uint64_t sum = 0;
+    for (int64_t i = 0; i < flat.numel(); ++i) {
+      sum += static_cast<uint64_t>(v[i]) * ((2 * static_cast<uint64_t>(first + i) + 1) * kGolden);
+    }
+    return sum;
+  }
+  // The same sum in int64 arithmetic (two's complement wraps as uint64 does), on the device.
+  const at::Tensor weights = (at::arange(first, first + values.numel(), values.options()) * 2 + 1) *
+                             static_cast<int64_t>(kGolden);
+  return static_cast<uint64_t>((values.reshape(-1) * weights).sum().item<int64_t>());
+}
+
+}  // namespace
+
+at::Tensor index_fingerprint(const TileGeometry& geo, const TileSet& set) {
+  uint64_t shape = mixed(mixed(0, static_cast<uint64_t>(geo.dims)), set.count());
+  shape = mixed(shape, static_cast<uint64_t>(set.members));
+  for (int d = 0; d < geo.dims; ++d) {
+    shape = mixed(mixed(mixed(shape, geo.tile[d]), geo.lo[d]), geo.extent[d]);
+  }
+  uint64_t content = weighted_sum(set.origins, 0);
+  if (set.member.defined()) content += weighted_sum(set.member, set.origins.numel());
+  return at::tensor({static_cast<int64_t>(shape), static_cast<int64_t>(content)}, at::kLong)
+      .to(set.origins.device());
+}
+
+void check_boxes_fit(std::string_view op, const TileGeometry& geo, const TileSet& set,
+                     at::IntArrayRef radius) {
+  if (set.count() == 0) return;
+  const auto [low, high] = at::aminmax(set.origins, 0);
+  const at::Tensor lows = low.cpu(), highs = high.cpu();
+  for (int d = 0; d < geo.dims; ++d) {
+    int64_t start = 0, end = 0;
+    TORCH_CHECK_VALUE(
+        !__builtin_sub_overflow(lows.const_data_ptr<int64_t>()[d], radius[d], &start) &&
+            !c10::add_overflows(highs.const_data_ptr<int64_t>()[d], geo.tile[d], &end) &&
+            !c10::add_overflows(end, radius[d], &end),
+        "torch_ragged.", op, ": origins from ", lows.const_data_ptr<int64_t>()[d], " to ",
+        highs.const_data_ptr<int64_t>()[d], " in dim ", d, " with tile size ", geo.tile[d],
+        " and radius ", radius[d], " put a box outside the int64 range");
+  }
+}
+
 CellIndex cell_index(std::string_view op, const TileGeometry& geo, const TileSet& set,
                      const std::optional<at::TensorList>& index) {
   if (!index.has_value()) return build_cell_index(geo, set);
-  TORCH_CHECK_VALUE(index->size() == 3, "torch_ragged.", op,
-                    ": index must be the 3 tensors tiles_index returns, got ", index->size());
+  TORCH_CHECK_VALUE(index->size() == 4, "torch_ragged.", op,
+                    ": index must be the 4 tensors tiles_index returns, got ", index->size());
   const at::Device device = set.origins.device();
-  std::array<at::Tensor, 3> parts;
-  for (size_t i = 0; i < 3; ++i) {
+  std::array<at::Tensor, 4> parts;
+  for (size_t i = 0; i < 4; ++i) {
     check_index_tensor(op, "index", (*index)[i], 1);
     check_index_device(op, "index", (*index)[i], device);
     parts[i] = (*index)[i].to(device, at::kLong).contiguous();
   }
-  // A wrong index would send the kernels out of bounds: check it against the tiles.
+  TORCH_CHECK_VALUE(at::equal(parts[3], index_fingerprint(geo, set)), "torch_ragged.", op,
+                    ": index was built for other tiles, another tile size or another bound (its "
+                    "fingerprint differs): pass the tensors tiles_index returned for the same "
+                    "origins, tile size, bounds and tile_first_idx");
+  // A damaged index would send the kernels out of bounds: check it against the tiles.
   const at::Tensor &keys = parts[0], &first = parts[1], &tiles = parts[2];
   TORCH_CHECK_VALUE(
       index_fits(keys, first, tiles, set.count(), set.members * geo.num_cells), "torch_ragged.", op,
@@ -352,6 +413,7 @@ GatherPlan plan_tiles_halo(std::string_view op, const at::Tensor& pages, const a
     halo.radius[d] = radius[d];
     halo.box[d] = box[d];
   }
+  check_boxes_fit(op, plan.geo, plan.set, radius);
   plan.out_sizes = concat(concat({plan.set.count()}, box), pages.sizes().slice(1 + dims));
   // One halo page must fit even with no tiles: the kernels size their work per page.
   check_numel_fits(op, "one halo page", at::IntArrayRef(plan.out_sizes).slice(1));
@@ -428,6 +490,7 @@ HaloAdjointPlan plan_tiles_halo_backward(std::string_view op, const at::Tensor& 
                     ": grad_halo and origins disagree: ", grad_halo.size(0), " boxes, ",
                     tiles.set.count(), " origins");
   tiles.cells = cell_index(op, tiles.geo, tiles.set, index);
+  check_boxes_fit(op, tiles.geo, tiles.set, radius);
   tiles.source = grad_halo.contiguous();
   const at::IntArrayRef feature = grad_halo.sizes().slice(1 + dims);
   tiles.out_sizes = concat(concat({tiles.set.count()}, tile), feature);

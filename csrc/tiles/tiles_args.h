@@ -43,6 +43,16 @@ CellIndex build_cell_index(const TileGeometry& geo, const TileSet& set);
 CellIndex cell_index(std::string_view op, const TileGeometry& geo, const TileSet& set,
                      const std::optional<at::TensorList>& index);
 
+// What an index was built for: (a hash of the geometry and tile count, a hash of the origins and
+// members) as int64 (2,) on the origins' device. tiles_index returns it as the index's fourth
+// tensor; cell_index refuses an index whose fingerprint differs (built for other tiles, another
+// tile size or bound), which would otherwise give a wrong field without complaint.
+at::Tensor index_fingerprint(const TileGeometry& geo, const TileSet& set);
+
+// Every tile's box [origin - radius, origin + tile + radius) fits int64 (ValueError naming op).
+void check_boxes_fit(std::string_view op, const TileGeometry& geo, const TileSet& set,
+                     at::IntArrayRef radius);
+
 // pages (T, *tile, *F) -> the tile sizes (checked against origins' width).
 std::vector<int64_t> page_tile_size(std::string_view op, const at::Tensor& pages, int64_t dims);
 

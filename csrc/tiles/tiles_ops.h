@@ -13,11 +13,9 @@ namespace torch_ragged::ops {
 using OptionalTensor = std::optional<at::Tensor>;
 using OptionalTensors = std::optional<at::TensorList>;
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor> tiles_index(const at::Tensor& origins,
-                                                           at::IntArrayRef tile_size,
-                                                           at::IntArrayRef full_min,
-                                                           at::IntArrayRef full_max,
-                                                           const OptionalTensor& tile_first_idx);
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> tiles_index(
+    const at::Tensor& origins, at::IntArrayRef tile_size, at::IntArrayRef full_min,
+    at::IntArrayRef full_max, const OptionalTensor& tile_first_idx);
 at::Tensor tiles_to_dense(const at::Tensor& pages, const at::Tensor& origins,
                           at::IntArrayRef full_min, at::IntArrayRef full_max,
                           const at::Scalar& fill_value, c10::string_view reduce,

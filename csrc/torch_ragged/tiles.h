@@ -20,8 +20,10 @@
 
 namespace torch_ragged {
 
-// The per-cell tile lists (keys, first, tiles) that every tiles op uses to find a point's owner.
-TORCH_RAGGED_API std::tuple<at::Tensor, at::Tensor, at::Tensor> tiles_index(
+// The per-cell tile lists (keys, first, tiles) that every tiles op uses to find a point's owner,
+// and the fingerprint of the tiles and geometry they were built for (an index passed with other
+// tiles is refused).
+TORCH_RAGGED_API std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> tiles_index(
     const at::Tensor& origins, at::IntArrayRef tile_size, at::IntArrayRef full_min,
     at::IntArrayRef full_max, const std::optional<at::Tensor>& tile_first_idx = std::nullopt);
 

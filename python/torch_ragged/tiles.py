@@ -7,10 +7,9 @@ splits the tiles into B members, one dense output each. ``index`` is the output 
 same tiles and bound: build it once and pass it to every call (otherwise each call builds it). See docs/tiles.md.
 """
 
-from collections.abc import Sequence
-
 import torch
 
+from ._checks import int_list
 from .segment import register_fake
 
 __all__ = [
@@ -26,12 +25,9 @@ __all__ = [
 _ops = torch.ops.torch_ragged
 
 
-def _ints(values) -> list[int]:
-    if isinstance(values, torch.Tensor):
-        return [int(v) for v in values.reshape(-1).tolist()]
-    if isinstance(values, Sequence):
-        return [int(v) for v in values]
-    return [int(values)]
+def _ints(op: str, **named) -> list[list[int]]:
+    """Each keyword argument's value as a list of ints, in order, checked (a float or bool entry raises)."""
+    return [int_list(op, arg, values) for arg, values in named.items()]
 
 
 def _index(index):
@@ -39,8 +35,11 @@ def _index(index):
 
 
 def tiles_index(origins, tile_size, full_min, full_max, tile_first_idx=None):
-    """The per-cell tile lists ``(keys, first, tiles)`` every tiles op uses to find a point's owner."""
-    return tuple(_ops.tiles_index(origins, _ints(tile_size), _ints(full_min), _ints(full_max), tile_first_idx))
+    """The per-cell tile lists ``(keys, first, tiles)`` every tiles op uses to find a point's owner, and the
+    ``fingerprint`` of the tiles, tile size and bound they were built for: pass the 4-tuple as ``index=``; an index
+    built for other tiles or another geometry is refused with a ValueError."""
+    tile_size, full_min, full_max = _ints("tiles_index", tile_size=tile_size, full_min=full_min, full_max=full_max)
+    return tuple(_ops.tiles_index(origins, tile_size, full_min, full_max, tile_first_idx))
 
 
 def tiles_to_dense(pages, origins, full_min, full_max, fill_value=0, reduce="first", tile_first_idx=None,
@@ -54,8 +53,8 @@ def tiles_to_dense(pages, origins, full_min, full_max, fill_value=0, reduce="fir
             [ 1.,  1.,  2.],
             [-1.,  2.,  2.]])
     """
-    return _ops.tiles_to_dense(pages, origins, _ints(full_min), _ints(full_max), fill_value, reduce, tile_first_idx,
-                               _index(index))
+    full_min, full_max = _ints("tiles_to_dense", full_min=full_min, full_max=full_max)
+    return _ops.tiles_to_dense(pages, origins, full_min, full_max, fill_value, reduce, tile_first_idx, _index(index))
 
 
 def dense_to_tiles(dense, origins, tile_size, full_min, fill_value=0, owned_only=False, tile_first_idx=None,
@@ -63,15 +62,16 @@ def dense_to_tiles(dense, origins, tile_size, full_min, fill_value=0, owned_only
     """``pages (T, *tile_size, *F)`` read from ``dense [(B,) *extent, *F]`` (the bound is ``full_min + extent``);
     points outside the bound read ``fill_value``, and with ``owned_only`` so do points another tile owns. The
     adjoint of :func:`tiles_to_dense` (``owned_only`` for ``"first"``)."""
-    return _ops.dense_to_tiles(dense, origins, _ints(tile_size), _ints(full_min), fill_value, owned_only,
-                               tile_first_idx, _index(index))
+    tile_size, full_min = _ints("dense_to_tiles", tile_size=tile_size, full_min=full_min)
+    return _ops.dense_to_tiles(dense, origins, tile_size, full_min, fill_value, owned_only, tile_first_idx,
+                               _index(index))
 
 
 def tiles_lookup(origins, tile_size, coords, full_min, full_max, tile_first_idx=None, index=None):
     """``(tile (N,), local (N, d))``: the owner of each point (-1 where none, or outside the bound) and the
     point's position inside it. With ``tile_first_idx``, ``coords`` is ``(N, 1 + d)``: the member, then the point."""
-    return tuple(_ops.tiles_lookup(origins, _ints(tile_size), coords, _ints(full_min), _ints(full_max),
-                                   tile_first_idx, _index(index)))
+    tile_size, full_min, full_max = _ints("tiles_lookup", tile_size=tile_size, full_min=full_min, full_max=full_max)
+    return tuple(_ops.tiles_lookup(origins, tile_size, coords, full_min, full_max, tile_first_idx, _index(index)))
 
 
 def tiles_correlate(pages, origins, weight, full_min, full_max, fill_value=0, out="tiles", tile_first_idx=None,
@@ -80,8 +80,9 @@ def tiles_correlate(pages, origins, weight, full_min, full_max, fill_value=0, ou
     tile boundaries (``fill_value`` outside the bound and where no tile is): ``out="tiles"`` at the tiles' points
     ``(T, *tile_size, *F)``, ``out="dense"`` over the whole bound ``[(B,) *extent, *F]``. Differentiable in pages
     and weight."""
-    return _ops.tiles_correlate(pages, origins, weight, _ints(full_min), _ints(full_max), fill_value, out,
-                                tile_first_idx, _index(index))
+    full_min, full_max = _ints("tiles_correlate", full_min=full_min, full_max=full_max)
+    return _ops.tiles_correlate(pages, origins, weight, full_min, full_max, fill_value, out, tile_first_idx,
+                                _index(index))
 
 
 def tiles_box_filter(pages, origins, full_min, full_max, size=3, fill_value=0, out="tiles", tile_first_idx=None,
@@ -98,8 +99,10 @@ def tiles_box_filter(pages, origins, full_min, full_max, size=3, fill_value=0, o
 def tiles_from_dense(dense, tile_size, fill_value=0, full_min=None):
     """``(pages, origins)`` of the ``tile_size``-aligned tiles of ``dense (*extent, *F)`` holding any value other
     than ``fill_value`` (origins from ``full_min``, default 0); :func:`tiles_to_dense` gives ``dense`` back."""
-    return tuple(_ops.tiles_from_dense(dense, _ints(tile_size), fill_value,
-                                       None if full_min is None else _ints(full_min)))
+    (tile_size,) = _ints("tiles_from_dense", tile_size=tile_size)
+    if full_min is not None:
+        (full_min,) = _ints("tiles_from_dense", full_min=full_min)
+    return tuple(_ops.tiles_from_dense(dense, tile_size, fill_value, full_min))
 
 
 # ---- fake kernels (torch.compile / torch.export) ----
@@ -113,7 +116,8 @@ def _tiles_index_fake(origins, tile_size, full_min, full_max, tile_first_idx=Non
     ctx = torch.library.get_ctx()
     keys, entries = ctx.new_dynamic_size(), ctx.new_dynamic_size()
     longs = dict(dtype=torch.long, device=origins.device)
-    return torch.empty(keys, **longs), torch.empty(keys + 1, **longs), torch.empty(entries, **longs)
+    return (torch.empty(keys, **longs), torch.empty(keys + 1, **longs), torch.empty(entries, **longs),
+            torch.empty(2, **longs))
 
 
 @register_fake("torch_ragged::tiles_to_dense")
@@ -131,9 +135,15 @@ def _dense_to_tiles_fake(dense, origins, tile_size, full_min, fill_value=0, owne
     return dense.new_empty((origins.shape[0], *tile_size, *dense.shape[lead + len(tile_size):]))
 
 
+def _check_radius(op: str, radius, dims) -> None:
+    if len(radius) != dims:  # as the kernels' check (a ValueError, not an IndexError from radius[d] below)
+        raise ValueError(f"torch_ragged.{op}: radius must have one entry per tile dim ({dims}), got {list(radius)}")
+
+
 @register_fake("torch_ragged::tiles_halo")
 def _tiles_halo_fake(pages, origins, radius, full_min, full_max, fill_value=0, tile_first_idx=None, index=None):
     dims = origins.shape[1]
+    _check_radius("tiles_halo", radius, dims)
     box = [pages.shape[1 + d] + 2 * radius[d] for d in range(dims)]
     return pages.new_empty((pages.shape[0], *box, *pages.shape[1 + dims:]))
 
@@ -141,6 +151,7 @@ def _tiles_halo_fake(pages, origins, radius, full_min, full_max, fill_value=0, t
 @register_fake("torch_ragged::tiles_halo_backward")
 def _tiles_halo_backward_fake(grad_halo, origins, radius, full_min, full_max, tile_first_idx=None, index=None):
     dims = origins.shape[1]
+    _check_radius("tiles_halo_backward", radius, dims)
     tile = [grad_halo.shape[1 + d] - 2 * radius[d] for d in range(dims)]
     return grad_halo.new_empty((grad_halo.shape[0], *tile, *grad_halo.shape[1 + dims:]))
 

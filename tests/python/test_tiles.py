@@ -273,7 +273,7 @@ def test_cell_lists_match_a_scan_of_the_tiles(bound):
     origins[::7] += torch.tensor([2**29, 2**30]) if bound == "huge sparse" else 0
     tile_first_idx = torch.tensor([0, 25, 25, 60])
     members = torch.repeat_interleave(torch.arange(3), tile_first_idx.diff()).tolist()
-    keys, first, listed = tiles.tiles_index(origins, tile, lo, hi, tile_first_idx)
+    keys, first, listed, _ = tiles.tiles_index(origins, tile, lo, hi, tile_first_idx)
     lists = {k: listed[first[i]:first[i + 1]].tolist() for i, k in enumerate(keys.tolist())}
     assert lists == ref_cell_lists(origins.tolist(), tile, lo, hi, members)
     assert keys.tolist() == sorted(lists)

@@ -1,5 +1,6 @@
 """Bad input to the tiles family: clear errors naming the op and the argument; tiles outside the bound are legal."""
 
+import pytest
 import torch
 from expect import raises
 from torch_ragged import tiles
@@ -73,7 +74,7 @@ def test_lookup_and_index_checks():
     with raises(IndexError, "torch_ragged.tiles_lookup", "coords[:, 0] (the member) must be in [0, 1)"):
         tiles.tiles_lookup(ORIGINS, [4, 4], torch.tensor([[1, 0, 0]]), [0, 0], [8, 8],
                            tile_first_idx=torch.tensor([0, 2]))
-    keys, first, listed = tiles.tiles_index(ORIGINS, [4, 4], [0, 0], [8, 8])  # 4 cells, 5 entries
+    keys, first, listed, fingerprint = tiles.tiles_index(ORIGINS, [4, 4], [0, 0], [8, 8])  # 4 cells, 5 entries
     assert keys.tolist() == [0, 1, 2, 3] and first.tolist() == [0, 2, 3, 4, 5]
     bad = [
         (torch.tensor([0, 5]), torch.tensor([0, 1, 2]), torch.tensor([0, 7])),  # a tile id out of range
@@ -86,11 +87,58 @@ def test_lookup_and_index_checks():
         (keys, first[:-1], listed),  # first not one longer than keys
         (keys, first, torch.tensor([0, -1, 1, 1, 1])),  # a negative tile id
     ]
-    for index in bad:
+    for index in bad:  # damaged lists under the right fingerprint: the structure check catches them
         with raises(ValueError, "torch_ragged.tiles_to_dense", "index does not fit these tiles"):
-            tiles.tiles_to_dense(PAGES, ORIGINS, [0, 0], [8, 8], index=index)
-    with raises(ValueError, "torch_ragged.tiles_to_dense", "index must be the 3 tensors"):
+            tiles.tiles_to_dense(PAGES, ORIGINS, [0, 0], [8, 8], index=(*index, fingerprint))
+    with raises(ValueError, "torch_ragged.tiles_to_dense", "index must be the 4 tensors"):
         tiles.tiles_to_dense(PAGES, ORIGINS, [0, 0], [8, 8], index=bad[0][:2])
+
+
+def test_an_index_built_for_other_tiles_or_geometry_is_refused():
+    """An index of other origins, tile size, bound or members reads the wrong owners (a wrong field, no error):
+    each op that takes index= refuses it by its fingerprint."""
+    origins = torch.tensor([[0, 0], [1, 1]])
+    pages = torch.arange(8.0).view(2, 2, 2)
+    lo, hi = [0, 0], [3, 3]
+    right = tiles.tiles_index(origins, [2, 2], lo, hi)
+    wrong = {
+        "other origins": tiles.tiles_index(torch.tensor([[1, 1], [0, 0]]), [2, 2], lo, hi),
+        "other tile size": tiles.tiles_index(origins, [2, 3], lo, hi),
+        "other bound": tiles.tiles_index(origins, [2, 2], lo, [3, 4]),
+        "other members": tiles.tiles_index(origins, [2, 2], lo, hi, torch.tensor([0, 1, 2])),
+        "fewer tiles": tiles.tiles_index(origins[:1], [2, 2], lo, hi),
+    }
+    dense = tiles.tiles_to_dense(pages, origins, lo, hi)
+    calls = {
+        "tiles_to_dense": lambda index: tiles.tiles_to_dense(pages, origins, lo, hi, index=index),
+        "dense_to_tiles": lambda index: tiles.dense_to_tiles(dense, origins, [2, 2], lo, owned_only=True,
+                                                             index=index),
+        "tiles_lookup": lambda index: tiles.tiles_lookup(origins, [2, 2], torch.tensor([[1, 1]]), lo, hi,
+                                                         index=index),
+        "tiles_halo": lambda index: torch.ops.torch_ragged.tiles_halo(pages, origins, [1, 1], lo, hi, 0, None,
+                                                                      list(index)),
+        "tiles_correlate": lambda index: tiles.tiles_box_filter(pages, origins, lo, hi, index=index),
+    }
+    for name, call in calls.items():
+        call(right)  # accepted
+        for why, index in wrong.items():
+            with raises(ValueError, f"torch_ragged.{name}", "index was built for other tiles"):
+                call(index)
+                pytest.fail(f"{name} accepted an index of {why}")
+
+
+def test_halo_boxes_beyond_int64_are_refused():
+    """origin - radius of an origin near -2**63 wrapped around and the halo read uninitialised memory."""
+    pages = torch.ones(1, 2, 2)
+    for origins in (torch.tensor([[-2**63, 0]]), torch.tensor([[2**63 - 3, 0]])):
+        with raises(ValueError, "torch_ragged.tiles_halo", "put a box outside the int64 range"):
+            torch.ops.torch_ragged.tiles_halo(pages, origins, [1, 1], [0, 0], [4, 4])
+        with raises(ValueError, "torch_ragged.tiles_correlate", "put a box outside the int64 range"):
+            tiles.tiles_box_filter(pages, origins, [0, 0], [4, 4])
+        with raises(ValueError, "torch_ragged.tiles_halo_backward", "put a box outside the int64 range"):
+            torch.ops.torch_ragged.tiles_halo_backward(torch.ones(1, 4, 4), origins, [1, 1], [0, 0], [4, 4])
+    # tiles_to_dense of the same tiles (no halo) stays legal: they are simply outside the bound
+    assert tiles.tiles_to_dense(pages, torch.tensor([[-2**63, 0]]), [0, 0], [4, 4], -1.0).eq(-1).all()
 
 
 def test_tiles_outside_the_bound_are_legal():
@@ -113,3 +161,12 @@ def test_huge_halo_radius_and_bound_origin_are_overflow_checked():
         halo(torch.zeros(0, 4, 4, 8), ORIGINS[:0], [2**30, 2**30], [0, 0], [8, 8])  # 2^62 points x 8
     with raises(ValueError, "torch_ragged.dense_to_tiles", "plus the extent of dense"):
         tiles.dense_to_tiles(torch.zeros(8, 8), ORIGINS, [4, 4], [2**63 - 4, 0])
+
+
+def test_shape_queries_with_a_radius_of_the_wrong_length_name_the_argument():
+    pages, origins = torch.zeros(1, 2, 2, device="meta"), torch.zeros(1, 2, dtype=torch.long, device="meta")
+    with raises(ValueError, "torch_ragged.tiles_halo", "radius must have one entry per tile dim (2), got [1]"):
+        torch.ops.torch_ragged.tiles_halo(pages, origins, [1], [0, 0], [4, 4])
+    with raises(ValueError, "torch_ragged.tiles_halo_backward", "radius must have one entry per tile dim (2)"):
+        torch.ops.torch_ragged.tiles_halo_backward(torch.zeros(1, 4, 4, device="meta"), origins, [1, 1, 1], [0, 0],
+                                                   [4, 4])
