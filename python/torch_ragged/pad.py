@@ -7,9 +7,11 @@ reflect_type)``, takes the already broadcast forms (flat ``(before, after)`` per
 TorchScript and C++ callers use.
 """
 
+import itertools
 import math
 import numbers
 import struct
+import warnings
 
 import torch
 
@@ -39,17 +41,28 @@ def _as_tensor(value, name: str) -> torch.Tensor:
         return value
     try:
         tensor = torch.as_tensor(value)
-    except (TypeError, ValueError, RuntimeError) as error:
-        raise ValueError(f"torch_ragged.pad: {name} must be numbers or (before, after) pairs, got {value!r}") from error
+    except (TypeError, ValueError, RuntimeError):  # e.g. a Python int beyond int64 (2**64), a float to numpy
+        tensor = _as_float64(value, name)
     if tensor.is_floating_point():  # keep Python floats exact (torch would make them float32)
         tensor = torch.as_tensor(value, dtype=torch.float64)
     return tensor
+
+
+def _as_float64(value, name: str) -> torch.Tensor:
+    try:
+        return torch.as_tensor(value, dtype=torch.float64)
+    except (TypeError, ValueError, RuntimeError) as error:
+        raise ValueError(f"torch_ragged.pad: {name} must be numbers or (before, after) pairs, got {value!r}") from error
 
 
 def _pairs_form(shape, ndim: int, name: str) -> str:
     """How numpy's ``_as_pairs`` reads an argument of this shape: "scalar" (every side of every axis),
     "pair" ((before, after) for every axis) or "broadcast" (to (ndim, 2)); raises if it does not fit."""
     shape = tuple(shape)
+    if len(shape) > 2:  # numpy's broadcast_to message for this case
+        raise ValueError(f"torch_ragged.pad: input operand has more dimensions than allowed by the axis remapping: "
+                         f"{name} must broadcast to one (before, after) pair per axis, shape ({ndim}, 2); got shape "
+                         f"{shape}")
     size = 1
     for extent in shape:
         size *= extent
@@ -173,6 +186,38 @@ def _numpy_end_values(value, dtype: torch.dtype, ndim: int):
     return torch.tensor([_as_weak_float(float(v), dtype) for v in leaves], dtype=dtype).reshape(shape)
 
 
+def _leaves(value) -> list:
+    if isinstance(value, (list, tuple)):
+        return [leaf for item in value for leaf in _leaves(item)]
+    return [value]
+
+
+def _numeric_end_values(value, input: torch.Tensor):
+    """numpy computes the ramp in the input's dtype even when nothing is padded: a string end value fails its dtype
+    promotion (numpy.exceptions.DTypePromotionError, a TypeError) whatever the widths."""
+    if any(isinstance(leaf, (str, bytes)) for leaf in _leaves(value)):
+        raise TypeError(f"torch_ragged.pad: end_values must be numbers: the DType of {value!r} could not be promoted "
+                        f"by {input.dtype} (numpy raises DTypePromotionError)")
+    return value
+
+
+def _without_imaginary_part(value, input: torch.Tensor, name: str):
+    """A complex constant / end value for a real input: numpy warns (ComplexWarning) and keeps the real part, also
+    when nothing is padded."""
+    if input.is_complex() or isinstance(value, (str, bytes)):
+        return value
+    if isinstance(value, torch.Tensor):
+        complex_value = value.is_complex()
+    else:
+        complex_value = any(isinstance(leaf, complex) or getattr(getattr(leaf, "dtype", None), "kind", "") == "c"
+                            for leaf in _leaves(value))
+    if not complex_value:
+        return value
+    warnings.warn(f"torch_ragged.pad: Casting complex values to real discards the imaginary part ({name})",
+                  stacklevel=3)
+    return value.real if isinstance(value, torch.Tensor) else torch.as_tensor(value, dtype=torch.complex128).real
+
+
 def _dict_pad_width(pad_width: dict, ndim: int) -> list:
     """numpy >= 2.3's ``{axis: width}`` form (negative axes too; unnamed axes are not padded) as one pair per axis."""
     pairs = [(0, 0)] * ndim
@@ -189,9 +234,15 @@ def _dict_pad_width(pad_width: dict, ndim: int) -> list:
 
 def _index_pairs(value, ndim: int, name: str, integral_only: bool) -> list:
     """numpy's ``_as_pairs(..., as_index=True)``: a flat [before_0, after_0, before_1, ...] list of ints >= 0."""
-    shape, leaves, integral = _shape_and_leaves(value, name)
-    if integral_only and not integral:
-        raise TypeError(f"torch_ragged.pad: {name} must be of integral type, got {value!r}")
+    integral_type_error = TypeError(f"torch_ragged.pad: `{name}` must be of integral type. Got {value!r}")
+    try:
+        shape, leaves, integral = _shape_and_leaves(value, name)
+    except (TypeError, ValueError, RuntimeError):  # strings, None, objects, object / str arrays
+        if integral_only:
+            raise integral_type_error from None
+        raise
+    if integral_only and not integral:  # numpy's message, backticks and all (numpy's tests match it)
+        raise integral_type_error
     # round() is half to even, as numpy's; NaN / inf become numpy's negative intp (INT_MIN), refused below
     leaves = [int(round(v)) if math.isfinite(v) else -1 for v in leaves]
     form = _pairs_form(shape, ndim, name)
@@ -207,6 +258,27 @@ def _index_pairs(value, ndim: int, name: str, integral_only: bool) -> list:
     return [v for row in (rows * ndim if len(rows) == 1 else rows) for v in row]
 
 
+def _flat_pad_width(pad_width, ndim: int) -> list:
+    if isinstance(pad_width, dict):
+        pad_width = _dict_pad_width(pad_width, ndim)
+    return _index_pairs(pad_width, ndim, "pad_width", integral_only=True)
+
+
+def _pad_with_function(input, pad_width, function, kwargs) -> torch.Tensor:
+    """numpy's legacy mode: a function ``function(vector, (before, after), axis, kwargs)``. The input is padded with
+    zeros, then the function is called on every 1-D line of the result along each axis in turn (axis 0 first), with
+    the line as a view it fills in place (numpy passes the same arguments, the line as an ndarray view)."""
+    if not isinstance(input, torch.Tensor):
+        input = torch.as_tensor(input)
+    widths = _flat_pad_width(pad_width, input.dim())
+    padded = torch.ops.torch_ragged.pad(input, widths, "constant", None, None, None, None)
+    for axis in range(padded.dim()):
+        lines = padded.movedim(axis, -1)
+        for position in itertools.product(*(range(extent) for extent in lines.shape[:-1])):
+            function(lines[position], (widths[2 * axis], widths[2 * axis + 1]), axis, kwargs)
+    return padded
+
+
 def pad(input, pad_width, mode: str = "constant", **kwargs) -> torch.Tensor:
     """Pads ``input`` as ``numpy.pad(input, pad_width, mode, **kwargs)`` does, on the input's device.
 
@@ -218,12 +290,16 @@ def pad(input, pad_width, mode: str = "constant", **kwargs) -> torch.Tensor:
     tensors); ``pad_width`` also takes numpy 2.3's ``{axis: width or (before, after)}``. Differentiable w.r.t.
     ``input`` and tensor ``constant_values`` / ``end_values``.
 
+    ``mode`` may also be numpy's legacy vector function ``f(vector, (before, after), axis, kwargs)``: the input
+    is zero-padded, then ``f`` fills every 1-D line of the result in place, axis by axis (a Python loop over
+    the lines: for small inputs and numpy compatibility).
+
     >>> import torch, torch_ragged
     >>> torch_ragged.pad(torch.tensor([1, 2, 4]), 2, "reflect", reflect_type="odd")
     tensor([-2,  0,  1,  2,  4,  6,  7])
     """
     if callable(mode):
-        raise TypeError("torch_ragged.pad: mode must be a string; numpy's callable modes are not supported")
+        return _pad_with_function(input, pad_width, mode, kwargs)
     if not isinstance(mode, str) or mode not in _MODE_KEYWORDS:
         raise ValueError(f"torch_ragged.pad: mode '{mode}' is not supported")
     unsupported = sorted(set(kwargs) - set(_MODE_KEYWORDS[mode]))
@@ -232,9 +308,7 @@ def pad(input, pad_width, mode: str = "constant", **kwargs) -> torch.Tensor:
     if not isinstance(input, torch.Tensor):
         input = torch.as_tensor(input)
     ndim = input.dim()
-    if isinstance(pad_width, dict):
-        pad_width = _dict_pad_width(pad_width, ndim)
-    flat_widths = _index_pairs(pad_width, ndim, "pad_width", integral_only=True)
+    flat_widths = _flat_pad_width(pad_width, ndim)
     if input.numel() == 0 and mode not in ("constant", "empty"):
         # numpy returns an empty array's padding (zero-size) without reading the mode's keywords (issue 16,
         # item 4); padding an empty axis is still an error, raised by the op.
@@ -246,7 +320,11 @@ def pad(input, pad_width, mode: str = "constant", **kwargs) -> torch.Tensor:
                                                                                ndim)}
 
     if mode == "linear_ramp" and kwargs.get("end_values") is not None:
-        kwargs = {**kwargs, "end_values": _numpy_end_values(kwargs["end_values"], input.dtype, ndim)}
+        end_values = _without_imaginary_part(_numeric_end_values(kwargs["end_values"], input), input, "end_values")
+        kwargs = {**kwargs, "end_values": _numpy_end_values(end_values, input.dtype, ndim)}
+    if mode == "constant" and kwargs.get("constant_values") is not None:
+        kwargs = {**kwargs, "constant_values": _without_imaginary_part(kwargs["constant_values"], input,
+                                                                       "constant_values")}
 
     if "reflect_type" in kwargs:  # numpy reads any value other than "odd" (a string or not) as "even"
         kwargs = {**kwargs, "reflect_type": "odd" if isinstance(kwargs["reflect_type"], str)

@@ -13,12 +13,11 @@ x = torch.arange(6.0).reshape(2, 3)
 @pytest.mark.parametrize("call,exception,message", [
     (lambda: torch_ragged.pad(x, -1), ValueError, "pad_width can't contain negative values"),
     (lambda: torch_ragged.pad(x, ((1, 2), (0, -3))), ValueError, "pad_width can't contain negative values"),
-    (lambda: torch_ragged.pad(x, 1.5), TypeError, "pad_width must be of integral type"),
-    (lambda: torch_ragged.pad(x, True), TypeError, "pad_width must be of integral type"),
-    (lambda: torch_ragged.pad(x, np.array([1], dtype=np.uint8)), TypeError, "pad_width must be of integral type"),
+    (lambda: torch_ragged.pad(x, 1.5), TypeError, "`pad_width` must be of integral type."),
+    (lambda: torch_ragged.pad(x, True), TypeError, "`pad_width` must be of integral type."),
+    (lambda: torch_ragged.pad(x, np.array([1], dtype=np.uint8)), TypeError, "`pad_width` must be of integral type."),
     (lambda: torch_ragged.pad(x, ((1, 2), (3, 4), (5, 6))), ValueError, "pad_width must broadcast"),
     (lambda: torch_ragged.pad(x, 1, "nearest"), ValueError, "mode 'nearest' is not supported"),
-    (lambda: torch_ragged.pad(x, 1, np.mean), TypeError, "callable modes are not supported"),
     (lambda: torch_ragged.pad(x, 1, "edge", constant_values=3), ValueError,
      "unsupported keyword arguments for mode 'edge'"),
     (lambda: torch_ragged.pad(x, 1, "constant", reflect_type="odd"), ValueError,
@@ -155,3 +154,38 @@ def test_odd_keyword_values_follow_numpy():
         np.pad(array, 2, "mean", stat_length=float("nan"))
     with raises(ValueError, "torch_ragged.pad: index can't contain negative values"):
         torch_ragged.pad(torch.from_numpy(array), 2, "mean", stat_length=float("nan"))
+
+
+def test_end_and_constant_values_are_read_as_numpy_reads_them_even_without_padding():
+    """numpy converts end_values / constant_values whatever the widths: a string end value fails its dtype promotion
+    (a TypeError), a complex value for a real input warns and keeps the real part."""
+    a = np.zeros(3, dtype=np.float32)
+    for widths in (0, 1):
+        with pytest.raises(TypeError):
+            np.pad(a, widths, "linear_ramp", end_values="x")
+        with pytest.raises(TypeError, match="torch_ragged.pad: end_values must be numbers"):
+            torch_ragged.pad(torch.from_numpy(a), widths, "linear_ramp", end_values="x")
+        for mode, key in (("linear_ramp", "end_values"), ("constant", "constant_values")):
+            with pytest.warns(np.exceptions.ComplexWarning):
+                expected = np.pad(a, widths, mode, **{key: 1 + 2j})
+            with pytest.warns(UserWarning, match="Casting complex values to real discards the imaginary part"):
+                actual = torch_ragged.pad(torch.from_numpy(a), widths, mode, **{key: 1 + 2j})
+            assert np.array_equal(actual.numpy(), expected)
+
+
+def test_python_ints_beyond_int64_on_float_inputs_as_numpy():
+    a = np.zeros(2, dtype=np.float32)
+    for mode, key in (("constant", "constant_values"), ("linear_ramp", "end_values")):
+        expected = np.pad(a, 1, mode, **{key: 2**64})
+        assert np.array_equal(torch_ragged.pad(torch.from_numpy(a), 1, mode, **{key: 2**64}).numpy(), expected)
+
+
+def test_numpy_legacy_vector_function_mode():
+    def pad_with(vector, pad_width, iaxis, kwargs):
+        vector[:pad_width[0]] = kwargs.get("padder", 10)
+        vector[vector.shape[0] - pad_width[1]:] = kwargs.get("padder", 10)
+
+    a = np.arange(6).reshape(2, 3)
+    for widths, kwargs in ((2, {}), (((1, 0), (2, 3)), {"padder": -7})):
+        expected = np.pad(a, widths, pad_with, **kwargs)
+        assert np.array_equal(torch_ragged.pad(torch.from_numpy(a), widths, pad_with, **kwargs).numpy(), expected)
