@@ -173,6 +173,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> tiles_index_any(
   check_defined(op, "origins", origins);
   const TileGeometry geo = tile_geometry(op, tile_size, full_min, full_max);
   const TileSet set = tile_set(op, origins, geo.dims, tile_first_idx, origins.device());
+  check_boxes_fit(op, geo, set);
   CellIndex cells = build_cell_index(geo, set);
   return {cells.keys, cells.first, cells.tiles, index_fingerprint(geo, set)};
 }

@@ -269,13 +269,14 @@ void check_boxes_fit(std::string_view op, const TileGeometry& geo, const TileSet
   const at::Tensor lows = low.cpu(), highs = high.cpu();
   for (int d = 0; d < geo.dims; ++d) {
     int64_t start = 0, end = 0;
+    const int64_t r = radius.empty() ? 0 : radius[d];
     TORCH_CHECK_VALUE(
-        !__builtin_sub_overflow(lows.const_data_ptr<int64_t>()[d], radius[d], &start) &&
+        !__builtin_sub_overflow(lows.const_data_ptr<int64_t>()[d], r, &start) &&
             !c10::add_overflows(highs.const_data_ptr<int64_t>()[d], geo.tile[d], &end) &&
-            !c10::add_overflows(end, radius[d], &end),
+            !c10::add_overflows(end, r, &end),
         "torch_ragged.", op, ": origins from ", lows.const_data_ptr<int64_t>()[d], " to ",
         highs.const_data_ptr<int64_t>()[d], " in dim ", d, " with tile size ", geo.tile[d],
-        " and radius ", radius[d], " put a box outside the int64 range");
+        " and radius ", r, " put a box outside the int64 range");
   }
 }
 
@@ -341,6 +342,7 @@ GatherPlan plan_tiles_to_dense(std::string_view op, const at::Tensor& pages,
   TORCH_CHECK_VALUE(pages.size(0) == plan.set.count(), "torch_ragged.", op,
                     ": pages and origins disagree: ", pages.size(0), " pages, ", plan.set.count(),
                     " origins");
+  check_boxes_fit(op, plan.geo, plan.set);
   plan.cells = cell_index(op, plan.geo, plan.set, index);
   plan.source = pages.contiguous();
   const at::IntArrayRef feature = pages.sizes().slice(1 + dims);
@@ -380,6 +382,7 @@ GatherPlan plan_dense_to_tiles(std::string_view op, const at::Tensor& dense,
   TORCH_CHECK_VALUE(!batched || dense.size(0) == plan.set.members, "torch_ragged.", op,
                     ": dense holds ", dense.size(0), " members but tile_first_idx describes ",
                     plan.set.members);
+  check_boxes_fit(op, plan.geo, plan.set);
   plan.cells = cell_index(op, plan.geo, plan.set, index);
   plan.source = dense.contiguous();
   const at::IntArrayRef feature = dense.sizes().slice(lead + dims);
@@ -437,6 +440,7 @@ LookupPlan plan_tiles_lookup(std::string_view op, const at::Tensor& origins,
   LookupPlan plan;
   plan.geo = tile_geometry(op, tile_size, full_min, full_max);
   plan.set = tile_set(op, origins, dims, tile_first_idx, coords.device());
+  check_boxes_fit(op, plan.geo, plan.set);
   plan.cells = cell_index(op, plan.geo, plan.set, index);
   const at::Tensor longs = coords.to(at::kLong);
   plan.points = longs.slice(1, width - dims).contiguous();

@@ -49,9 +49,11 @@ CellIndex cell_index(std::string_view op, const TileGeometry& geo, const TileSet
 // tile size or bound), which would otherwise give a wrong field without complaint.
 at::Tensor index_fingerprint(const TileGeometry& geo, const TileSet& set);
 
-// Every tile's box [origin - radius, origin + tile + radius) fits int64 (ValueError naming op).
+// Every tile's box [origin - radius, origin + tile + radius) fits int64 (ValueError naming op):
+// the kernels add tile sizes and radii to origins. Every op checks its tiles (radius 0 but for
+// the halo's).
 void check_boxes_fit(std::string_view op, const TileGeometry& geo, const TileSet& set,
-                     at::IntArrayRef radius);
+                     at::IntArrayRef radius = {});
 
 // pages (T, *tile, *F) -> the tile sizes (checked against origins' width).
 std::vector<int64_t> page_tile_size(std::string_view op, const at::Tensor& pages, int64_t dims);

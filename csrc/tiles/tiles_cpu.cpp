@@ -221,6 +221,13 @@ void dense_from_owners(const GatherPlan& plan, at::Tensor& out) {
   });
 }
 
+// How many of the points g, g + 1, ..., g + width - 1 lie below `limit` (0 if g >= limit).
+int64_t points_before(int64_t g, int64_t limit, int64_t width) {
+  if (g >= limit) return 0;
+  const uint64_t distance = static_cast<uint64_t>(limit) - static_cast<uint64_t>(g);  // exact
+  return distance >= static_cast<uint64_t>(width) ? width : static_cast<int64_t>(distance);
+}
+
 // A tile wholly inside the bound: its rows are runs of the dense tensor at fixed strides, copied
 // with pointer steps (no per-row index arithmetic or bound checks). False for other tiles.
 bool copy_inner_tile(const TileGeometry& geo, const Rows& io, int64_t t, int64_t b,
@@ -280,11 +287,13 @@ void tiles_from_dense(const GatherPlan& plan, at::Tensor& out, bool owned_only) 
                   inside && (d == last || (g[d] >= geo.lo[d] && g[d] < geo.lo[d] + geo.extent[d]));
             }
             const int64_t width = geo.tile[last];
-            const int64_t x0 =
-                inside ? std::clamp<int64_t>(geo.lo[last] - g[last], 0, width) : width;
+            // The row's points [x0, x1) inside the bound: lo - g may not fit int64 (g near
+            // -2^63), so its distances are taken as unsigned, then clamped to the row.
+            const int64_t x0 = !inside ? width : points_before(g[last], geo.lo[last], width);
             const int64_t x1 =
-                inside ? std::clamp<int64_t>(geo.lo[last] + geo.extent[last] - g[last], x0, width)
-                       : width;
+                !inside
+                    ? width
+                    : std::max(x0, points_before(g[last], geo.lo[last] + geo.extent[last], width));
             io.fill_points(at, x0);
             io.fill_points(at + x1, width - x1);
             if (x1 <= x0) return;

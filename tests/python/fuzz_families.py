@@ -219,9 +219,11 @@ def tiles_pair(spec):
             raise ValueError("empty bound")
         if wrong_index and not (spec["index"] == "other_origins" and count == 0):
             raise ValueError("an index built for other tiles")
+        radius = 1 if op == "tiles_box_filter" else 0
+        if any(o - radius < -2**63 or o + t + radius > 2**63 - 1
+               for origin in spec["origins"] for o, t in zip(origin, tile, strict=True)):
+            raise ValueError("a tile's (or halo's) box outside int64")
         extreme = any(abs(o) >= 2**62 for origin in spec["origins"] for o in origin)
-        if op == "tiles_box_filter" and extreme:
-            raise ValueError("a halo box outside int64")
         far = any(abs(o) >= 2**30 for origin in spec["origins"] for o in origin)
         if extreme or (far and op == "tiles_box_filter"):  # beyond the loop references' int64 arithmetic, or
             return "a result"  # a canvas spanning the far tile (ref_correlate): only the outcome kind is compared

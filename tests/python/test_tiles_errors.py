@@ -170,3 +170,19 @@ def test_shape_queries_with_a_radius_of_the_wrong_length_name_the_argument():
     with raises(ValueError, "torch_ragged.tiles_halo_backward", "radius must have one entry per tile dim (2)"):
         torch.ops.torch_ragged.tiles_halo_backward(torch.zeros(1, 4, 4, device="meta"), origins, [1, 1, 1], [0, 0],
                                                    [4, 4])
+
+
+def test_tiles_whose_box_passes_int64_are_refused_and_far_negative_ones_work():
+    """Found by the family fuzz under UBSan: origin + p wrapped for an origin near 2^63 - 1, and lo - (origin + p)
+    overflowed for an origin of -2^63 (dense_to_tiles)."""
+    dense = torch.arange(5.0)
+    for op, call in {
+        "dense_to_tiles": lambda o: tiles.dense_to_tiles(dense, o, [2], [-3], -1.0, owned_only=True),
+        "tiles_to_dense": lambda o: tiles.tiles_to_dense(torch.ones(len(o), 2), o, [-3], [2]),
+        "tiles_lookup": lambda o: tiles.tiles_lookup(o, [2], torch.tensor([[0]]), [-3], [2]),
+        "tiles_index": lambda o: tiles.tiles_index(o, [2], [-3], [2]),
+    }.items():
+        with raises(ValueError, f"torch_ragged.{op}", "put a box outside the int64 range"):
+            call(torch.tensor([[2**63 - 2], [0]]))
+    far = tiles.dense_to_tiles(dense, torch.tensor([[-2**63], [-3]]), [1], [-1], -1.0)
+    assert far.flatten().tolist() == [-1.0, -1.0]  # both outside the bound [-1, 4): the fill value
