@@ -28,7 +28,9 @@ def extension():
     sources = sorted(glob.glob(os.path.join("csrc", "**", "*.cpp"), recursive=True))
     define_macros = [("TORCH_RAGGED_VERSION", f'"{VERSION}"'), ("TORCH_RAGGED_BUILDING", None)]
     # -fopenmp: at::parallel_for is a header template; without it our kernels would run on one thread.
-    cxx_flags = ["-O3", "-std=c++20", "-fvisibility=hidden", "-fopenmp"]
+    # -ffp-contract=off: a * b + c is never fused into an FMA, whatever -march a builder adds, so the
+    # CPU kernels keep the GPU's bits (the CUDA code fuses nothing either: segment/portable_math.h).
+    cxx_flags = ["-O3", "-std=c++20", "-fvisibility=hidden", "-fopenmp", "-ffp-contract=off"]
     kwargs = dict(
         name="torch_ragged._C",
         include_dirs=[os.path.join(ROOT, "csrc")],

@@ -1,7 +1,8 @@
-// CUDA kernels of the segment core. The decomposition into row blocks and the reduction rules are
-// segment/segment_index.h, shared with (and tested through) the CPU kernels; here one thread takes
-// one (row block, column): consecutive threads read consecutive columns of a row (coalesced when
-// the width is large), no atomics, deterministic.
+// CUDA kernels of the segment core: thin shells over segment/segment_index.h's bodies (the
+// reduction tree, its merges and row maps), which the host tests run over the same launch grid
+// and compare with the CPU kernels bit for bit. One thread per (tree node, column): consecutive
+// threads read consecutive columns of a row (coalesced when the width is large); no atomics,
+// deterministic, the CPU's bits.
 //
 // first_idx on the CPU is checked there and uploaded asynchronously (pinned); first_idx on the GPU
 // is checked by a device-side assert kernel (as torch's indexing kernels do), so reductions never
@@ -89,20 +90,15 @@ at::Tensor checked_first_idx_on_device(std::string_view op, const at::Tensor& fi
   return offsets;
 }
 
-// A fixed function of the width: the summation order does not depend on the device's size.
-int64_t cuda_rows_per_block(int64_t width) {
-  return std::max<int64_t>(1, 16384 / std::max<int64_t>(1, width));
-}
-
 // The checked segments of `data` on its device.
 struct CudaSegments {
   at::Tensor first_idx;  // int64 on the device
   at::Tensor data;       // contiguous
   int64_t num_segments, width;
 
-  RowBlocks blocks() const {
-    return RowBlocks{first_idx.const_data_ptr<int64_t>(), num_segments, data.size(0),
-                     cuda_rows_per_block(width)};
+  ReductionTree tree() const {
+    return ReductionTree::of(first_idx.const_data_ptr<int64_t>(), num_segments, data.size(0),
+                             width);
   }
 };
 
@@ -113,100 +109,95 @@ CudaSegments cuda_segments(std::string_view op, const at::Tensor& data, const at
                       data.contiguous(), first_idx.size(0) - 1, row_width(data)};
 }
 
-// ---- kernels: one thread per (row block, column) ----
+// ---- kernels: thin shells over segment_index.h's bodies, one thread per (node, column) ----
 
 template <typename Reducer, typename Load, typename Write>
-__global__ void reduce_parts_kernel(RowBlocks blocks, int64_t width, Load load, Write write,
-                                    typename Reducer::Acc* heads, typename Reducer::Acc* tails) {
-  using Acc = typename Reducer::Acc;
-  const int64_t total = blocks.count() * width;
+__global__ void reduce_chunks_kernel(ReductionTree tree, int64_t width, Load load, Write write,
+                                     typename Reducer::Acc* heads, typename Reducer::Acc* tails) {
+  const int64_t total = tree.nodes(0) * width;
   for (int64_t t = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; t < total;
        t += int64_t{gridDim.x} * blockDim.x) {
-    const int64_t k = t / width, c = t % width;
-    blocks.for_each_part(k, [&](int64_t b, int64_t lo, int64_t hi, SegmentPart part) {
-      Acc acc = Reducer::identity();
-      for (int64_t row = lo; row < hi; ++row) Reducer::add(acc, load(b, row, c), row);
-      if (part == SegmentPart::kWhole) {
-        write(b, c, acc, hi - lo);
-      } else {
-        (part == SegmentPart::kHead ? heads : tails)[t] = acc;
-      }
-    });
-  }
-}
-
-// The block holding a segment's tail merges the heads of the following blocks, in order.
-template <typename Reducer, typename Write>
-__global__ void merge_parts_kernel(RowBlocks blocks, int64_t width, Write write,
-                                   const typename Reducer::Acc* heads,
-                                   const typename Reducer::Acc* tails) {
-  using Acc = typename Reducer::Acc;
-  const int64_t total = blocks.count() * width;
-  for (int64_t t = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; t < total;
-       t += int64_t{gridDim.x} * blockDim.x) {
-    const int64_t k = t / width, c = t % width;
-    const int64_t b = blocks.tail_segment(k);
-    if (b < 0) continue;
-    Acc acc = tails[t];
-    const int64_t last = blocks.last_block_of(b);
-    for (int64_t j = k + 1; j <= last; ++j) Reducer::merge(acc, heads[j * width + c]);
-    write(b, c, acc, blocks.first_idx[b + 1] - blocks.first_idx[b]);
+    reduce_chunk<Reducer>(tree, t / width, t % width, width, load, write, heads, tails);
   }
 }
 
 template <typename Reducer, typename Write>
-__global__ void write_empty_segments_kernel(RowBlocks blocks, int64_t width, Write write) {
-  const int64_t total = blocks.num_segments * width;
+__global__ void merge_nodes_kernel(ReductionTree tree, int level, int64_t width, Write write,
+                                   const typename Reducer::Acc* child_heads,
+                                   const typename Reducer::Acc* child_tails,
+                                   typename Reducer::Acc* heads, typename Reducer::Acc* tails) {
+  const int64_t total = tree.nodes(level) * width;
   for (int64_t t = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; t < total;
        t += int64_t{gridDim.x} * blockDim.x) {
-    const int64_t b = t / width;
-    if (blocks.first_idx[b] == blocks.first_idx[b + 1]) write(b, t % width, Reducer::identity(), 0);
+    merge_node<Reducer>(tree, level, t / width, t % width, width, child_heads, child_tails, write,
+                        heads, tails);
+  }
+}
+
+template <typename Reducer, typename Write>
+__global__ void write_empty_segments_kernel(ReductionTree tree, int64_t width, Write write) {
+  const int64_t total = tree.num_segments * width;
+  for (int64_t t = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; t < total;
+       t += int64_t{gridDim.x} * blockDim.x) {
+    write_if_empty<Reducer>(tree, t / width, t % width, write);
   }
 }
 
 template <typename Map>
-__global__ void map_rows_kernel(RowBlocks blocks, int64_t width, Map map) {
-  const int64_t total = blocks.count() * width;
+__global__ void map_chunks_kernel(ReductionTree tree, int64_t width, Map map) {
+  const int64_t total = tree.nodes(0) * width;
   for (int64_t t = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; t < total;
        t += int64_t{gridDim.x} * blockDim.x) {
-    const int64_t k = t / width, c = t % width;
-    blocks.for_each_part(k, [&](int64_t b, int64_t lo, int64_t hi, SegmentPart) {
-      for (int64_t row = lo; row < hi; ++row) map(b, row, c);
-    });
+    map_chunk(tree, t / width, t % width, map);
   }
 }
 
+// A device buffer of n Acc (the tree's partials of one level).
+template <typename Acc>
+std::pair<at::Tensor, Acc*> acc_buffer(const at::Tensor& like, int64_t n) {
+  at::Tensor bytes =
+      at::empty({n * static_cast<int64_t>(sizeof(Acc))}, like.options().dtype(at::kByte));
+  return {bytes, reinterpret_cast<Acc*>(bytes.mutable_data_ptr())};
+}
+
+// The tree's launches (tree_launches: the chunks, a merge per level, the empty segments), each
+// reading the partials of the one before.
 template <typename Reducer, typename Load, typename Write>
-void reduce_segments(const RowBlocks& blocks, int64_t width, const at::Tensor& like,
-                     const Load& load, const Write& write) {
+void reduce_tree(const ReductionTree& tree, int64_t width, const at::Tensor& like, const Load& load,
+                 const Write& write) {
   using Acc = typename Reducer::Acc;
-  const int64_t parts = blocks.count() * width;
-  if (parts > 0) {
-    const auto bytes = like.options().dtype(at::kByte);
-    at::Tensor heads = at::empty({parts * static_cast<int64_t>(sizeof(Acc))}, bytes);
-    at::Tensor tails = at::empty({parts * static_cast<int64_t>(sizeof(Acc))}, bytes);
-    Acc* h = reinterpret_cast<Acc*>(heads.mutable_data_ptr());
-    Acc* t = reinterpret_cast<Acc*>(tails.mutable_data_ptr());
-    reduce_parts_kernel<Reducer>
-        <<<cuda_grid_for(parts), kCudaThreads, 0, stream()>>>(blocks, width, load, write, h, t);
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
-    merge_parts_kernel<Reducer>
-        <<<cuda_grid_for(parts), kCudaThreads, 0, stream()>>>(blocks, width, write, h, t);
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
-  }
-  const int64_t outputs = blocks.num_segments * width;
-  if (outputs > 0) {
-    write_empty_segments_kernel<Reducer>
-        <<<cuda_grid_for(outputs), kCudaThreads, 0, stream()>>>(blocks, width, write);
+  // Partials of the level below and of the current one; the caching allocator keeps a freed
+  // buffer from reuse until the stream's earlier work on it is done.
+  std::pair<at::Tensor, Acc*> heads, tails, below_heads, below_tails;
+  for (const TreeLaunch& launch : tree_launches(tree, width)) {
+    const int64_t threads = launch.threads;
+    if (launch.kind == TreeLaunch::kEmptySegments) {
+      write_empty_segments_kernel<Reducer>
+          <<<cuda_grid_for(threads), kCudaThreads, 0, stream()>>>(tree, width, write);
+      C10_CUDA_KERNEL_LAUNCH_CHECK();
+      continue;
+    }
+    below_heads = std::move(heads);
+    below_tails = std::move(tails);
+    heads = acc_buffer<Acc>(like, threads);
+    tails = acc_buffer<Acc>(like, threads);
+    if (launch.kind == TreeLaunch::kChunks) {
+      reduce_chunks_kernel<Reducer><<<cuda_grid_for(threads), kCudaThreads, 0, stream()>>>(
+          tree, width, load, write, heads.second, tails.second);
+    } else {
+      merge_nodes_kernel<Reducer><<<cuda_grid_for(threads), kCudaThreads, 0, stream()>>>(
+          tree, launch.level, width, write, below_heads.second, below_tails.second, heads.second,
+          tails.second);
+    }
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   }
 }
 
 template <typename Map>
-void map_rows(const RowBlocks& blocks, int64_t width, const Map& map) {
-  const int64_t parts = blocks.count() * width;
-  if (parts == 0) return;
-  map_rows_kernel<<<cuda_grid_for(parts), kCudaThreads, 0, stream()>>>(blocks, width, map);
+void map_rows(const ReductionTree& tree, int64_t width, const Map& map) {
+  const int64_t threads = tree.nodes(0) * width;
+  if (threads == 0) return;
+  map_chunks_kernel<<<cuda_grid_for(threads), kCudaThreads, 0, stream()>>>(tree, width, map);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
@@ -220,8 +211,8 @@ at::Tensor sum_or_mean_cuda(const at::Tensor& data, const at::Tensor& first_idx)
   at::Tensor out = at::empty(per_segment_sizes(data, s.num_segments), data.options());
   AT_DISPATCH_V2(data.scalar_type(), "segment_sum_cuda", AT_WRAP([&] {
                    using acc_t = at::opmath_type<scalar_t>;
-                   reduce_segments<SumReducer<acc_t>>(
-                       s.blocks(), s.width, data,
+                   reduce_tree<SumReducer<acc_t>>(
+                       s.tree(), s.width, data,
                        LoadRows<scalar_t>{s.data.const_data_ptr<scalar_t>(), s.width},
                        WriteSum<scalar_t, kMean>{out.mutable_data_ptr<scalar_t>(), s.width});
                  }),
@@ -249,8 +240,8 @@ std::tuple<at::Tensor, at::Tensor> extremum_cuda(const at::Tensor& data,
   at::Tensor arg = at::empty(sizes, data.options().dtype(at::kLong));
   AT_DISPATCH_V2(data.scalar_type(), "segment_extremum_cuda", AT_WRAP([&] {
                    using acc_t = at::opmath_type<scalar_t>;
-                   reduce_segments<ExtremumReducer<acc_t, kMax>>(
-                       s.blocks(), s.width, data,
+                   reduce_tree<ExtremumReducer<acc_t, kMax>>(
+                       s.tree(), s.width, data,
                        LoadRows<scalar_t>{s.data.const_data_ptr<scalar_t>(), s.width},
                        WriteExtremum<scalar_t>{values.mutable_data_ptr<scalar_t>(),
                                                arg.mutable_data_ptr<int64_t>(), s.width});
@@ -270,7 +261,7 @@ std::tuple<at::Tensor, at::Tensor> segment_min_cuda(const at::Tensor& data,
   return extremum_cuda<false>(data, first_idx);
 }
 
-// ---- softmax: segment max, sum of exp(x - max), normalise ----
+// ---- softmax: the segments' maxima (exact), the sums of exp(x - shift) by the tree, one map ----
 
 template <bool kLog>
 at::Tensor softmax_cuda(const at::Tensor& data, const at::Tensor& first_idx) {
@@ -282,23 +273,21 @@ at::Tensor softmax_cuda(const at::Tensor& data, const at::Tensor& first_idx) {
       data.scalar_type(), "segment_softmax_cuda", AT_WRAP([&] {
         using acc_t = at::opmath_type<scalar_t>;
         const auto acc_options = data.options().dtype(c10::CppTypeToScalarType<acc_t>::value);
-        at::Tensor max = at::empty({s.num_segments, s.width}, acc_options);
-        at::Tensor sum = at::empty({s.num_segments, s.width}, acc_options);
+        at::Tensor shifts = at::empty({s.num_segments, s.width}, acc_options);
+        at::Tensor divisors = at::empty({s.num_segments, s.width}, acc_options);
         const scalar_t* in = s.data.const_data_ptr<scalar_t>();
-        scalar_t* o = out.mutable_data_ptr<scalar_t>();
-        const RowBlocks blocks = s.blocks();
-        reduce_segments<ExtremumReducer<acc_t, true>>(
-            blocks, s.width, data, LoadRows<scalar_t>{in, s.width},
-            WriteAcc<acc_t>{max.mutable_data_ptr<acc_t>(), s.width});
-        using Output = SoftmaxOutput<scalar_t, kLog>;
-        reduce_segments<SumReducer<acc_t>>(
-            blocks, s.width, data,
-            LoadShiftedExp<scalar_t>{in, max.const_data_ptr<acc_t>(),
-                                     Output::kTermsKept ? o : nullptr, s.width},
-            WriteAcc<acc_t>{sum.mutable_data_ptr<acc_t>(), s.width});
-        if (kLog) sum.log_();
-        map_rows(blocks, s.width,
-                 Output{in, max.const_data_ptr<acc_t>(), sum.const_data_ptr<acc_t>(), o, s.width});
+        const ReductionTree tree = s.tree();
+        reduce_tree<ExtremumReducer<acc_t, true>>(
+            tree, s.width, data, LoadRows<scalar_t>{in, s.width},
+            WriteShift<acc_t>{shifts.mutable_data_ptr<acc_t>(), s.width});
+        reduce_tree<SumReducer<acc_t>>(
+            tree, s.width, data,
+            LoadShiftedExp<scalar_t>{in, shifts.const_data_ptr<acc_t>(), s.width},
+            WriteSoftmaxDivisor<acc_t, kLog>{divisors.mutable_data_ptr<acc_t>(), s.width});
+        map_rows(tree, s.width,
+                 SoftmaxOutput<scalar_t, kLog>{in, shifts.const_data_ptr<acc_t>(),
+                                               divisors.const_data_ptr<acc_t>(),
+                                               out.mutable_data_ptr<scalar_t>(), s.width});
       }),
       AT_EXPAND(AT_FLOATING_TYPES), at::kHalf, at::kBFloat16);
   return out.view(data.sizes());
@@ -331,18 +320,18 @@ at::Tensor segment_softmax_backward_cuda(const at::Tensor& grad_output, const at
                                    output.options().dtype(c10::CppTypeToScalarType<acc_t>::value));
         const scalar_t* g = grad.const_data_ptr<scalar_t>();
         const scalar_t* y = s.data.const_data_ptr<scalar_t>();
-        const RowBlocks blocks = s.blocks();
-        reduce_segments<SumReducer<acc_t>>(blocks, s.width, output,
-                                           LoadGradTerm<scalar_t>{g, log ? nullptr : y, s.width},
-                                           WriteAcc<acc_t>{sum.mutable_data_ptr<acc_t>(), s.width});
+        const ReductionTree tree = s.tree();
+        reduce_tree<SumReducer<acc_t>>(tree, s.width, output,
+                                       LoadGradTerm<scalar_t>{g, log ? nullptr : y, s.width},
+                                       WriteAcc<acc_t>{sum.mutable_data_ptr<acc_t>(), s.width});
         scalar_t* gi = grad_input.mutable_data_ptr<scalar_t>();
         if (log) {
           map_rows(
-              blocks, s.width,
+              tree, s.width,
               SoftmaxGradInput<scalar_t, true>{g, y, sum.const_data_ptr<acc_t>(), gi, s.width});
         } else {
           map_rows(
-              blocks, s.width,
+              tree, s.width,
               SoftmaxGradInput<scalar_t, false>{g, y, sum.const_data_ptr<acc_t>(), gi, s.width});
         }
       }),
@@ -520,16 +509,9 @@ __global__ void gather_dot_kernel(const scalar_t* __restrict__ a, const scalar_t
                                   const int64_t* __restrict__ index,
                                   const int64_t* __restrict__ first_idx, int64_t segments,
                                   int64_t n, int64_t width, scalar_t* __restrict__ out) {
-  using acc_t = at::opmath_type<scalar_t>;
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
        i += int64_t{gridDim.x} * blockDim.x) {
-    const scalar_t* a_row = a + segment_of_row(first_idx, segments, i) * width;
-    const scalar_t* b_row = b + index[i] * width;
-    acc_t acc = 0;
-    for (int64_t c = 0; c < width; ++c) {
-      acc += static_cast<acc_t>(a_row[c]) * static_cast<acc_t>(b_row[c]);
-    }
-    out[i] = static_cast<scalar_t>(acc);
+    gather_dot_entry(a, b, index, first_idx, segments, width, i, out);
   }
 }
 
@@ -634,14 +616,14 @@ at::Tensor segment_gather_sum(const at::Tensor& data, const at::Tensor& index,
   const at::Tensor weights = weight.defined() ? weight.contiguous() : weight;
   const int64_t runs = first_idx.numel() - 1, width = row_width(data);
   const int64_t rows = index.defined() ? index.numel() : data.size(0);
-  const RowBlocks blocks{first_idx.const_data_ptr<int64_t>(), runs, rows,
-                         cuda_rows_per_block(width)};
+  const ReductionTree tree =
+      ReductionTree::of(first_idx.const_data_ptr<int64_t>(), runs, rows, width);
   at::Tensor out = at::empty(per_segment_sizes(data, runs), data.options());
   AT_DISPATCH_V2(
       data.scalar_type(), "segment_gather_sum_cuda", AT_WRAP([&] {
         using acc_t = at::opmath_type<scalar_t>;
-        reduce_segments<SumReducer<acc_t>>(
-            blocks, width, data,
+        reduce_tree<SumReducer<acc_t>>(
+            tree, width, data,
             LoadRows<scalar_t>{src.const_data_ptr<scalar_t>(), width,
                                index.defined() ? index.const_data_ptr<int64_t>() : nullptr,
                                weights.defined() ? weights.const_data_ptr<scalar_t>() : nullptr},

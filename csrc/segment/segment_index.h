@@ -1,28 +1,45 @@
 #pragma once
 
-// Index arithmetic and reduction rules of the segment core, shared by the CPU and CUDA kernels
-// (C10_HOST_DEVICE), so the CPU tests exercise the decomposition and the reduction rules the GPU
-// runs. The loads, writes and row maps at the end are the CUDA kernels' per-element functors (the
-// CPU runs the same arithmetic as whole-row loops, vectorised: segment_cpu.cpp).
+// Index arithmetic, reduction rules and kernel bodies of the segment core, shared by the CPU and
+// CUDA kernels (C10_HOST_DEVICE): a CUDA kernel is a thin shell that picks its (node, column) from
+// the grid and calls a body here; the host tests run the same bodies over the whole launch grid
+// (tests/cpp/test_segment_emulation.cpp) and compare them with the CPU kernels bit for bit.
 //
-// Segment b holds rows [first_idx[b], first_idx[b + 1]) of data (rows, width). Reductions are cut
-// into fixed blocks of rows, not into segments, so one huge segment spreads over every thread and
-// many small ones cost no per-segment task. Within a block each overlapping segment is one *part*:
-//   whole: the segment lies inside the block -> reduced and written at once;
-//   head:  it started in an earlier block     -> a partial result, stored per block;
-//   tail:  it starts here and continues       -> a partial result, stored per block.
-// A segment spanning blocks is then finished by the block holding its tail, which merges its tail
-// with the heads of the following blocks in block order. Rows are added in order within a part and
-// parts are merged left to right, so the result depends only on rows_per_block (a function of the
-// width, never of the thread count): bitwise reproducible run to run and across thread counts.
+// Segment b holds rows [first_idx[b], first_idx[b + 1]) of data (rows, width).
+//
+// ---- The reduction tree ----
+// Every floating-point reduction of the core (sum, mean, softmax's sums of exp and its gradient's
+// sums, weighted gathered sums) adds a segment's rows in one fixed tree, whatever the device or
+// the thread count:
+//   level 0: chunks of consecutive rows (32 for narrow rows, more for wide ones: chunk_bits);
+//   level L: nodes of kFanIn = 32 consecutive level-(L - 1) nodes.
+// A segment [s, e) is reduced at its *top level* T, the lowest level where one node holds all its
+// rows: value(0, piece) folds the piece's rows in order, starting from the identity; value(L,
+// piece) folds value(L - 1, piece ∩ child) over the children the piece meets, in order, starting
+// from the identity; the segment's result is value(T, [s, e)). A segment inside one chunk is
+// therefore summed row by row, in order; a longer one in chunk partials merged left to right, 32
+// at a time.
+//
+// The GPU computes the tree level by level: reduce_chunk gives each (chunk, column) a thread,
+// writes the segments inside the chunk and leaves two partials per chunk (head: the segment that
+// started before it; tail: the segment that starts in it and continues); merge_node gives each
+// (level-L node, column) a thread that merges its children's partials, writes the segments that
+// end in it and leaves its own head / tail. 10M rows x 1 column are 312,500 level-0 threads; no
+// atomics, no barriers inside a level. The CPU computes the same values with whole-row loops
+// (segment_cpu.cpp), vectorised over the columns, and the same merge_node above its task size. So
+// results are bitwise identical run to run, across thread counts and between CPU and GPU, for
+// float and double (exp and log are portable_math.h's, products never fused into FMAs).
 
 #include <ATen/NumericUtils.h>
 #include <ATen/OpMathType.h>
 #include <c10/macros/Macros.h>
 
-#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <type_traits>
+#include <vector>
+
+#include "segment/portable_math.h"
 
 namespace torch_ragged {
 
@@ -42,62 +59,97 @@ C10_HOST_DEVICE inline int64_t segment_of_row(const int64_t* first_idx, int64_t 
   return lo;
 }
 
-enum class SegmentPart : int8_t { kWhole, kHead, kTail };
+constexpr int kFanInBits = 5;
+constexpr int64_t kFanIn = int64_t{1} << kFanInBits;  // children per node above level 0
 
-// The blocks of rows a reduction is cut into.
-struct RowBlocks {
-  const int64_t* first_idx;  // num_segments + 1 entries
+// log2 of the rows per chunk, a fixed function of the row width (never of a device): 32 rows for
+// rows of up to 15 columns, growing with the width to 1024 rows (width >= 256), so that a chunk
+// holds about 256 elements. 10M rows x 1 column: 312,500 chunks; 1.6M rows x 64: 6,400 chunks
+// of 256 rows, 409,600 (chunk, column) threads; fewer segments cross a chunk on the CPU.
+C10_HOST_DEVICE inline int chunk_bits(int64_t width) {
+  int bits = 5;
+  for (int64_t w = width / 8; w > 1 && bits < 10; w /= 2) ++bits;
+  return bits;
+}
+
+// The tree over num_rows rows of `width` columns cut into segments by first_idx (num_segments + 1
+// entries).
+struct ReductionTree {
+  const int64_t* first_idx;
   int64_t num_segments;
   int64_t num_rows;
-  int64_t rows_per_block;
+  int chunk_bits;  // chunk_bits(width)
 
-  C10_HOST_DEVICE int64_t count() const { return (num_rows + rows_per_block - 1) / rows_per_block; }
-  C10_HOST_DEVICE int64_t begin(int64_t block) const { return block * rows_per_block; }
-  C10_HOST_DEVICE int64_t end(int64_t block) const {
-    const int64_t e = begin(block) + rows_per_block;
-    return e < num_rows ? e : num_rows;
+  static ReductionTree of(const int64_t* first_idx, int64_t num_segments, int64_t num_rows,
+                          int64_t width) {
+    return ReductionTree{first_idx, num_segments, num_rows, torch_ragged::chunk_bits(width)};
   }
-  C10_HOST_DEVICE int64_t block_of_row(int64_t row) const { return row / rows_per_block; }
-
-  // Calls visit(segment, lo, hi, part) for each non-empty segment overlapping `block`, in order,
-  // with [lo, hi) its rows inside the block.
-  template <typename Visit>
-  C10_HOST_DEVICE void for_each_part(int64_t block, Visit&& visit) const {
-    const int64_t block_begin = begin(block), block_end = end(block);
-    for (int64_t b = segment_of_row(first_idx, num_segments, block_begin);
-         b < num_segments && first_idx[b] < block_end; ++b) {
-      const int64_t seg_begin = first_idx[b], seg_end = first_idx[b + 1];
-      const int64_t lo = seg_begin > block_begin ? seg_begin : block_begin;
-      const int64_t hi = seg_end < block_end ? seg_end : block_end;
-      if (lo >= hi) continue;
-      const SegmentPart part = seg_begin < block_begin ? SegmentPart::kHead
-                               : seg_end > block_end   ? SegmentPart::kTail
-                                                       : SegmentPart::kWhole;
-      visit(b, lo, hi, part);
-    }
+  // log2 of the rows per node at `level`, and the rows (a level beyond int64 holds every row).
+  // Powers of two: node arithmetic is shifts and masks (divisions cost ~30 cycles, once per
+  // segment: a visible part of a million short segments' time).
+  C10_HOST_DEVICE int node_bits(int level) const {
+    const int bits = chunk_bits + kFanInBits * level;
+    return bits < 63 ? bits : 63;
   }
-
-  // The segment whose tail lies in `block` (it starts there and continues past it), or -1.
-  C10_HOST_DEVICE int64_t tail_segment(int64_t block) const {
-    const int64_t block_end = end(block);
-    const int64_t b = segment_of_row(first_idx, num_segments, block_end - 1);
-    return first_idx[b] >= begin(block) && first_idx[b + 1] > block_end ? b : -1;
+  C10_HOST_DEVICE int64_t node_rows(int level) const {
+    const int bits = node_bits(level);
+    return bits >= 63 ? std::numeric_limits<int64_t>::max() : int64_t{1} << bits;
   }
-
-  // The last block holding rows of segment b (non-empty).
-  C10_HOST_DEVICE int64_t last_block_of(int64_t b) const {
-    return block_of_row(first_idx[b + 1] - 1);
+  // The node of `level` holding `row`.
+  C10_HOST_DEVICE int64_t node_of(int level, int64_t row) const { return row >> node_bits(level); }
+  C10_HOST_DEVICE int64_t nodes(int level) const {
+    return num_rows == 0 ? 0 : node_of(level, num_rows - 1) + 1;
+  }
+  // Levels in the tree: level levels() - 1 is the first with at most one node.
+  C10_HOST_DEVICE int levels() const {
+    int level = 0;
+    while (nodes(level) > 1) ++level;
+    return level + 1;
+  }
+  C10_HOST_DEVICE int64_t begin(int level, int64_t node) const { return node << node_bits(level); }
+  C10_HOST_DEVICE int64_t end(int level, int64_t node) const {
+    return node >= nodes(level) - 1 ? num_rows : (node + 1) << node_bits(level);
+  }
+  // The lowest level where one node holds rows [s, e) (e > s).
+  C10_HOST_DEVICE int top_level(int64_t s, int64_t e) const {
+    int level = 0;
+    while (node_of(level, s) != node_of(level, e - 1)) ++level;
+    return level;
+  }
+  C10_HOST_DEVICE int64_t segment_of(int64_t row) const {
+    return segment_of_row(first_idx, num_segments, row);
+  }
+  C10_HOST_DEVICE int64_t rows_of(int64_t b) const { return first_idx[b + 1] - first_idx[b]; }
+  // The segment holding the node's first row if it started before the node (it may also end
+  // after the node: it then covers it), or -1.
+  C10_HOST_DEVICE int64_t head_segment(int level, int64_t node) const {
+    const int64_t first = begin(level, node);
+    const int64_t b = segment_of(first);
+    return first_idx[b] < first ? b : -1;
+  }
+  // The segment holding the node's last row if it starts inside the node and ends after it, or -1.
+  C10_HOST_DEVICE int64_t tail_segment(int level, int64_t node) const {
+    const int64_t first = begin(level, node), last = end(level, node);
+    const int64_t b = segment_of(last - 1);
+    return first_idx[b] >= first && first_idx[b + 1] > last ? b : -1;
   }
 };
 
-// ---- Reduction rules: identity, add one row's value, merge a later partial into an earlier one.
+// ---- Reduction rules: identity, one row's value, merge a later partial into an earlier one ----
+// fold(load, segment, lo, hi, column) is value(0, rows [lo, hi)) of one column.
 
 template <typename acc_t>
 struct SumReducer {
   using Acc = acc_t;
   C10_HOST_DEVICE static Acc identity() { return Acc(0); }
-  C10_HOST_DEVICE static void add(Acc& acc, acc_t value, int64_t /*row*/) { acc += value; }
   C10_HOST_DEVICE static void merge(Acc& acc, const Acc& later) { acc += later; }
+  template <typename Load>
+  C10_HOST_DEVICE static Acc fold(const Load& load, int64_t segment, int64_t lo, int64_t hi,
+                                  int64_t column) {
+    Acc acc = identity();
+    for (int64_t row = lo; row < hi; ++row) acc += load(segment, row, column);
+    return acc;
+  }
 };
 
 template <typename acc_t>
@@ -107,7 +159,8 @@ struct ValueAndRow {
 };
 
 // max (kMax) or min with the row that holds it: the first one on ties; NaN wins over numbers and
-// the first NaN is kept, as torch.amax / torch.max(dim) propagate NaN.
+// the first NaN is kept, as torch.amax / torch.max(dim) propagate NaN. Exact: every order of the
+// merges gives the same result.
 template <typename acc_t, bool kMax>
 struct ExtremumReducer {
   using Acc = ValueAndRow<acc_t>;
@@ -122,9 +175,29 @@ struct ExtremumReducer {
   C10_HOST_DEVICE static void merge(Acc& acc, const Acc& later) {
     if (later.row >= 0 && (acc.row < 0 || beats(later.value, acc.value))) acc = later;
   }
+  template <typename Load>
+  C10_HOST_DEVICE static Acc fold(const Load& load, int64_t segment, int64_t lo, int64_t hi,
+                                  int64_t column) {
+    Acc acc = identity();
+    for (int64_t row = lo; row < hi; ++row) add(acc, load(segment, row, column), row);
+    return acc;
+  }
 };
 
-// ---- Loads: the value a row contributes to its segment's reduction, per column.
+// Softmax shifts each segment's column by its max (0 for a column of only -inf, so that it
+// gives 0 / 0 = NaN, as torch, rather than -inf - -inf).
+template <typename acc_t>
+C10_HOST_DEVICE inline acc_t softmax_shift(acc_t max) {
+  return max == -std::numeric_limits<acc_t>::infinity() ? acc_t(0) : max;
+}
+
+// exp in op-math precision: half and bfloat16 accumulate in float.
+template <typename acc_t>
+C10_HOST_DEVICE inline acc_t exp_of(acc_t x) {
+  return portable_exp(x);
+}
+
+// ---- Loads: the value a row contributes, per column ----
 
 // Row `row` of data, or row index[row] when index is set (a gathered reduction), times weight[row]
 // when weight is set (a sparse matrix's rows times a dense matrix).
@@ -138,25 +211,21 @@ struct LoadRows {
   C10_HOST_DEVICE acc_t operator()(int64_t /*segment*/, int64_t row, int64_t column) const {
     const acc_t x =
         static_cast<acc_t>(data[(index == nullptr ? row : index[row]) * width + column]);
-    return weight == nullptr ? x : static_cast<acc_t>(weight[row]) * x;
+    return weight == nullptr ? x : product(static_cast<acc_t>(weight[row]), x);
   }
 };
 
-// exp(x - max of the segment's column): softmax's denominator terms. When `keep` is set, each term
-// is also stored there (softmax's output before normalising: one exp per element, not two).
+// exp(x - shift of the row's segment and column): softmax's terms (its shifts: softmax_shift of
+// the segment's max, found by an exact reduction first).
 template <typename scalar_t>
 struct LoadShiftedExp {
   using acc_t = at::opmath_type<scalar_t>;
   const scalar_t* data;
-  const acc_t* segment_max;  // num_segments x width
-  scalar_t* keep;            // nullptr: do not store
+  const acc_t* shifts;  // num_segments x width
   int64_t width;
   C10_HOST_DEVICE acc_t operator()(int64_t segment, int64_t row, int64_t column) const {
-    const int64_t i = row * width + column;
-    const acc_t term =
-        std::exp(static_cast<acc_t>(data[i]) - segment_max[segment * width + column]);
-    if (keep != nullptr) keep[i] = static_cast<scalar_t>(term);
-    return term;
+    return exp_of(static_cast<acc_t>(data[row * width + column]) -
+                  shifts[segment * width + column]);
   }
 };
 
@@ -170,11 +239,11 @@ struct LoadGradTerm {
   C10_HOST_DEVICE acc_t operator()(int64_t /*segment*/, int64_t row, int64_t column) const {
     const int64_t i = row * width + column;
     const acc_t g = static_cast<acc_t>(grad[i]);
-    return output == nullptr ? g : g * static_cast<acc_t>(output[i]);
+    return output == nullptr ? g : product(g, static_cast<acc_t>(output[i]));
   }
 };
 
-// ---- Writes: a finished reduction (count = rows of the segment; 0 for an empty one).
+// ---- Writes: a finished reduction (count = rows of the segment; 0 for an empty one) ----
 
 template <typename scalar_t, bool kMean>
 struct WriteSum {
@@ -202,47 +271,64 @@ struct WriteExtremum {
   }
 };
 
-// Keeps the op-math value per segment and column (softmax's intermediate max and sum).
+// softmax's shift from the segment's max (the value of a max reduction, its row unused).
 template <typename acc_t>
-struct WriteAcc {
+struct WriteShift {
   acc_t* out;
   int64_t width;
-  C10_HOST_DEVICE void operator()(int64_t segment, int64_t column, acc_t acc,
+  C10_HOST_DEVICE void operator()(int64_t segment, int64_t column, ValueAndRow<acc_t> max,
+                                  int64_t /*count*/) const {
+    out[segment * width + column] = softmax_shift(max.value);
+  }
+};
+
+// softmax's scale from the sum of its terms: 1 / sum (one division per segment and column, then
+// a product per element), or (log_softmax) log(sum), also once per segment and column.
+template <typename acc_t, bool kLog>
+struct WriteSoftmaxDivisor {
+  acc_t* out;
+  int64_t width;
+  C10_HOST_DEVICE static acc_t of(acc_t sum) { return kLog ? portable_log(sum) : acc_t(1) / sum; }
+  C10_HOST_DEVICE void operator()(int64_t segment, int64_t column, acc_t sum,
+                                  int64_t /*count*/) const {
+    out[segment * width + column] = of(sum);
+  }
+};
+
+// Keeps an op-math value per segment and column (softmax's gradient's sums).
+template <typename Acc>
+struct WriteAcc {
+  Acc* out;
+  int64_t width;
+  C10_HOST_DEVICE void operator()(int64_t segment, int64_t column, Acc acc,
                                   int64_t /*count*/) const {
     out[segment * width + column] = acc;
   }
-  C10_HOST_DEVICE void operator()(int64_t segment, int64_t column, ValueAndRow<acc_t> acc,
-                                  int64_t /*count*/) const {
-    out[segment * width + column] = acc.value;
-  }
 };
 
-// ---- Row maps: an output element from its row, column and segment statistics.
+// ---- Row maps: an output element from its row, column and segment statistics ----
 
-// softmax: exp(x - max) / sum, from the terms LoadShiftedExp kept in `out` (recomputed for half /
-// bfloat16, whose stored terms are rounded); log_softmax: x - max - log_sum.
+// softmax: exp(x - shift) * (1 / S); log_softmax: (x - shift) - log(S): shifted first, so that at
+// large magnitudes log(S) is not rounded away (x - (M + log S) lost it at -1e7 in float).
 template <typename scalar_t, bool kLog>
 struct SoftmaxOutput {
   using acc_t = at::opmath_type<scalar_t>;
-  static constexpr bool kTermsKept = !kLog && std::is_same_v<scalar_t, acc_t>;
   const scalar_t* data;
-  const acc_t* segment_max;
-  const acc_t* segment_sum;  // log_softmax: the log of the sum
+  const acc_t* shifts;    // num_segments x width
+  const acc_t* divisors;  // num_segments x width: 1 / S, or log(S)
   scalar_t* out;
   int64_t width;
+  C10_HOST_DEVICE static acc_t value(acc_t x, acc_t shift, acc_t divisor) {
+    const acc_t shifted = x - shift;
+    return kLog ? shifted - divisor : product(exp_of(shifted), divisor);
+  }
   C10_HOST_DEVICE void operator()(int64_t segment, int64_t row, int64_t column) const {
     const int64_t i = row * width + column, s = segment * width + column;
-    if (kTermsKept) {
-      out[i] = static_cast<scalar_t>(static_cast<acc_t>(out[i]) / segment_sum[s]);
-      return;
-    }
-    const acc_t shifted = static_cast<acc_t>(data[i]) - segment_max[s];
-    out[i] =
-        static_cast<scalar_t>(kLog ? shifted - segment_sum[s] : std::exp(shifted) / segment_sum[s]);
+    out[i] = static_cast<scalar_t>(value(static_cast<acc_t>(data[i]), shifts[s], divisors[s]));
   }
 };
 
-// softmax: y * (g - sum(g * y)); log_softmax: g - exp(y) * sum(g).
+// softmax: y * (g - s); log_softmax: g - exp(y) * s, with s the segment's sum of LoadGradTerm.
 template <typename scalar_t, bool kLog>
 struct SoftmaxGradInput {
   using acc_t = at::opmath_type<scalar_t>;
@@ -251,12 +337,149 @@ struct SoftmaxGradInput {
   const acc_t* segment_sum;
   scalar_t* grad_input;
   int64_t width;
+  C10_HOST_DEVICE static acc_t value(acc_t g, acc_t y, acc_t s) {
+    return kLog ? g - product(exp_of(y), s) : product(y, g - s);
+  }
   C10_HOST_DEVICE void operator()(int64_t segment, int64_t row, int64_t column) const {
     const int64_t i = row * width + column;
-    const acc_t g = static_cast<acc_t>(grad[i]), y = static_cast<acc_t>(output[i]);
-    const acc_t s = segment_sum[segment * width + column];
-    grad_input[i] = static_cast<scalar_t>(kLog ? g - std::exp(y) * s : y * (g - s));
+    grad_input[i] =
+        static_cast<scalar_t>(value(static_cast<acc_t>(grad[i]), static_cast<acc_t>(output[i]),
+                                    segment_sum[segment * width + column]));
   }
 };
+
+// ---- The GPU's launches of one reduction (the launch plan; sizes only, no data read) ----
+
+// In order: the chunks (level 0), one merge per level above, the empty segments. Each launch
+// gives every one of its `threads` (node or segment) x column pairs a thread; all of them write
+// distinct elements (no atomics), and a launch only reads what earlier launches wrote.
+struct TreeLaunch {
+  enum Kind { kChunks, kMerge, kEmptySegments } kind;
+  int level;
+  int64_t threads;
+};
+
+inline std::vector<TreeLaunch> tree_launches(const ReductionTree& tree, int64_t width) {
+  std::vector<TreeLaunch> launches;
+  if (tree.num_rows > 0 && width > 0) {
+    launches.push_back({TreeLaunch::kChunks, 0, tree.nodes(0) * width});
+    for (int level = 1; level < tree.levels(); ++level) {
+      launches.push_back({TreeLaunch::kMerge, level, tree.nodes(level) * width});
+    }
+  }
+  if (tree.num_segments > 0 && width > 0) {
+    launches.push_back({TreeLaunch::kEmptySegments, 0, tree.num_segments * width});
+  }
+  return launches;
+}
+
+// ---- Kernel bodies (one thread each on the GPU) ----
+
+// Level 0, one (chunk, column): each segment inside the chunk is reduced and written; the head and
+// tail pieces leave their values in heads / tails (chunks x width).
+template <typename Reducer, typename Load, typename Write>
+C10_HOST_DEVICE void reduce_chunk(const ReductionTree& tree, int64_t chunk, int64_t column,
+                                  int64_t width, const Load& load, const Write& write,
+                                  typename Reducer::Acc* heads, typename Reducer::Acc* tails) {
+  const int64_t begin = tree.begin(0, chunk), end = tree.end(0, chunk);
+  for (int64_t b = tree.segment_of(begin); b < tree.num_segments && tree.first_idx[b] < end; ++b) {
+    const int64_t seg_begin = tree.first_idx[b], seg_end = tree.first_idx[b + 1];
+    const int64_t lo = seg_begin > begin ? seg_begin : begin;
+    const int64_t hi = seg_end < end ? seg_end : end;
+    if (lo >= hi) continue;  // an empty segment
+    const typename Reducer::Acc acc = Reducer::fold(load, b, lo, hi, column);
+    if (seg_begin < begin) {
+      heads[chunk * width + column] = acc;
+    } else if (seg_end > end) {
+      tails[chunk * width + column] = acc;
+    } else {
+      write(b, column, acc, hi - lo);
+    }
+  }
+}
+
+// Level L >= 1, one (node, column): its children's partials (level L - 1) merged in order. A
+// segment that started in one of its children and ends in another is written; the piece of the
+// segment that started before the node is its head, the piece of the one that continues after it
+// its tail.
+template <typename Reducer, typename Write>
+C10_HOST_DEVICE void merge_node(const ReductionTree& tree, int level, int64_t node, int64_t column,
+                                int64_t width, const typename Reducer::Acc* child_heads,
+                                const typename Reducer::Acc* child_tails, const Write& write,
+                                typename Reducer::Acc* heads, typename Reducer::Acc* tails) {
+  using Acc = typename Reducer::Acc;
+  const int64_t first_child = node * kFanIn;
+  const int64_t children = tree.nodes(level - 1);
+  const int64_t last_child = first_child + kFanIn < children ? first_child + kFanIn : children;
+  int64_t open = -1;         // the segment being merged
+  bool from_before = false;  // it started before this node
+  Acc acc = Reducer::identity();
+  for (int64_t child = first_child; child < last_child; ++child) {
+    const int64_t head = tree.head_segment(level - 1, child);
+    if (head >= 0) {
+      if (open < 0) {  // the first child: the segment started before this node
+        open = head;
+        from_before = true;
+        acc = Reducer::identity();
+      }
+      Reducer::merge(acc, child_heads[child * width + column]);
+      if (tree.first_idx[head + 1] <= tree.end(level - 1, child)) {  // it ends in this child
+        if (from_before) {
+          heads[node * width + column] = acc;
+        } else {
+          write(head, column, acc, tree.rows_of(head));
+        }
+        open = -1;
+      }
+    }
+    const int64_t tail = tree.tail_segment(level - 1, child);
+    if (tail >= 0) {
+      open = tail;
+      from_before = false;
+      acc = Reducer::identity();
+      Reducer::merge(acc, child_tails[child * width + column]);
+    }
+  }
+  if (open >= 0) (from_before ? heads : tails)[node * width + column] = acc;  // it goes on
+}
+
+// One (chunk, column) of a row map: map(segment, row, column) for every row of the chunk.
+template <typename Map>
+C10_HOST_DEVICE void map_chunk(const ReductionTree& tree, int64_t chunk, int64_t column,
+                               const Map& map) {
+  const int64_t begin = tree.begin(0, chunk), end = tree.end(0, chunk);
+  int64_t b = tree.segment_of(begin);
+  for (int64_t row = begin; row < end; ++row) {
+    while (tree.first_idx[b + 1] <= row) ++b;  // empty segments hold no row
+    map(b, row, column);
+  }
+}
+
+// One empty segment's identity, per column (count 0).
+template <typename Reducer, typename Write>
+C10_HOST_DEVICE void write_if_empty(const ReductionTree& tree, int64_t segment, int64_t column,
+                                    const Write& write) {
+  if (tree.rows_of(segment) == 0) write(segment, column, Reducer::identity(), 0);
+}
+
+// dot(a_row, b_row) over width columns, summed in column order (segment_gather_dot's entries).
+template <typename scalar_t>
+C10_HOST_DEVICE scalar_t dot_row(const scalar_t* a_row, const scalar_t* b_row, int64_t width) {
+  using acc_t = at::opmath_type<scalar_t>;
+  acc_t acc = 0;
+  for (int64_t c = 0; c < width; ++c) {
+    acc += product(static_cast<acc_t>(a_row[c]), static_cast<acc_t>(b_row[c]));
+  }
+  return static_cast<scalar_t>(acc);
+}
+
+// segment_gather_dot, one output entry: dot(a[segment of the entry], b[index[entry]]).
+template <typename scalar_t>
+C10_HOST_DEVICE void gather_dot_entry(const scalar_t* a, const scalar_t* b, const int64_t* index,
+                                      const int64_t* first_idx, int64_t segments, int64_t width,
+                                      int64_t entry, scalar_t* out) {
+  const int64_t segment = segment_of_row(first_idx, segments, entry);
+  out[entry] = dot_row(a + segment * width, b + index[entry] * width, width);
+}
 
 }  // namespace torch_ragged

@@ -1,0 +1,332 @@
+// The segment core's CUDA kernel bodies (segment_index.h), run on the host over their launch grids
+// (grid_emulator.h), against the CPU kernels: the same bits for sum / mean / max / min / softmax /
+// log_softmax / their gradient's sums / gathered sums and dots, in float and double, on layouts
+// from empty segments to one segment spanning every level of the reduction tree.
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+#include <torch_ragged/torch_ragged.h>
+
+#include <tuple>
+#include <vector>
+
+#include "common/op_handle.h"
+#include "grid_emulator.h"
+#include "segment/segment_index.h"
+
+namespace torch_ragged::testing {
+namespace {
+
+// The CUDA host code of segment_cuda.cu's reduce_tree, with the launches emulated.
+template <typename Reducer, typename Load, typename Write>
+void emulated_reduce_tree(const ReductionTree& tree, int64_t width, const Load& load,
+                          const Write& write) {
+  using Acc = typename Reducer::Acc;
+  std::vector<Acc> heads, tails, below_heads, below_tails;
+  for (const TreeLaunch& launch : tree_launches(tree, width)) {
+    if (launch.kind == TreeLaunch::kEmptySegments) {
+      emulate_launch(launch.threads, [&](int64_t t) {
+        write_if_empty<Reducer>(tree, t / width, t % width, write);
+      });
+      continue;
+    }
+    below_heads = std::move(heads);
+    below_tails = std::move(tails);
+    heads.assign(launch.threads, Reducer::identity());
+    tails.assign(launch.threads, Reducer::identity());
+    if (launch.kind == TreeLaunch::kChunks) {
+      emulate_launch(launch.threads, [&](int64_t t) {
+        reduce_chunk<Reducer>(tree, t / width, t % width, width, load, write, heads.data(),
+                              tails.data());
+      });
+    } else {
+      emulate_launch(launch.threads, [&](int64_t t) {
+        merge_node<Reducer>(tree, launch.level, t / width, t % width, width, below_heads.data(),
+                            below_tails.data(), write, heads.data(), tails.data());
+      });
+    }
+  }
+}
+
+template <typename Map>
+void emulated_map_rows(const ReductionTree& tree, int64_t width, const Map& map) {
+  emulate_launch(tree.nodes(0) * width,
+                 [&](int64_t t) { map_chunk(tree, t / width, t % width, map); });
+}
+
+struct Case {
+  std::vector<int64_t> first_idx;
+  int64_t width;
+};
+
+// Lengths drawn so that segments sit inside chunks, cross chunk and node edges, and span levels.
+Case random_case(int64_t segments, int64_t max_len, int64_t width, uint64_t seed) {
+  torch::manual_seed(seed);
+  const at::Tensor lengths = torch::randint(0, max_len + 1, {segments}, torch::kLong);
+  std::vector<int64_t> first_idx{0};
+  for (int64_t b = 0; b < segments; ++b)
+    first_idx.push_back(first_idx.back() + lengths[b].item<int64_t>());
+  return {first_idx, width};
+}
+
+std::vector<Case> cases() {
+  return {
+      {{0}, 3},                                     // no segment
+      {{0, 0, 0}, 2},                               // only empty segments
+      {{0, 5, 5, 40, 41}, 1},                       // empty, crossing one chunk edge
+      {{0, 1000, 1001, 3000}, 4},                   // two levels
+      {{0, 100'000}, 1},                            // one segment over three levels
+      {{0, 7, 40'000, 70'001, 70'001, 70'050}, 3},  // long and short, crossing level-2 nodes
+      random_case(300, 70, 5, 1),
+      random_case(2000, 5, 1, 2),  // many short segments, scalar rows
+      random_case(40, 3000, 2, 3),
+  };
+}
+
+at::Tensor offsets(const Case& c) { return torch::tensor(c.first_idx, torch::kLong); }
+
+ReductionTree tree_of(const Case& c) {
+  return ReductionTree::of(c.first_idx.data(), static_cast<int64_t>(c.first_idx.size()) - 1,
+                           c.first_idx.back(), c.width);
+}
+
+at::Tensor random_data(const Case& c, at::ScalarType dtype, uint64_t seed) {
+  // (rows, width) with rows = first_idx[-1]
+  torch::manual_seed(seed);
+  // Spread magnitudes, so that the order of additions shows in the last bits.
+  return (torch::randn({c.first_idx.back(), c.width}, torch::kDouble) *
+          torch::exp(torch::randn({c.first_idx.back(), c.width}, torch::kDouble) * 3))
+      .to(dtype);
+}
+
+const std::vector<at::ScalarType> kFloating{torch::kFloat, torch::kDouble};
+
+template <typename scalar_t, bool kMean>
+at::Tensor emulated_sum(const Case& c, const at::Tensor& data) {
+  using acc_t = at::opmath_type<scalar_t>;
+  at::Tensor out =
+      torch::empty({static_cast<int64_t>(c.first_idx.size()) - 1, c.width}, data.options());
+  emulated_reduce_tree<SumReducer<acc_t>>(
+      tree_of(c), c.width, LoadRows<scalar_t>{data.const_data_ptr<scalar_t>(), c.width},
+      WriteSum<scalar_t, kMean>{out.mutable_data_ptr<scalar_t>(), c.width});
+  return out;
+}
+
+TEST(SegmentEmulation, SumAndMeanMatchTheCpuBitForBit) {
+  for (const Case& c : cases()) {
+    for (const auto dtype : kFloating) {
+      const at::Tensor data = random_data(c, dtype, 7);
+      AT_DISPATCH_FLOATING_TYPES(dtype, "sum", [&] {
+        EXPECT_TRUE(same_bits(emulated_sum<scalar_t, false>(c, data),
+                              torch_ragged::segment_sum(data, offsets(c))))
+            << "sum, width " << c.width << ", rows " << c.first_idx.back();
+        EXPECT_TRUE(same_bits(emulated_sum<scalar_t, true>(c, data),
+                              torch_ragged::segment_mean(data, offsets(c))))
+            << "mean, width " << c.width << ", rows " << c.first_idx.back();
+      });
+    }
+  }
+}
+
+// The data make the order of additions visible: a plain left-to-right sum of the long segment
+// differs from the tree's in the last bits (else the bitwise comparisons above could not fail).
+TEST(SegmentEmulation, TheDataTellSummationOrdersApart) {
+  const Case c{{0, 100'000}, 1};
+  const at::Tensor data = random_data(c, torch::kFloat, 7);
+  float sequential = 0;
+  for (int64_t r = 0; r < 100'000; ++r) sequential += data[r][0].item<float>();
+  const float tree = torch_ragged::segment_sum(data, offsets(c)).item<float>();
+  EXPECT_NE(sequential, tree);
+  EXPECT_NEAR(sequential, tree, 1e-3 * std::abs(tree) + 1e-3);
+}
+
+TEST(SegmentEmulation, IntegerAndHalfSumsMatchTheCpu) {
+  for (const Case& c : cases()) {
+    const at::Tensor ints = (random_data(c, torch::kDouble, 3) * 100).to(torch::kInt);
+    EXPECT_TRUE(
+        same_bits(emulated_sum<int, true>(c, ints), torch_ragged::segment_mean(ints, offsets(c))));
+    const at::Tensor halves = random_data(c, torch::kDouble, 4).clamp(-100, 100).to(torch::kHalf);
+    EXPECT_TRUE(same_bits(emulated_sum<at::Half, false>(c, halves),
+                          torch_ragged::segment_sum(halves, offsets(c))));
+  }
+}
+
+TEST(SegmentEmulation, MaxAndMinMatchTheCpu) {
+  for (const Case& c : cases()) {
+    at::Tensor data = random_data(c, torch::kFloat, 5);
+    if (data.numel() > 10) data.view({-1})[7] = std::numeric_limits<float>::quiet_NaN();
+    const int64_t segments = static_cast<int64_t>(c.first_idx.size()) - 1;
+    for (const bool largest : {true, false}) {
+      at::Tensor values = torch::empty({segments, c.width}, data.options());
+      at::Tensor arg = torch::empty({segments, c.width}, torch::kLong);
+      const WriteExtremum<float> write{values.mutable_data_ptr<float>(),
+                                       arg.mutable_data_ptr<int64_t>(), c.width};
+      const LoadRows<float> load{data.const_data_ptr<float>(), c.width};
+      if (largest) {
+        emulated_reduce_tree<ExtremumReducer<float, true>>(tree_of(c), c.width, load, write);
+      } else {
+        emulated_reduce_tree<ExtremumReducer<float, false>>(tree_of(c), c.width, load, write);
+      }
+      const auto [expected_values, expected_arg] =
+          largest ? torch_ragged::segment_max(data, offsets(c))
+                  : torch_ragged::segment_min(data, offsets(c));
+      EXPECT_TRUE(same_bits(values, expected_values));
+      EXPECT_TRUE(torch::equal(arg, expected_arg));
+    }
+  }
+}
+
+template <typename scalar_t, bool kLog>
+at::Tensor emulated_softmax(const Case& c, const at::Tensor& data) {
+  using acc_t = at::opmath_type<scalar_t>;
+  const ReductionTree tree = tree_of(c);
+  std::vector<acc_t> shifts(tree.num_segments * c.width), divisors(tree.num_segments * c.width);
+  const scalar_t* in = data.const_data_ptr<scalar_t>();
+  emulated_reduce_tree<ExtremumReducer<acc_t, true>>(tree, c.width, LoadRows<scalar_t>{in, c.width},
+                                                     WriteShift<acc_t>{shifts.data(), c.width});
+  emulated_reduce_tree<SumReducer<acc_t>>(
+      tree, c.width, LoadShiftedExp<scalar_t>{in, shifts.data(), c.width},
+      WriteSoftmaxDivisor<acc_t, kLog>{divisors.data(), c.width});
+  at::Tensor out = torch::empty_like(data);
+  emulated_map_rows(tree, c.width,
+                    SoftmaxOutput<scalar_t, kLog>{in, shifts.data(), divisors.data(),
+                                                  out.mutable_data_ptr<scalar_t>(), c.width});
+  return out;
+}
+
+TEST(SegmentEmulation, SoftmaxAndLogSoftmaxMatchTheCpuBitForBit) {
+  for (const Case& c : cases()) {
+    for (const auto dtype : kFloating) {
+      at::Tensor data = random_data(c, dtype, 11) * 30;
+      if (data.size(0) > 50) data[3].fill_(-std::numeric_limits<double>::infinity());
+      AT_DISPATCH_FLOATING_TYPES(dtype, "softmax", [&] {
+        EXPECT_TRUE(same_bits(emulated_softmax<scalar_t, false>(c, data),
+                              torch_ragged::segment_softmax(data, offsets(c))))
+            << "softmax, width " << c.width << ", rows " << c.first_idx.back();
+        EXPECT_TRUE(same_bits(emulated_softmax<scalar_t, true>(c, data),
+                              torch_ragged::segment_log_softmax(data, offsets(c))))
+            << "log_softmax, width " << c.width << ", rows " << c.first_idx.back();
+      });
+    }
+  }
+}
+
+template <typename scalar_t, bool kLog>
+at::Tensor emulated_softmax_backward(const Case& c, const at::Tensor& grad, const at::Tensor& y) {
+  using acc_t = at::opmath_type<scalar_t>;
+  const ReductionTree tree = tree_of(c);
+  std::vector<acc_t> sums(tree.num_segments * c.width);
+  const scalar_t* g = grad.const_data_ptr<scalar_t>();
+  const scalar_t* out = y.const_data_ptr<scalar_t>();
+  emulated_reduce_tree<SumReducer<acc_t>>(tree, c.width,
+                                          LoadGradTerm<scalar_t>{g, kLog ? nullptr : out, c.width},
+                                          WriteAcc<acc_t>{sums.data(), c.width});
+  at::Tensor grad_input = torch::empty_like(grad);
+  emulated_map_rows(tree, c.width,
+                    SoftmaxGradInput<scalar_t, kLog>{
+                        g, out, sums.data(), grad_input.mutable_data_ptr<scalar_t>(), c.width});
+  return grad_input;
+}
+
+at::Tensor cpu_softmax_backward(const at::Tensor& grad, const at::Tensor& y, const Case& c,
+                                bool log) {
+  static auto op =
+      op_handle<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&, bool)>(
+          "torch_ragged::segment_softmax_backward");
+  return op.call(grad, y, offsets(c), log);
+}
+
+TEST(SegmentEmulation, SoftmaxGradientsMatchTheCpuBitForBit) {
+  for (const Case& c : cases()) {
+    for (const auto dtype : kFloating) {
+      const at::Tensor grad = random_data(c, dtype, 13);
+      const at::Tensor y = torch_ragged::segment_softmax(random_data(c, dtype, 17), offsets(c));
+      const at::Tensor log_y =
+          torch_ragged::segment_log_softmax(random_data(c, dtype, 17), offsets(c));
+      AT_DISPATCH_FLOATING_TYPES(dtype, "softmax_backward", [&] {
+        EXPECT_TRUE(same_bits(emulated_softmax_backward<scalar_t, false>(c, grad, y),
+                              cpu_softmax_backward(grad, y, c, false)));
+        EXPECT_TRUE(same_bits(emulated_softmax_backward<scalar_t, true>(c, grad, log_y),
+                              cpu_softmax_backward(grad, log_y, c, true)));
+      });
+    }
+  }
+}
+
+// A sparse matrix's rows times a dense matrix: rows of `data` gathered by `index`, times `weight`.
+TEST(SegmentEmulation, WeightedGatheredSumsMatchTheCpuBitForBit) {
+  static auto gather_sum =
+      op_handle<at::Tensor(const at::Tensor&, const at::Tensor&, const std::optional<at::Tensor>&,
+                           const at::Tensor&)>("torch_ragged::segment_gather_sum");
+  for (const Case& c : cases()) {
+    for (const auto dtype : kFloating) {
+      const int64_t entries = c.first_idx.back();
+      const at::Tensor dense = random_data({{0, 50}, c.width}, dtype, 19);
+      const at::Tensor index = torch::randint(0, 50, {entries}, torch::kLong);
+      const at::Tensor weight = torch::randn({entries}, torch::kDouble).to(dtype);
+      const at::Tensor expected = gather_sum.call(dense, index, weight, offsets(c));
+      AT_DISPATCH_FLOATING_TYPES(dtype, "gather_sum", [&] {
+        at::Tensor out =
+            torch::empty({static_cast<int64_t>(c.first_idx.size()) - 1, c.width}, dense.options());
+        emulated_reduce_tree<SumReducer<scalar_t>>(
+            tree_of(c), c.width,
+            LoadRows<scalar_t>{dense.const_data_ptr<scalar_t>(), c.width,
+                               index.const_data_ptr<int64_t>(), weight.const_data_ptr<scalar_t>()},
+            WriteSum<scalar_t, false>{out.mutable_data_ptr<scalar_t>(), c.width});
+        EXPECT_TRUE(same_bits(out, expected)) << "width " << c.width << ", entries " << entries;
+      });
+    }
+  }
+}
+
+TEST(SegmentEmulation, GatheredDotsMatchTheCpuBitForBit) {
+  static auto gather_dot =
+      op_handle<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&,
+                           const at::Tensor&)>("torch_ragged::segment_gather_dot");
+  for (const Case& c : cases()) {
+    const int64_t segments = static_cast<int64_t>(c.first_idx.size()) - 1;
+    const int64_t entries = c.first_idx.back();
+    const at::Tensor a = random_data({{0, segments}, 9}, torch::kFloat, 23);
+    const at::Tensor b = random_data({{0, 40}, 9}, torch::kFloat, 29);
+    const at::Tensor index = torch::randint(0, 40, {entries}, torch::kLong);
+    at::Tensor out = torch::empty({entries}, a.options());
+    emulate_launch(entries, [&](int64_t entry) {
+      gather_dot_entry(a.const_data_ptr<float>(), b.const_data_ptr<float>(),
+                       index.const_data_ptr<int64_t>(), c.first_idx.data(), segments, 9, entry,
+                       out.mutable_data_ptr<float>());
+    });
+    EXPECT_TRUE(same_bits(out, gather_dot.call(a, b, index, offsets(c))));
+  }
+}
+
+TEST(SegmentEmulation, ResultsDoNotDependOnTheCpuThreadCount) {
+  const Case c = random_case(3000, 200, 3, 31);
+  const at::Tensor data = random_data(c, torch::kFloat, 37);
+  const int threads = at::get_num_threads();
+  at::set_num_threads(1);
+  const at::Tensor one = torch_ragged::segment_softmax(data, offsets(c));
+  const at::Tensor sum_one = torch_ragged::segment_sum(data, offsets(c));
+  at::set_num_threads(std::max(2, threads));
+  EXPECT_TRUE(same_bits(one, torch_ragged::segment_softmax(data, offsets(c))));
+  EXPECT_TRUE(same_bits(sum_one, torch_ragged::segment_sum(data, offsets(c))));
+  at::set_num_threads(threads);
+}
+
+// The launch plan: enough threads to fill a GPU (an H200 runs ~270k threads at once) on a long
+// scalar reduction and on many small segments of 64 columns, no launch with fewer than the
+// chunks' count at level 0, and every partial written by one thread (node x column: distinct).
+TEST(SegmentEmulation, TheLaunchPlanFillsAGpu) {
+  const std::vector<int64_t> one_segment{0, 10'000'000};
+  const auto long_scalar =
+      tree_launches(ReductionTree::of(one_segment.data(), 1, 10'000'000, 1), 1);
+  ASSERT_EQ(long_scalar.front().kind, TreeLaunch::kChunks);
+  EXPECT_GE(long_scalar.front().threads, 256'000);
+  EXPECT_EQ(long_scalar.front().threads, 312'500);
+  EXPECT_EQ(long_scalar.size(), 6u);                   // chunks, 4 merge levels, empty segments
+  const Case many = random_case(100'000, 32, 64, 41);  // the segment benchmark's "many small"
+  const auto small = tree_launches(tree_of(many), 64);
+  EXPECT_GE(small.front().threads, 256'000);
+}
+
+}  // namespace
+}  // namespace torch_ragged::testing
