@@ -249,27 +249,30 @@ LayoutOnDevice layout_on_device(const at::Tensor& shapes, const std::vector<int6
   return l;
 }
 
-// What the host path checks from host copies of the index tensors, per sub-tensor.
+// What the host path checks from host copies of the index tensors: layout_entry_error over the
+// batch + 1 entries, grid-stride (a batch of any size is checked whole).
 __global__ void check_layout_kernel(DeviceLayout L, int64_t total_rows) {
-  const int64_t b = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
-  if (b >= L.batch) return;
-  int64_t rows = 1;
-  for (int64_t j = 0; j < L.rank; ++j) {
-    const int64_t size = L.shape_of(b)[j];
-    CUDA_KERNEL_ASSERT_MSG(size >= 0 && (L.max_shape == nullptr || size <= L.max_shape[j]),
+  for (int64_t b = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; b <= L.batch;
+       b += int64_t{gridDim.x} * blockDim.x) {
+    const LayoutError error =
+        layout_entry_error(L.shapes, L.max_shape, L.first_row, L.batch, L.rank, total_rows, b);
+    CUDA_KERNEL_ASSERT_MSG(error != LayoutError::kSizeOutOfRange,
                            "torch_ragged: sub-tensor sizes must lie in [0, max_shape]");
-    rows *= size;
+    CUDA_KERNEL_ASSERT_MSG(error != LayoutError::kRowsNotShapes,
+                           "torch_ragged: first_idx must step by prod(shape_per_tensor)");
+    CUDA_KERNEL_ASSERT_MSG(error != LayoutError::kFirstRowNotZero,
+                           "torch_ragged: first_idx[0] must be 0");
+    CUDA_KERNEL_ASSERT_MSG(error != LayoutError::kRowsNotTotal,
+                           "torch_ragged: the sub-tensors' rows must add up to the packed rows");
   }
-  CUDA_KERNEL_ASSERT_MSG(L.first_row[b + 1] - L.first_row[b] == rows,
-                         "torch_ragged: first_idx must step by prod(shape_per_tensor)");
-  CUDA_KERNEL_ASSERT_MSG(b > 0 || L.first_row[0] == 0, "torch_ragged: first_idx[0] must be 0");
-  CUDA_KERNEL_ASSERT_MSG(b + 1 < L.batch || L.first_row[L.batch] == total_rows,
-                         "torch_ragged: the sub-tensors' rows must add up to the packed rows");
 }
 
-void check_on_device(const DeviceLayout& layout, int64_t total_rows) {
-  if (layout.batch == 0) return;
-  check_layout_kernel<<<cuda_grid_for(layout.batch), kCudaThreads, 0,
+// The device check of a layout against the packed rows. An empty batch is checked on the host
+// (no index data to read: its packed tensor must be empty), so it fails with the CPU's ValueError.
+void check_on_device(std::string_view op, const DeviceLayout& layout, int64_t total_rows) {
+  TORCH_CHECK_VALUE(layout.batch > 0 || total_rows == 0, "torch_ragged.", op, ": the batch is ",
+                    "empty but the packed tensor has ", total_rows, " rows");
+  check_layout_kernel<<<cuda_grid_for(layout.batch + 1), kCudaThreads, 0,
                         at::cuda::getCurrentCUDAStream()>>>(layout, total_rows);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
@@ -315,6 +318,10 @@ at::Tensor packed_to_padded_on_device(const at::Tensor& packed_tensor,
   TORCH_CHECK_VALUE(static_cast<int64_t>(max_shape.size()) == rank, "torch_ragged.",
                     "packed_to_padded: max_shape must have ", rank, " entries, got ",
                     max_shape.size());
+  // Devices before the guard (a CUDAGuard on CPU data would throw torch's raw error), and an index
+  // on another GPU is refused as the fake kernel refuses it, not silently copied over.
+  check_index_device(op, "shape_per_tensor", shape_per_tensor, packed_tensor.device());
+  check_index_device(op, "first_idx", first_idx, packed_tensor.device());
   const c10::cuda::CUDAGuard guard(packed_tensor.device());
   const at::Tensor packed = packed_tensor.contiguous();
   const int64_t elem = packed.size(1);
@@ -323,13 +330,15 @@ at::Tensor packed_to_padded_on_device(const at::Tensor& packed_tensor,
   padded_sizes.push_back(elem);
   at::Tensor padded = at::empty(padded_sizes, packed.options());
   check_fill_value(op, "padding_value", padding_value, padded.scalar_type());
-  if (padded.numel() == 0) return padded;
   LayoutOnDevice l =
       layout_on_device(shape_per_tensor, max_shape, left, first_idx, elem, packed.device());
+  // Checked even when nothing is written: a 0 in max_shape below a member's size, or rows with
+  // an empty batch, are errors as on the CPU.
+  check_on_device(op, l.view, packed.size(0));
+  if (padded.numel() == 0) return padded;
   l.sources = l.first_rows.narrow(0, 0, batch) * (elem * packed.element_size()) +
               reinterpret_cast<int64_t>(packed.const_data_ptr());
   l.view.sources = l.sources.const_data_ptr<int64_t>();
-  check_on_device(l.view, packed.size(0));
   const int64_t padded_line = line_elems(max_shape.data(), rank, elem);
   const int64_t lines_per_item = padded_lines_per_item(max_shape.data(), rank);
   const std::vector<char> pad =
@@ -354,6 +363,8 @@ at::Tensor padded_to_packed_on_device(const at::Tensor& padded_tensor,
   TORCH_CHECK_VALUE(padded_tensor.dim() == rank + 2 && padded_tensor.size(0) == batch,
                     "torch_ragged.padded_to_packed: padded_tensor must have shape (", batch,
                     ", M_1..M_", rank, ", C), got ", padded_tensor.sizes());
+  check_index_device(op, "shape_per_tensor", shape_per_tensor,
+                     padded_tensor.device());  // see above
   const c10::cuda::CUDAGuard guard(padded_tensor.device());
   const at::Tensor padded = padded_tensor.contiguous();
   const int64_t elem = padded.size(-1);
@@ -361,7 +372,7 @@ at::Tensor padded_to_packed_on_device(const at::Tensor& padded_tensor,
   const std::vector<int64_t> max_shape(padded.sizes().begin() + 1, padded.sizes().end() - 1);
   const LayoutOnDevice l =
       layout_on_device(shape_per_tensor, max_shape, left, at::Tensor(), elem, padded.device());
-  check_on_device(l.view, num_rows);
+  check_on_device(op, l.view, num_rows);
   if (packed.numel() == 0) return packed;
   const int64_t padded_line = line_elems(max_shape.data(), rank, elem);
   const int64_t item_elems = padded_lines_per_item(max_shape.data(), rank) * padded_line;

@@ -11,6 +11,11 @@
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_scan.cuh>
 
+// The int64 item counts below need CUB >= 2.0 (64-bit offsets selected from the count type; older
+// CUB truncated counts to int): refuse to build against an older one rather than sort 2^31 items
+// wrongly.
+static_assert(CUB_VERSION >= 200000, "torch_ragged needs CUB >= 2.0 (CUDA 12 or newer)");
+
 // CUB_NS_QUALIFIER is CUB's own spelling of its (wrapped) namespace: ::torch_ragged_cub::cub.
 namespace torch_ragged::cuda {
 

@@ -57,17 +57,18 @@ at::Tensor get_first_idx_cuda(const at::Tensor& numel_per_tensor, bool validate)
   return first_idx;
 }
 
-// What checked_first_idx checks on the host, as device-side asserts.
+// What checked_first_idx checks on the host, as device-side asserts: first_idx_entry_error over
+// the num_segments + 1 entries, grid-stride (any number of segments is checked whole).
 __global__ void check_first_idx_kernel(const int64_t* first_idx, int64_t num_segments,
                                        int64_t num_rows) {
-  const int64_t b = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
-  if (b == 0) {
-    CUDA_KERNEL_ASSERT_MSG(first_idx[0] == 0, "torch_ragged: first_idx[0] must be 0");
-    CUDA_KERNEL_ASSERT_MSG(first_idx[num_segments] == num_rows,
+  for (int64_t b = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; b <= num_segments;
+       b += int64_t{gridDim.x} * blockDim.x) {
+    const FirstIdxError error = first_idx_entry_error(first_idx, num_segments, num_rows, b);
+    CUDA_KERNEL_ASSERT_MSG(error != FirstIdxError::kFirstNotZero,
+                           "torch_ragged: first_idx[0] must be 0");
+    CUDA_KERNEL_ASSERT_MSG(error != FirstIdxError::kLastNotRows,
                            "torch_ragged: first_idx[-1] must equal the row count");
-  }
-  if (b < num_segments) {
-    CUDA_KERNEL_ASSERT_MSG(first_idx[b] <= first_idx[b + 1],
+    CUDA_KERNEL_ASSERT_MSG(error != FirstIdxError::kDecreasing,
                            "torch_ragged: first_idx must be non-decreasing");
   }
 }
@@ -90,8 +91,23 @@ at::Tensor checked_first_idx_on_device(std::string_view op, const at::Tensor& fi
   return offsets;
 }
 
-// The checked segments of `data` on its device.
+// The checked segments of `data` on its device, with that device made current. The arguments are
+// checked before the guard is built: CPU data with a CUDA index dispatches here, and a CUDAGuard
+// on a CPU device would throw torch's raw error instead of the check's ValueError naming the op.
+// (Members are initialised in declaration order: checked, guard, then the rest.)
 struct CudaSegments {
+  CudaSegments(std::string_view op, const at::Tensor& data_in, const at::Tensor& first_idx_in,
+               SegmentDtypes dtypes)
+      : checked((check_segment_args(op, data_in, first_idx_in, dtypes), true)),
+        guard(data_in.device()),
+        first_idx(
+            checked_first_idx_on_device(op, first_idx_in, data_in.size(0), data_in.device(), true)),
+        data(data_in.contiguous()),
+        num_segments(first_idx_in.size(0) - 1),
+        width(row_width(data_in)) {}
+
+  bool checked;
+  c10::cuda::CUDAGuard guard;
   at::Tensor first_idx;  // int64 on the device
   at::Tensor data;       // contiguous
   int64_t num_segments, width;
@@ -101,13 +117,6 @@ struct CudaSegments {
                              width);
   }
 };
-
-CudaSegments cuda_segments(std::string_view op, const at::Tensor& data, const at::Tensor& first_idx,
-                           SegmentDtypes dtypes) {
-  check_segment_args(op, data, first_idx, dtypes);
-  return CudaSegments{checked_first_idx_on_device(op, first_idx, data.size(0), data.device(), true),
-                      data.contiguous(), first_idx.size(0) - 1, row_width(data)};
-}
 
 // ---- kernels: thin shells over segment_index.h's bodies, one thread per (node, column) ----
 
@@ -206,8 +215,7 @@ void map_rows(const ReductionTree& tree, int64_t width, const Map& map) {
 template <bool kMean>
 at::Tensor sum_or_mean_cuda(const at::Tensor& data, const at::Tensor& first_idx) {
   constexpr std::string_view op = kMean ? "segment_mean" : "segment_sum";
-  const c10::cuda::CUDAGuard guard(data.device());
-  const CudaSegments s = cuda_segments(op, data, first_idx, SegmentDtypes::kSummable);
+  const CudaSegments s(op, data, first_idx, SegmentDtypes::kSummable);
   at::Tensor out = at::empty(per_segment_sizes(data, s.num_segments), data.options());
   AT_DISPATCH_V2(data.scalar_type(), "segment_sum_cuda", AT_WRAP([&] {
                    using acc_t = at::opmath_type<scalar_t>;
@@ -232,9 +240,8 @@ at::Tensor segment_mean_cuda(const at::Tensor& data, const at::Tensor& first_idx
 template <bool kMax>
 std::tuple<at::Tensor, at::Tensor> extremum_cuda(const at::Tensor& data,
                                                  const at::Tensor& first_idx) {
-  const c10::cuda::CUDAGuard guard(data.device());
-  const CudaSegments s =
-      cuda_segments(kMax ? "segment_max" : "segment_min", data, first_idx, SegmentDtypes::kOrdered);
+  const CudaSegments s(kMax ? "segment_max" : "segment_min", data, first_idx,
+                       SegmentDtypes::kOrdered);
   const std::vector<int64_t> sizes = per_segment_sizes(data, s.num_segments);
   at::Tensor values = at::empty(sizes, data.options());
   at::Tensor arg = at::empty(sizes, data.options().dtype(at::kLong));
@@ -265,9 +272,8 @@ std::tuple<at::Tensor, at::Tensor> segment_min_cuda(const at::Tensor& data,
 
 template <bool kLog>
 at::Tensor softmax_cuda(const at::Tensor& data, const at::Tensor& first_idx) {
-  const c10::cuda::CUDAGuard guard(data.device());
-  const CudaSegments s = cuda_segments(kLog ? "segment_log_softmax" : "segment_softmax", data,
-                                       first_idx, SegmentDtypes::kFloating);
+  const CudaSegments s(kLog ? "segment_log_softmax" : "segment_softmax", data, first_idx,
+                       SegmentDtypes::kFloating);
   at::Tensor out = at::empty_like(s.data);
   AT_DISPATCH_V2(
       data.scalar_type(), "segment_softmax_cuda", AT_WRAP([&] {
@@ -304,8 +310,7 @@ at::Tensor segment_log_softmax_cuda(const at::Tensor& data, const at::Tensor& fi
 at::Tensor segment_softmax_backward_cuda(const at::Tensor& grad_output, const at::Tensor& output,
                                          const at::Tensor& first_idx, bool log) {
   constexpr std::string_view op = "segment_softmax_backward";
-  const c10::cuda::CUDAGuard guard(output.device());
-  const CudaSegments s = cuda_segments(op, output, first_idx, SegmentDtypes::kFloating);
+  const CudaSegments s(op, output, first_idx, SegmentDtypes::kFloating);
   TORCH_CHECK_VALUE(grad_output.sizes() == output.sizes() &&
                         grad_output.scalar_type() == output.scalar_type() &&
                         grad_output.device() == output.device(),

@@ -101,6 +101,26 @@ const int64_t* member_of(const TileSet& set) {
   return set.member.defined() ? set.member.const_data_ptr<int64_t>() : nullptr;
 }
 
+// The data's GPU, once the index tensors are checked against it. Checked before any CUDAGuard:
+// CPU data with a CUDA index dispatches here, and a guard on a CPU device would throw torch's raw
+// error instead of the ValueError naming the argument (the plans check the same again).
+at::Device checked_data_device(std::string_view op, std::string_view arg, const at::Tensor& data,
+                               const at::Tensor& origins,
+                               const std::optional<at::Tensor>& tile_first_idx,
+                               const std::optional<at::TensorList>& index) {
+  check_defined(op, arg, data);
+  check_index_device(op, "origins", origins, data.device());
+  if (tile_first_idx.has_value()) {
+    check_index_device(op, "tile_first_idx", *tile_first_idx, data.device());
+  }
+  if (index.has_value()) {
+    for (const at::Tensor& part : *index) check_index_device(op, "index", part, data.device());
+  }
+  TORCH_CHECK_VALUE(data.is_cuda(), "torch_ragged.", op, ": ", arg, " must be on the GPU when ",
+                    "its index tensors are, got ", data.device());
+  return data.device();
+}
+
 at::Tensor tiles_to_dense_cuda(const at::Tensor& pages, const at::Tensor& origins,
                                at::IntArrayRef full_min, at::IntArrayRef full_max,
                                const at::Scalar& fill_value, c10::string_view reduce,
@@ -110,8 +130,8 @@ at::Tensor tiles_to_dense_cuda(const at::Tensor& pages, const at::Tensor& origin
   const bool first_wins = is_first_wins(op, reduce);
   TORCH_CHECK_TYPE(first_wins || (pages.defined() && pages.scalar_type() != at::kBool),
                    "torch_ragged.", op, ": reduce=\"sum\" needs numbers, got bool pages");
-  check_defined(op, "pages", pages);
-  const c10::cuda::CUDAGuard guard(pages.device());
+  const c10::cuda::CUDAGuard guard(
+      checked_data_device(op, "pages", pages, origins, tile_first_idx, index));
   const GatherPlan plan = plan_tiles_to_dense(op, pages, origins, full_min, full_max, fill_value,
                                               tile_first_idx, index);
   at::Tensor out = at::empty(plan.out_sizes, pages.options());
@@ -140,8 +160,8 @@ at::Tensor dense_to_tiles_cuda(const at::Tensor& dense, const at::Tensor& origin
                                const at::Scalar& fill_value, bool owned_only,
                                const std::optional<at::Tensor>& tile_first_idx,
                                std::optional<at::TensorList> index) {
-  check_defined("dense_to_tiles", "dense", dense);
-  const c10::cuda::CUDAGuard guard(dense.device());
+  const c10::cuda::CUDAGuard guard(
+      checked_data_device("dense_to_tiles", "dense", dense, origins, tile_first_idx, index));
   const GatherPlan plan = plan_dense_to_tiles("dense_to_tiles", dense, origins, tile_size, full_min,
                                               fill_value, tile_first_idx, index);
   at::Tensor out = at::empty(plan.out_sizes, dense.options());
@@ -155,8 +175,8 @@ at::Tensor tiles_halo_cuda(const at::Tensor& pages, const at::Tensor& origins,
                            at::IntArrayRef full_max, const at::Scalar& fill_value,
                            const std::optional<at::Tensor>& tile_first_idx,
                            std::optional<at::TensorList> index) {
-  check_defined("tiles_halo", "pages", pages);
-  const c10::cuda::CUDAGuard guard(pages.device());
+  const c10::cuda::CUDAGuard guard(
+      checked_data_device("tiles_halo", "pages", pages, origins, tile_first_idx, index));
   HaloFromOwner halo{};
   const GatherPlan plan = plan_tiles_halo("tiles_halo", pages, origins, radius, full_min, full_max,
                                           fill_value, tile_first_idx, index, halo);
@@ -173,8 +193,8 @@ at::Tensor tiles_halo_backward_cuda(const at::Tensor& grad_halo, const at::Tenso
                                     at::IntArrayRef full_max,
                                     const std::optional<at::Tensor>& tile_first_idx,
                                     std::optional<at::TensorList> index) {
-  check_defined("tiles_halo_backward", "grad_halo", grad_halo);
-  const c10::cuda::CUDAGuard guard(grad_halo.device());
+  const c10::cuda::CUDAGuard guard(checked_data_device("tiles_halo_backward", "grad_halo",
+                                                       grad_halo, origins, tile_first_idx, index));
   const HaloAdjointPlan plan = plan_tiles_halo_backward(
       "tiles_halo_backward", grad_halo, origins, radius, full_min, full_max, tile_first_idx, index);
   at::Tensor out = at::empty(plan.tiles.out_sizes, grad_halo.options());
@@ -194,8 +214,8 @@ std::tuple<at::Tensor, at::Tensor> tiles_lookup_cuda(
     const at::Tensor& origins, at::IntArrayRef tile_size, const at::Tensor& coords,
     at::IntArrayRef full_min, at::IntArrayRef full_max,
     const std::optional<at::Tensor>& tile_first_idx, std::optional<at::TensorList> index) {
-  check_defined("tiles_lookup", "coords", coords);
-  const c10::cuda::CUDAGuard guard(coords.device());
+  const c10::cuda::CUDAGuard guard(
+      checked_data_device("tiles_lookup", "coords", coords, origins, tile_first_idx, index));
   const LookupPlan plan = plan_tiles_lookup("tiles_lookup", origins, tile_size, coords, full_min,
                                             full_max, tile_first_idx, index);
   const int64_t n = plan.points.size(0);
@@ -213,6 +233,22 @@ std::tuple<at::Tensor, at::Tensor> tiles_lookup_cuda(
 
 }  // namespace
 
+// Turns cuDNN's TF32 off for its lifetime (restoring the user's setting after). The setting is
+// process-wide: a cuDNN call of another thread meanwhile also runs without TF32 (more accurate,
+// never less), as under torch.backends.cudnn.flags(allow_tf32=False).
+class TF32Off {
+ public:
+  TF32Off() : saved_(at::globalContext().allowTF32CuDNN()) {
+    at::globalContext().setAllowTF32CuDNN(false);
+  }
+  ~TF32Off() { at::globalContext().setAllowTF32CuDNN(saved_); }
+  TF32Off(const TF32Off&) = delete;
+  TF32Off& operator=(const TF32Off&) = delete;
+
+ private:
+  bool saved_;
+};
+
 // tiles_depthwise_correlate on the GPU: torch's depthwise convolution (cuDNN) on channels-first
 // views, back to channels last.
 at::Tensor tiles_depthwise_correlate_cuda(const at::Tensor& input, const at::Tensor& weight,
@@ -226,6 +262,9 @@ at::Tensor tiles_depthwise_correlate_cuda(const at::Tensor& input, const at::Ten
   kernel_shape.insert(kernel_shape.end(), plan.taps, plan.taps + plan.dims);
   const at::Tensor kernel = plan.weight.reshape({-1, channels}).t().reshape(kernel_shape);
   const std::vector<int64_t> ones(plan.dims, 1), zeros(plan.dims, 0);
+  // cuDNN may round float32 through TF32 (torch.backends.cudnn.allow_tf32 defaults to True: ~1e-3
+  // relative error); this op promises the CPU kernel's float32 accuracy, so TF32 is off here.
+  const TF32Off tf32_off;
   return at::convolution(plan.input.movedim(-1, 1), kernel, std::nullopt, ones, padding, ones,
                          false, zeros, channels)
       .movedim(1, -1)

@@ -68,4 +68,36 @@ C10_HOST_DEVICE inline int64_t line_column_offset(const int64_t* offset, int64_t
   return k > 0 ? offset[k - 1] * elem : 0;
 }
 
+// ---- The index tensors checked on the device (what batch/layout.cpp checks on the host) ----
+
+enum class LayoutError : int {
+  kNone,
+  kSizeOutOfRange,   // a size below 0 or above max_shape
+  kRowsNotShapes,    // first_row does not step by prod(shape) (or the product passes int64)
+  kFirstRowNotZero,  // first_row[0] != 0
+  kRowsNotTotal,     // first_row[batch] != the packed rows
+};
+
+// Entry b in [0, batch] of a layout: sub-tensor b's sizes (against max_shape when given) and its
+// row step (b < batch), first_row[0] (b == 0), the total (b == batch). One GPU thread per entry;
+// an empty batch still checks its single first_row entry.
+C10_HOST_DEVICE inline LayoutError layout_entry_error(const int64_t* shapes,
+                                                      const int64_t* max_shape,
+                                                      const int64_t* first_row, int64_t batch,
+                                                      int64_t rank, int64_t total_rows, int64_t b) {
+  if (b == 0 && first_row[0] != 0) return LayoutError::kFirstRowNotZero;
+  if (b == batch)
+    return first_row[batch] == total_rows ? LayoutError::kNone : LayoutError::kRowsNotTotal;
+  int64_t rows = 1;
+  for (int64_t j = 0; j < rank; ++j) {
+    const int64_t size = shapes[b * rank + j];
+    if (size < 0 || (max_shape != nullptr && size > max_shape[j])) {
+      return LayoutError::kSizeOutOfRange;
+    }
+    if (size != 0 && rows > INT64_MAX / size) return LayoutError::kRowsNotShapes;
+    rows *= size;
+  }
+  return first_row[b + 1] - first_row[b] == rows ? LayoutError::kNone : LayoutError::kRowsNotShapes;
+}
+
 }  // namespace torch_ragged

@@ -348,6 +348,23 @@ struct SoftmaxGradInput {
   }
 };
 
+// ---- first_idx checked on the device (what checked_first_idx checks on the host) ----
+
+enum class FirstIdxError : int { kNone, kFirstNotZero, kLastNotRows, kDecreasing };
+
+// Entry b in [0, num_segments] of first_idx: first_idx[0] == 0 (b == 0), first_idx[num_segments] ==
+// num_rows (b == num_segments), first_idx[b] <= first_idx[b + 1] (b < num_segments). One GPU
+// thread per entry.
+C10_HOST_DEVICE inline FirstIdxError first_idx_entry_error(const int64_t* first_idx,
+                                                           int64_t num_segments, int64_t num_rows,
+                                                           int64_t b) {
+  if (b == 0 && first_idx[0] != 0) return FirstIdxError::kFirstNotZero;
+  if (b == num_segments) {
+    return first_idx[b] == num_rows ? FirstIdxError::kNone : FirstIdxError::kLastNotRows;
+  }
+  return first_idx[b] <= first_idx[b + 1] ? FirstIdxError::kNone : FirstIdxError::kDecreasing;
+}
+
 // ---- The GPU's launches of one reduction (the launch plan; sizes only, no data read) ----
 
 // In order: the chunks (level 0), one merge per level above, the empty segments. Each launch

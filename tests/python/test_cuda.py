@@ -148,3 +148,92 @@ def test_sizes_given_and_device_index_tensors_do_not_synchronise(side, rank):
     assert_same(padded, padded_cpu)
     assert_same(repacked, packed)
     assert_same(tiled, tiled_cpu)
+
+
+# ---- review defects of the CUDA host code (each was found by reading; these are their GPU checks) ----
+
+def test_device_only_padded_to_packed_with_an_empty_batch_and_rows_is_a_value_error():
+    """An empty batch with num_rows > 0 is refused on the host (the gather once read null tables)."""
+    padded = torch.zeros(0, 3, 2, device="cuda")
+    spt = torch.zeros(0, 1, dtype=torch.long, device="cuda")
+    with pytest.raises(ValueError, match="torch_ragged.padded_to_packed"):
+        torch_ragged.padded_to_packed(padded, spt, "right", 5)
+    assert torch_ragged.padded_to_packed(padded, spt, "right", 0).shape == (0, 2)
+
+
+def test_device_only_packed_to_padded_validates_an_empty_output():
+    """A 0 in max_shape below a member's size, or rows with an empty batch: refused as on the CPU."""
+    packed = torch.zeros(4, 2, device="cuda")
+    with pytest.raises(ValueError, match="torch_ragged.packed_to_padded: the batch is empty"):
+        torch_ragged.packed_to_padded(packed, torch.zeros(0, 1, dtype=torch.long, device="cuda"),
+                                      torch.zeros(1, dtype=torch.long, device="cuda"), 0.0, [3])
+    # Sizes are only known on the device there: a device-side assert (in a child process, as it
+    # ends the CUDA context).
+    assert_device_assert("""
+        torch_ragged.packed_to_padded(torch.zeros(4, 2, device="cuda"), torch.tensor([[4]], device="cuda"),
+                                      torch.tensor([0, 4], device="cuda"), 0.0, [0])
+    """)
+
+
+def assert_device_assert(code):
+    """Runs `code` in a child process and checks that it died of a device-side assert."""
+    import subprocess
+    import sys
+    import textwrap
+
+    script = "import torch, torch_ragged\n" + textwrap.dedent(code) + "\ntorch.cuda.synchronize()\n"
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert result.returncode != 0, "expected a device-side assert, the call succeeded"
+    assert "device-side assert" in result.stderr or "torch_ragged:" in result.stderr, result.stderr[-2000:]
+
+
+@pytest.mark.parametrize("call", [
+    lambda cpu, dev: torch_ragged.segment_sum(cpu, dev),
+    lambda cpu, dev: torch_ragged.segment_max(cpu, dev),
+    lambda cpu, dev: torch_ragged.segment_softmax(cpu, dev),
+    lambda cpu, dev: torch.ops.torch_ragged.segment_softmax_backward(cpu, cpu, dev, False),
+])
+def test_cpu_data_with_a_cuda_index_is_a_value_error(call):
+    """Devices are checked before the CUDA guard: the documented ValueError, not torch's raw error."""
+    data = torch.randn(5, 2)
+    with pytest.raises(ValueError, match="first_idx must be on the CPU or on the data's device"):
+        call(data, torch.tensor([0, 2, 5], device="cuda"))
+
+
+def test_cpu_pages_with_cuda_origins_is_a_value_error():
+    pages = torch.randn(1, 2, 2, 1)
+    with pytest.raises(ValueError, match="origins must be on the CPU or on the data's device"):
+        torch_ragged.tiles_to_dense(pages, torch.zeros(1, 2, dtype=torch.long, device="cuda"), [0, 0], [2, 2])
+
+
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two GPUs")
+def test_device_only_batch_path_refuses_an_index_on_another_gpu():
+    packed = torch.zeros(4, 2, device="cuda:0")
+    with pytest.raises(ValueError, match="shape_per_tensor must be on the CPU or on the data's device"):
+        torch_ragged.packed_to_padded(packed, torch.tensor([[4]], device="cuda:1"),
+                                      torch.tensor([0, 4], device="cuda:1"), 0.0, [4])
+
+
+def test_depthwise_correlate_is_float32_accurate_with_tf32_allowed():
+    """cuDNN would round through TF32 (torch's default allows it); the op keeps float32 accuracy."""
+    generator = torch.Generator().manual_seed(0)
+    x = torch.randn(2, 33, 35, 16, generator=generator)
+    w = torch.randn(3, 3, 16, generator=generator)
+    expected = torch.ops.torch_ragged.tiles_depthwise_correlate(x.double(), w.double(), [1, 1])
+    saved = torch.backends.cudnn.allow_tf32
+    torch.backends.cudnn.allow_tf32 = True
+    try:
+        actual = torch.ops.torch_ragged.tiles_depthwise_correlate(x.cuda(), w.cuda(), [1, 1])
+    finally:
+        torch.backends.cudnn.allow_tf32 = saved
+    assert torch.backends.cudnn.allow_tf32 == saved  # the user's setting restored
+    torch.testing.assert_close(actual.cpu().double(), expected, rtol=1e-5, atol=1e-5)
+
+
+def test_check_kernels_cover_more_entries_than_one_grid():
+    """The check kernels are grid-stride: a bad entry past 2^28 segments is still caught."""
+    assert_device_assert("""
+        first_idx = torch.zeros((1 << 28) + 6, dtype=torch.long, device="cuda")
+        first_idx[-2] = 1  # first_idx[-2] > first_idx[-1] = 0: decreasing, past the first grid's reach
+        torch_ragged.segment_sum(torch.zeros(0, 1, device="cuda"), first_idx)
+    """)
