@@ -65,9 +65,8 @@ TEST(CheckEmulation, FirstIdxBodyFlagsWhatTheCpuRefuses) {
       error |= first_idx_entry_error(first_idx.data(), segments, rows, b) != FirstIdxError::kNone;
     });
     const at::Tensor data = torch::zeros({rows, 2});
-    const bool refused = cpu_refuses([&] {
-                           torch_ragged::segment_sum(data, torch::tensor(first_idx, torch::kLong));
-                         });
+    const bool refused = cpu_refuses(
+        [&] { torch_ragged::segment_sum(data, torch::tensor(first_idx, torch::kLong)); });
     EXPECT_EQ(error, refused) << "trial " << trial;
     flagged += error;
   }
