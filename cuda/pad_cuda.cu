@@ -2,11 +2,10 @@
 // the index arithmetic pad/pad_index.h, shared with the CPU kernels.
 //
 // pad_index: one thread per output element (grid-stride) computes its source element axis by axis
-// from the last axis and copies it as raw bytes; a constant comes from the latest caller axis in
-// its padding (numpy's winner: the first met unless the layout is permuted). pad_index_backward:
-// one thread per input element sums the gradient over its preimage (the product of every axis's
-// preimage progressions) in a fixed order: no atomics, deterministic. Neither synchronises with the
-// host.
+// from the last axis and copies it as raw bytes (pad_gather_element). pad_index_backward: one
+// thread per input element sums the gradient over its preimage in the CPU kernel's order
+// (pad_fold_element): no atomics, the CPU's bits. Neither synchronises with the host. The bodies
+// live in pad/pad_index.h and run on the host in tests/cpp/test_pad_emulation.cpp.
 
 #include <ATen/Dispatch.h>
 #include <ATen/OpMathType.h>
@@ -22,67 +21,25 @@
 namespace torch_ragged {
 namespace {
 
-// index_t: uint32_t when every index fits (the common case: 32-bit division is several times
-// cheaper than 64-bit, and this kernel does one per axis per element), else int64_t.
+// Thin shells over pad_index.h's bodies, grid-stride. index_t: uint32_t when every index fits
+// (the common case: 32-bit division is several times cheaper than 64-bit, and the gather does one
+// per axis per element), else int64_t.
 template <typename Element, typename index_t>
 __global__ void pad_gather_kernel(PadGeometry g, const Element* __restrict__ in,
                                   Element* __restrict__ out, const Element* __restrict__ values,
                                   index_t total) {
   for (index_t idx = blockIdx.x * index_t{blockDim.x} + threadIdx.x; idx < total;
        idx += index_t{gridDim.x} * blockDim.x) {
-    index_t rest = idx, in_offset = 0, in_stride = 1;
-    bool from_input = true;
-    int value_axis = -1;  // constant mode: the latest caller axis in its padding so far
-    for (int d = g.ndim - 1; d >= 0; --d) {
-      const index_t out_size = static_cast<index_t>(g.out_size[d]);
-      const int64_t i = static_cast<int64_t>(rest % out_size);
-      rest /= out_size;
-      const int64_t n = g.in_size[d];
-      const int64_t source = n == 0 ? kNoSource : pad_source_index(g.mode, i, n, g.before[d]);
-      if (source == kNoSource) {
-        from_input = false;
-        if (g.mode != IndexPadMode::kConstant) break;
-        if (g.value_axis[d] > value_axis) {
-          value_axis = g.value_axis[d];
-          out[idx] = values[2 * value_axis + (i < g.before[d] ? 0 : 1)];
-        }
-        // In the caller's axis order the first axis met from the last is the latest: it wins.
-        if (!g.permuted) break;
-        continue;
-      }
-      in_offset += static_cast<index_t>(source) * in_stride;
-      in_stride *= static_cast<index_t>(n);
-    }
-    if (from_input) out[idx] = in[in_offset];
+    pad_gather_element<Element, index_t>(g, in, out, values, idx);
   }
 }
 
 template <typename scalar_t>
 __global__ void pad_fold_kernel(PadGeometry g, const scalar_t* __restrict__ grad,
                                 scalar_t* __restrict__ grad_in, int64_t total) {
-  using acc_t = at::opmath_type<scalar_t>;
-  AxisPreimage axes[kMaxPadDims];
-  int64_t out_stride[kMaxPadDims];
   for (int64_t idx = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; idx < total;
        idx += int64_t{gridDim.x} * blockDim.x) {
-    int64_t rest = idx, stride = 1;
-    for (int d = g.ndim - 1; d >= 0; --d) {
-      const int64_t j = rest % g.in_size[d];
-      rest /= g.in_size[d];
-      axes[d].start(g.mode, j, g.in_size[d], g.before[d], g.out_size[d]);
-      out_stride[d] = stride;
-      stride *= g.out_size[d];
-    }
-    acc_t sum = 0;
-    while (true) {
-      int64_t offset = 0;
-      for (int d = 0; d < g.ndim; ++d) offset += axes[d].position() * out_stride[d];
-      sum += static_cast<acc_t>(grad[offset]);
-      int d = g.ndim - 1;
-      while (d >= 0 && !axes[d].next()) --d;
-      if (d < 0) break;
-    }
-    grad_in[idx] = static_cast<scalar_t>(sum);
+    pad_fold_element<scalar_t, at::opmath_type<scalar_t>>(g, grad, grad_in, idx);
   }
 }
 

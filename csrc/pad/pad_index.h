@@ -184,4 +184,116 @@ struct PadGeometry {
   bool permuted = false;
 };
 
+// ---- Kernel bodies (one thread per element on the GPU; emulated on the host in tests/cpp) ----
+
+// pad_index, output element idx: its source element, axis by axis from the last, copied as raw
+// bytes; a constant comes from the latest caller axis in its padding (numpy's winner: the first
+// met unless the layout is permuted). index_t: uint32_t when every index fits, else int64_t.
+template <typename Element, typename index_t>
+C10_HOST_DEVICE void pad_gather_element(const PadGeometry& g, const Element* in, Element* out,
+                                        const Element* values, index_t idx) {
+  index_t rest = idx, in_offset = 0, in_stride = 1;
+  bool from_input = true;
+  int value_axis = -1;  // constant mode: the latest caller axis in its padding so far
+  for (int d = g.ndim - 1; d >= 0; --d) {
+    const index_t out_size = static_cast<index_t>(g.out_size[d]);
+    const int64_t i = static_cast<int64_t>(rest % out_size);
+    rest /= out_size;
+    const int64_t n = g.in_size[d];
+    const int64_t source = n == 0 ? kNoSource : pad_source_index(g.mode, i, n, g.before[d]);
+    if (source == kNoSource) {
+      from_input = false;
+      if (g.mode != IndexPadMode::kConstant) break;
+      if (g.value_axis[d] > value_axis) {
+        value_axis = g.value_axis[d];
+        out[idx] = values[2 * value_axis + (i < g.before[d] ? 0 : 1)];
+      }
+      // In the caller's axis order the first axis met from the last is the latest: it wins.
+      if (!g.permuted) break;
+      continue;
+    }
+    in_offset += static_cast<index_t>(source) * in_stride;
+    in_stride *= static_cast<index_t>(n);
+  }
+  if (from_input) out[idx] = in[in_offset];
+}
+
+// The preimage of j along one axis, in ascending positions (its progressions are ascending; at
+// most two, merged), skipping `skip`.
+struct AscendingPreimage {
+  Progression runs[2];
+  int count;
+  int64_t taken[2];
+
+  C10_HOST_DEVICE void start(IndexPadMode mode, int64_t j, int64_t n, int64_t before,
+                             int64_t out_len) {
+    count = pad_preimages(mode, j, n, before, out_len, runs);
+    taken[0] = taken[1] = 0;
+  }
+  // The next position (ascending) other than `skip`; false after the last.
+  C10_HOST_DEVICE bool next(int64_t skip, int64_t* position) {
+    while (true) {
+      int best = -1;
+      int64_t best_position = 0;
+      for (int r = 0; r < count; ++r) {
+        if (taken[r] == runs[r].count) continue;
+        const int64_t p = runs[r].first + taken[r] * runs[r].step;
+        if (best < 0 || p < best_position) {
+          best = r;
+          best_position = p;
+        }
+      }
+      if (best < 0) return false;
+      ++taken[best];
+      if (best_position == skip) continue;
+      *position = best_position;
+      return true;
+    }
+  }
+};
+
+// pad_index_backward, input element idx (index modes other than constant): the sum of the gradient
+// over its preimage, in the CPU kernel's order (fold_rows in pad_cpu.cpp, which adds whole rows):
+// the outer axes' preimage positions lexicographically (AxisPreimage order, the last outer axis
+// fastest), and for each, along the last axis the element's own position first, then the padding
+// positions left to right; the first term starts the sum (no 0 + x: -0.0 stays -0.0).
+template <typename scalar_t, typename acc_t>
+C10_HOST_DEVICE void pad_fold_element(const PadGeometry& g, const scalar_t* grad, scalar_t* grad_in,
+                                      int64_t idx) {
+  const int last = g.ndim - 1;
+  AxisPreimage axes[kMaxPadDims];
+  int64_t out_stride[kMaxPadDims];
+  int64_t rest = idx, stride = 1, j_last = 0;
+  for (int d = last; d >= 0; --d) {
+    const int64_t j = rest % g.in_size[d];
+    rest /= g.in_size[d];
+    if (d == last) {
+      j_last = j;
+    } else {
+      axes[d].start(g.mode, j, g.in_size[d], g.before[d], g.out_size[d]);
+    }
+    out_stride[d] = stride;
+    stride *= g.out_size[d];
+  }
+  const int64_t own = g.before[last] + j_last;
+  acc_t sum = 0;
+  bool first = true;
+  while (true) {
+    int64_t offset = 0;
+    for (int d = 0; d < last; ++d) offset += axes[d].position() * out_stride[d];
+    const acc_t own_term = static_cast<acc_t>(grad[offset + own]);
+    sum = first ? own_term : sum + own_term;
+    first = false;
+    AscendingPreimage row;
+    row.start(g.mode, j_last, g.in_size[last], g.before[last], g.out_size[last]);
+    for (int64_t position = 0; row.next(own, &position);) {
+      sum += static_cast<acc_t>(grad[offset + position]);
+    }
+    int d = last - 1;
+    while (d >= 0 && !axes[d].next()) --d;
+    if (d < 0) break;
+  }
+  grad_in[idx] = static_cast<scalar_t>(sum);
+}
+
 }  // namespace torch_ragged
