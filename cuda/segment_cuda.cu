@@ -432,8 +432,32 @@ __global__ void copy_selected_rows_kernel(const int64_t* __restrict__ out_first_
   }
 }
 
-// The offsets are computed on the device; one host read fetches both the count of out-of-range
-// index entries and the selected row count (the output's size), so the op synchronises once.
+// rows x row_elems elements: output row r of selected segment k is row source_row[k] + r -
+// out_first_idx[k] of `in` (device tables).
+void copy_selected_rows(const at::Tensor& values, at::Tensor& out, const at::Tensor& out_first_idx,
+                        const at::Tensor& source_row) {
+  const int64_t total = out.numel();
+  if (total == 0) return;
+  const at::Tensor in = values.contiguous();
+  with_element_type("ragged_index_select", values.element_size(), [&](auto element) {
+    using Element = decltype(element);
+    copy_selected_rows_kernel<Element><<<cuda_grid_for(total), kCudaThreads, 0, stream()>>>(
+        out_first_idx.const_data_ptr<int64_t>(), source_row.const_data_ptr<int64_t>(),
+        source_row.numel(), static_cast<const Element*>(in.const_data_ptr()),
+        static_cast<Element*>(out.mutable_data_ptr()), total, total / out.size(0));
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  });
+}
+
+at::Tensor upload_longs(const std::vector<int64_t>& host, at::Device device) {
+  return at::tensor(host, at::kLong).pin_memory().to(device, /*non_blocking=*/true);
+}
+
+// Host reads: none when first_idx and index are both on the CPU (the selection is computed there,
+// as by the CPU kernel, and its tables uploaded without blocking); otherwise exactly one, which
+// fetches the count of out-of-range index entries with the output's offsets (first_idx on the CPU:
+// all of them, returned there) or its row count (first_idx on the GPU). A CPU index beside a GPU
+// first_idx is uploaded without blocking.
 std::tuple<at::Tensor, at::Tensor> ragged_index_select_cuda(const at::Tensor& values,
                                                             const at::Tensor& first_idx,
                                                             const at::Tensor& index,
@@ -445,37 +469,41 @@ std::tuple<at::Tensor, at::Tensor> ragged_index_select_cuda(const at::Tensor& va
                     ": values must be on the GPU when first_idx or index is, got ",
                     values.device());
   const c10::cuda::CUDAGuard guard(values.device());
+  if (first_idx.is_cpu() && index.is_cpu()) {
+    const auto [source_row, out_first_idx] =
+        select_segments_on_host(op, first_idx, index, values.size(0));
+    check_num_rows_matches(op, rows_given, out_first_idx.back());
+    at::Tensor out = empty_output(op, "the output", per_segment_sizes(values, out_first_idx.back()),
+                                  values.options());
+    copy_selected_rows(values, out, upload_longs(out_first_idx, values.device()),
+                       upload_longs(source_row, values.device()));
+    return {out, at::tensor(out_first_idx, at::kLong)};
+  }
   const int64_t segments = first_idx.size(0) - 1;
   const at::Tensor offsets =
       checked_first_idx_on_device(op, first_idx, values.size(0), values.device(), true);
-  const at::Tensor picks = index.to(values.device(), at::kLong);
+  const at::Tensor picks = index.is_cpu()
+                               ? index.to(at::kLong).pin_memory().to(values.device(), true)
+                               : index.to(at::kLong);
   const at::Tensor out_of_range = (picks < -segments).logical_or_(picks >= segments).sum();
   // Clamped so out-of-range entries read valid offsets until the check below reports them.
   const at::Tensor wrapped = at::where(picks < 0, picks + segments, picks).clamp_(0, segments);
   const at::Tensor source_row = offsets.index_select(0, wrapped);
   const at::Tensor counts = offsets.index_select(0, (wrapped + 1).clamp_max(segments)) - source_row;
   const at::Tensor out_first_idx = cuda::offsets_from_counts(counts);
-  const at::Tensor facts = at::stack({out_of_range, out_first_idx[-1]}).cpu();
-  const int64_t bad = facts[0].item<int64_t>(), rows = facts[1].item<int64_t>();
+  // The one host read: [bad, offsets...] when they are returned on the CPU, else [bad, rows].
+  const at::Tensor facts = first_idx.is_cpu()
+                               ? at::cat({out_of_range.view({1}), out_first_idx}).cpu()
+                               : at::stack({out_of_range, out_first_idx[-1]}).cpu();
+  const int64_t bad = facts[0].item<int64_t>(), rows = facts[-1].item<int64_t>();
   TORCH_CHECK_INDEX(bad == 0, "torch_ragged.", op, ": ", bad,
                     " entries of index are out of range for ", segments, " segments (expected -",
                     segments, " <= index < ", segments, ")");
   check_num_rows_matches(op, rows_given, rows);
   at::Tensor out =
       empty_output(op, "the output", per_segment_sizes(values, rows), values.options());
-  const int64_t total = out.numel();
-  if (total > 0) {
-    const at::Tensor in = values.contiguous();
-    with_element_type(op, values.element_size(), [&](auto element) {
-      using Element = decltype(element);
-      copy_selected_rows_kernel<Element><<<cuda_grid_for(total), kCudaThreads, 0, stream()>>>(
-          out_first_idx.const_data_ptr<int64_t>(), source_row.const_data_ptr<int64_t>(),
-          picks.numel(), static_cast<const Element*>(in.const_data_ptr()),
-          static_cast<Element*>(out.mutable_data_ptr()), total, total / rows);
-      C10_CUDA_KERNEL_LAUNCH_CHECK();
-    });
-  }
-  return {out, out_first_idx.to(first_idx.device())};
+  copy_selected_rows(values, out, out_first_idx, source_row);
+  return {out, first_idx.is_cpu() ? facts.narrow(0, 1, facts.numel() - 1) : out_first_idx};
 }
 
 // ---- gathered sums and dots ----

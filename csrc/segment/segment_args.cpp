@@ -127,4 +127,24 @@ void check_num_rows_matches(std::string_view op, const std::optional<int64_t>& n
                     rows, " rows");
 }
 
+HostSelection select_segments_on_host(std::string_view op, const at::Tensor& first_idx,
+                                      const at::Tensor& index, int64_t values_rows) {
+  const std::vector<int64_t> offsets = checked_first_idx(op, first_idx, std::nullopt);
+  check_last_offset_is_rows(op, offsets.back(), values_rows);
+  const int64_t segments = static_cast<int64_t>(offsets.size()) - 1;
+  const at::Tensor picks = index_tensor_on_host(op, "index", index, 1);
+  const int64_t* pick = picks.const_data_ptr<int64_t>();
+  const int64_t selected = picks.numel();
+  HostSelection selection;
+  selection.source_row.resize(selected);
+  std::vector<int64_t> counts(selected);
+  for (int64_t k = 0; k < selected; ++k) {
+    const int64_t b = wrapped_segment_index(op, k, pick[k], segments);
+    selection.source_row[k] = offsets[b];
+    counts[k] = offsets[b + 1] - offsets[b];
+  }
+  selection.out_first_idx = offsets_from_counts(op, "index", counts.data(), selected);
+  return selection;
+}
+
 }  // namespace torch_ragged

@@ -59,4 +59,13 @@ int64_t wrapped_segment_index(std::string_view op, int64_t position, int64_t ind
 void check_num_rows_matches(std::string_view op, const std::optional<int64_t>& num_rows,
                             int64_t rows);
 
+// ragged_index_select's selection, computed on the host from first_idx and index (read there; a
+// device tensor is copied over): each picked segment's first row in `values` (values_rows rows)
+// and the output's offsets. first_idx and index are checked (ValueError / IndexError naming op).
+struct HostSelection {
+  std::vector<int64_t> source_row, out_first_idx;
+};
+HostSelection select_segments_on_host(std::string_view op, const at::Tensor& first_idx,
+                                      const at::Tensor& index, int64_t values_rows);
+
 }  // namespace torch_ragged

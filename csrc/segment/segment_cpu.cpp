@@ -968,20 +968,8 @@ std::tuple<at::Tensor, at::Tensor> ragged_index_select_cpu(const at::Tensor& val
   constexpr std::string_view op = "ragged_index_select";
   const std::optional<int64_t> rows_given =
       check_index_select_args(op, values, first_idx, index, num_rows);
-  const std::vector<int64_t> offsets = checked_first_idx(op, first_idx, std::nullopt);
-  check_last_offset_is_rows(op, offsets.back(), values.size(0));
-  const int64_t segments = static_cast<int64_t>(offsets.size()) - 1;
-  const at::Tensor picks = index_tensor_on_host(op, "index", index, 1);
-  const int64_t* pick = picks.const_data_ptr<int64_t>();
-  const int64_t selected = picks.numel();
-  std::vector<int64_t> source_row(selected), counts(selected);
-  for (int64_t k = 0; k < selected; ++k) {
-    const int64_t b = wrapped_segment_index(op, k, pick[k], segments);
-    source_row[k] = offsets[b];
-    counts[k] = offsets[b + 1] - offsets[b];
-  }
-  const std::vector<int64_t> out_first_idx =
-      offsets_from_counts(op, "index", counts.data(), selected);
+  const auto [source_row, out_first_idx] =
+      select_segments_on_host(op, first_idx, index, values.size(0));
   check_num_rows_matches(op, rows_given, out_first_idx.back());
   at::Tensor out = empty_output(op, "the output", per_segment_sizes(values, out_first_idx.back()),
                                 values.options());

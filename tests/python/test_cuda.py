@@ -237,3 +237,33 @@ def test_check_kernels_cover_more_entries_than_one_grid():
         first_idx[-2] = 1  # first_idx[-2] > first_idx[-1] = 0: decreasing, past the first grid's reach
         torch_ragged.segment_sum(torch.zeros(0, 1, device="cuda"), first_idx)
     """)
+
+
+def count_host_syncs(fn):
+    """The number of host synchronisations torch's sync debug mode reports while fn runs."""
+    import warnings
+
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("warn")
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            result = fn()
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+    return result, sum("synchroniz" in str(w.message) for w in caught)
+
+
+@pytest.mark.parametrize("first_idx_device,index_device,syncs", [
+    ("cpu", "cpu", 0), ("cpu", "cuda", 1), ("cuda", "cpu", 1), ("cuda", "cuda", 1),
+])
+def test_ragged_index_select_host_reads_are_as_documented(first_idx_device, index_device, syncs):
+    values = torch.randn(10, 3)
+    first_idx, index = torch.tensor([0, 4, 4, 10]), torch.tensor([2, 0, -1, 1])
+    expected, expected_first_idx = torch_ragged.ragged_index_select(values, first_idx, index)
+    values_d, first_idx_d, index_d = values.cuda(), first_idx.to(first_idx_device), index.to(index_device)
+    (out, out_first_idx), counted = count_host_syncs(
+        lambda: torch.ops.torch_ragged.ragged_index_select(values_d, first_idx_d, index_d))
+    assert counted == syncs
+    assert_same(out, expected)
+    assert out_first_idx.device == first_idx_d.device and torch.equal(out_first_idx.cpu(), expected_first_idx)
