@@ -30,17 +30,7 @@ namespace torch_ragged {
 namespace {
 
 // The layout's tables on the device (pointers into one int64 buffer that must outlive the launch).
-struct DeviceLayout {
-  int64_t batch, rank, elem;
-  const int64_t* shapes;     // batch x rank
-  const int64_t* offsets;    // batch x rank (empty unless padded)
-  const int64_t* max_shape;  // rank (empty unless padded)
-  const int64_t* first_row;  // batch + 1
-  const int64_t* sources;    // batch: address of each sub-tensor's first element (list / packed)
-
-  __device__ const int64_t* shape_of(int64_t b) const { return shapes + b * rank; }
-  __device__ const int64_t* offset_of(int64_t b) const { return offsets + b * rank; }
-};
+using DeviceLayout = BatchTables;
 
 // Copies the tables to `device` (one pinned, asynchronous copy); `keep_alive` holds the buffer.
 DeviceLayout upload(const RaggedLayout& layout, const std::vector<int64_t>& sources,
@@ -67,52 +57,24 @@ DeviceLayout upload(const RaggedLayout& layout, const std::vector<int64_t>& sour
   return d;
 }
 
+// Thin shells over batch_index.h's bodies, grid-stride.
 template <typename Element>
 __global__ void scatter_to_padded_kernel(DeviceLayout L, Element* __restrict__ out, Element pad,
                                          int64_t total, int64_t padded_line,
                                          int64_t lines_per_item) {
   for (int64_t e = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; e < total;
        e += int64_t{gridDim.x} * blockDim.x) {
-    const int64_t line = e / padded_line, column = e % padded_line;
-    const int64_t b = line / lines_per_item;
-    const int64_t* shape = L.shape_of(b);
-    const int64_t* offset = L.offset_of(b);
-    const int64_t src_line =
-        source_line_of_padded_line(line % lines_per_item, L.max_shape, shape, offset, L.rank);
-    Element value = pad;
-    if (src_line >= 0) {
-      const int64_t lo = line_column_offset(offset, L.rank, L.elem);
-      const int64_t len = line_elems(shape, L.rank, L.elem);
-      if (column >= lo && column < lo + len) {
-        const Element* src = reinterpret_cast<const Element*>(L.sources[b]);
-        value = src[src_line * len + column - lo];
-      }
-    }
-    out[e] = value;
+    scatter_to_padded_element(L, out, pad, e, padded_line, lines_per_item);
   }
 }
 
-// Packed element e of sub-tensor b: from the sub-tensor's own storage (list) or from its place in
-// the padded tensor (padded_base != nullptr).
 template <typename Element>
 __global__ void gather_to_packed_kernel(DeviceLayout L, Element* __restrict__ out,
                                         const Element* __restrict__ padded_base, int64_t total,
                                         int64_t padded_line, int64_t item_elems) {
   for (int64_t e = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; e < total;
        e += int64_t{gridDim.x} * blockDim.x) {
-    const int64_t b = segment_of_row(L.first_row, L.batch, e / L.elem);
-    const int64_t local = e - L.first_row[b] * L.elem;
-    if (padded_base == nullptr) {
-      out[e] = reinterpret_cast<const Element*>(L.sources[b])[local];
-      continue;
-    }
-    const int64_t* shape = L.shape_of(b);
-    const int64_t* offset = L.offset_of(b);
-    const int64_t line_len = line_elems(shape, L.rank, L.elem);
-    const int64_t target =
-        padded_line_of_source_line(local / line_len, L.max_shape, shape, offset, L.rank);
-    out[e] = padded_base[b * item_elems + target * padded_line +
-                         line_column_offset(offset, L.rank, L.elem) + local % line_len];
+    gather_to_packed_element(L, out, padded_base, e, padded_line, item_elems);
   }
 }
 

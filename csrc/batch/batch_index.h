@@ -14,6 +14,8 @@
 
 #include <cstdint>
 
+#include "segment/segment_index.h"  // segment_of_row
+
 namespace torch_ragged {
 
 // Lines per padded batch item: prod(M_1..M_{k-1}).
@@ -98,6 +100,67 @@ C10_HOST_DEVICE inline LayoutError layout_entry_error(const int64_t* shapes,
     rows *= size;
   }
   return first_row[b + 1] - first_row[b] == rows ? LayoutError::kNone : LayoutError::kRowsNotShapes;
+}
+
+// ---- Kernel bodies (one thread per output element on the GPU; emulated on the host in tests/cpp)
+// ----
+
+// A batch's tables as the kernels read them (device pointers on the GPU, host ones in emulation).
+struct BatchTables {
+  int64_t batch, rank, elem;
+  const int64_t* shapes;     // batch x rank
+  const int64_t* offsets;    // batch x rank (empty unless padded)
+  const int64_t* max_shape;  // rank (empty unless padded)
+  const int64_t* first_row;  // batch + 1
+  const int64_t* sources;    // batch: address of each sub-tensor's first element (list / packed)
+
+  C10_HOST_DEVICE const int64_t* shape_of(int64_t b) const { return shapes + b * rank; }
+  C10_HOST_DEVICE const int64_t* offset_of(int64_t b) const { return offsets + b * rank; }
+};
+
+// Padded element e (of lines of padded_line elements, lines_per_item lines per batch item): the
+// sub-tensor's element that lands there, read from its storage (sources[b]), or `pad`.
+template <typename Element>
+C10_HOST_DEVICE void scatter_to_padded_element(const BatchTables& L, Element* out, Element pad,
+                                               int64_t e, int64_t padded_line,
+                                               int64_t lines_per_item) {
+  const int64_t line = e / padded_line, column = e % padded_line;
+  const int64_t b = line / lines_per_item;
+  const int64_t* shape = L.shape_of(b);
+  const int64_t* offset = L.offset_of(b);
+  const int64_t src_line =
+      source_line_of_padded_line(line % lines_per_item, L.max_shape, shape, offset, L.rank);
+  Element value = pad;
+  if (src_line >= 0) {
+    const int64_t lo = line_column_offset(offset, L.rank, L.elem);
+    const int64_t len = line_elems(shape, L.rank, L.elem);
+    if (column >= lo && column < lo + len) {
+      const Element* src = reinterpret_cast<const Element*>(L.sources[b]);
+      value = src[src_line * len + column - lo];
+    }
+  }
+  out[e] = value;
+}
+
+// Packed element e of sub-tensor b: from the sub-tensor's own storage (list: padded_base null) or
+// from its place in the padded tensor (item_elems elements per batch item).
+template <typename Element>
+C10_HOST_DEVICE void gather_to_packed_element(const BatchTables& L, Element* out,
+                                              const Element* padded_base, int64_t e,
+                                              int64_t padded_line, int64_t item_elems) {
+  const int64_t b = segment_of_row(L.first_row, L.batch, e / L.elem);
+  const int64_t local = e - L.first_row[b] * L.elem;
+  if (padded_base == nullptr) {
+    out[e] = reinterpret_cast<const Element*>(L.sources[b])[local];
+    return;
+  }
+  const int64_t* shape = L.shape_of(b);
+  const int64_t* offset = L.offset_of(b);
+  const int64_t line_len = line_elems(shape, L.rank, L.elem);
+  const int64_t target =
+      padded_line_of_source_line(local / line_len, L.max_shape, shape, offset, L.rank);
+  out[e] = padded_base[b * item_elems + target * padded_line +
+                       line_column_offset(offset, L.rank, L.elem) + local % line_len];
 }
 
 }  // namespace torch_ragged

@@ -295,8 +295,11 @@ struct ExpLanes<double> {
   typedef int64_t Ints __attribute__((vector_size(32)));
 };
 
+// Always inlined: exp_values is compiled once per target (TORCH_RAGGED_CPU_CLONES), and a call to
+// an out-of-line helper taking 32-byte vectors would cross targets whose ABIs pass them differently
+// (wrong values at -O1, as in the sanitizer build, where nothing else inlines it).
 template <typename T, int k, int kLast, typename V>
-V horner_lanes(V x) {
+__attribute__((always_inline)) inline V horner_lanes(V x) {
   using Table = portable_detail::InverseFactorials;
   if constexpr (k == kLast) {
     return V{} + static_cast<T>(Table::kCoefficient[k]);
