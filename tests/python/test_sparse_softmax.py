@@ -174,3 +174,27 @@ def test_bad_input():
         torch_ragged.sparse.softmax(torch.ones(3), 0)
     with pytest.raises(IndexError, match="out of range"):
         torch_ragged.sparse.softmax(torch.sparse_coo_tensor([[0, 5]], [1.0, 2.0], (3,), check_invariants=False), 0)
+
+
+@pytest.mark.parametrize("magnitude", [1e4, 1e5, 1e7])
+@pytest.mark.parametrize("log", [False, True], ids=["softmax", "log_softmax"])
+def test_large_magnitudes_match_torch(magnitude, log):
+    """Values near -magnitude (float32): (x - max) - log(sum), never x - (max + log(sum)), which rounds the
+    log-sum away; forward and backward against torch.sparse in float64, then rounded."""
+    generator = torch.Generator().manual_seed(int(magnitude))
+    indices = torch.randint(0, 30, (2, 300), generator=generator)
+    values = -magnitude + torch.randint(0, 4, (300,), generator=generator).float()
+    s = torch.sparse_coo_tensor(indices, values, (30, 30)).coalesce()
+    ours_fn = torch_ragged.sparse.log_softmax if log else torch_ragged.sparse.softmax
+    torch_fn = torch.sparse.log_softmax if log else torch.sparse.softmax
+    for dim in (0, 1):
+        leaf = s.clone().requires_grad_(True)
+        actual = ours_fn(leaf, dim)
+        expected = torch_fn(s.double(), dim)
+        torch.testing.assert_close(actual._values(), expected._values().float(), rtol=1e-6, atol=1e-6)
+        grad = torch.randn(actual._values().shape, generator=generator)
+        actual.values().backward(grad)
+        leaf64 = s.double().requires_grad_(True)
+        torch_fn(leaf64, dim).values().backward(grad.double())
+        torch.testing.assert_close(leaf.grad.coalesce()._values(), leaf64.grad.coalesce()._values().float(),
+                                   rtol=1e-5, atol=1e-5)
