@@ -346,15 +346,14 @@ at::Tensor segment_softmax_backward_cuda(const at::Tensor& grad_output, const at
 
 // ---- expand, ids ----
 
-// One thread per output element: row e / row_elems copies row b of `in` (b: the row's segment).
+// Thin shell over expand_row_element (segment_index.h).
 template <typename Element>
 __global__ void expand_rows_kernel(const int64_t* __restrict__ first_idx, int64_t num_segments,
                                    const Element* __restrict__ in, Element* __restrict__ out,
                                    int64_t total, int64_t row_elems) {
   for (int64_t e = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; e < total;
        e += int64_t{gridDim.x} * blockDim.x) {
-    const int64_t b = segment_of_row(first_idx, num_segments, e / row_elems);
-    out[e] = in[b * row_elems + e % row_elems];
+    expand_row_element(first_idx, num_segments, in, out, e, row_elems);
   }
 }
 
@@ -416,8 +415,7 @@ at::Tensor segment_ids_cuda(const at::Tensor& first_idx, std::optional<c10::SymI
 
 // ---- index select ----
 
-// One thread per output element: output row `row` of selected segment k is row
-// source_row[k] + row - out_first_idx[k] of `in`.
+// Thin shell over copy_selected_element (segment_index.h).
 template <typename Element>
 __global__ void copy_selected_rows_kernel(const int64_t* __restrict__ out_first_idx,
                                           const int64_t* __restrict__ source_row, int64_t selected,
@@ -425,10 +423,7 @@ __global__ void copy_selected_rows_kernel(const int64_t* __restrict__ out_first_
                                           int64_t total, int64_t row_elems) {
   for (int64_t e = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; e < total;
        e += int64_t{gridDim.x} * blockDim.x) {
-    const int64_t row = e / row_elems;
-    const int64_t k = segment_of_row(out_first_idx, selected, row);
-    const int64_t from = source_row[k] + row - out_first_idx[k];
-    out[e] = in[from * row_elems + e % row_elems];
+    copy_selected_element(out_first_idx, source_row, selected, in, out, e, row_elems);
   }
 }
 
@@ -511,7 +506,7 @@ std::tuple<at::Tensor, at::Tensor> ragged_index_select_cuda(const at::Tensor& va
 __global__ void check_gather_range_kernel(const int64_t* index, int64_t n, int64_t rows) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
        i += int64_t{gridDim.x} * blockDim.x) {
-    CUDA_KERNEL_ASSERT_MSG(index[i] >= 0 && index[i] < rows,
+    CUDA_KERNEL_ASSERT_MSG(gather_index_in_range(index, rows, i),
                            "torch_ragged: segment_gather index out of range");
   }
 }
@@ -592,7 +587,7 @@ __global__ void iota_kernel(int64_t* out, int64_t n) {
 __global__ void run_heads_kernel(const int64_t* keys, int64_t n, int64_t* heads) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
        i += int64_t{gridDim.x} * blockDim.x) {
-    heads[i] = i == 0 || keys[i] != keys[i - 1];
+    heads[i] = run_head(keys, i);
   }
 }
 
@@ -601,8 +596,7 @@ __global__ void scatter_run_starts_kernel(const int64_t* heads, const int64_t* s
                                           int64_t runs, int64_t* first_idx) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
        i += int64_t{gridDim.x} * blockDim.x) {
-    if (heads[i]) first_idx[slots[i]] = i;
-    if (i == 0) first_idx[runs] = n;
+    scatter_run_start(heads, slots, n, runs, first_idx, i);
   }
 }
 

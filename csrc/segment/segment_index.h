@@ -365,6 +365,47 @@ C10_HOST_DEVICE inline FirstIdxError first_idx_entry_error(const int64_t* first_
   return first_idx[b] <= first_idx[b + 1] ? FirstIdxError::kNone : FirstIdxError::kDecreasing;
 }
 
+// ---- Row movers and run offsets (one thread per element on the GPU) ----
+
+// segment_expand, output element e: row e / row_elems copies row b of `in`, b its segment.
+template <typename Element>
+C10_HOST_DEVICE void expand_row_element(const int64_t* first_idx, int64_t num_segments,
+                                        const Element* in, Element* out, int64_t e,
+                                        int64_t row_elems) {
+  const int64_t b = segment_of_row(first_idx, num_segments, e / row_elems);
+  out[e] = in[b * row_elems + e % row_elems];
+}
+
+// ragged_index_select, output element e: output row r of selected segment k is row
+// source_row[k] + r - out_first_idx[k] of `in`.
+template <typename Element>
+C10_HOST_DEVICE void copy_selected_element(const int64_t* out_first_idx, const int64_t* source_row,
+                                           int64_t selected, const Element* in, Element* out,
+                                           int64_t e, int64_t row_elems) {
+  const int64_t row = e / row_elems;
+  const int64_t k = segment_of_row(out_first_idx, selected, row);
+  const int64_t from = source_row[k] + row - out_first_idx[k];
+  out[e] = in[from * row_elems + e % row_elems];
+}
+
+// segment_gather_*: entry i of index must name a row of the data.
+C10_HOST_DEVICE inline bool gather_index_in_range(const int64_t* index, int64_t rows, int64_t i) {
+  return index[i] >= 0 && index[i] < rows;
+}
+
+// Runs of equal sorted keys: heads[i] = 1 where a run starts.
+C10_HOST_DEVICE inline int64_t run_head(const int64_t* keys, int64_t i) {
+  return i == 0 || keys[i] != keys[i - 1];
+}
+
+// With slots = the exclusive sum of heads: first_idx[slot[i]] = i at every run head, and
+// first_idx[runs] = n (written by entry 0).
+C10_HOST_DEVICE inline void scatter_run_start(const int64_t* heads, const int64_t* slots, int64_t n,
+                                              int64_t runs, int64_t* first_idx, int64_t i) {
+  if (heads[i]) first_idx[slots[i]] = i;
+  if (i == 0) first_idx[runs] = n;
+}
+
 // ---- The GPU's launches of one reduction (the launch plan; sizes only, no data read) ----
 
 // In order: the chunks (level 0), one merge per level above, the empty segments. Each launch
