@@ -47,28 +47,15 @@ void gather_rows(const GatherPlan& plan, at::Tensor& out, const Source& source) 
   });
 }
 
-// reduce="sum": element (point, c) adds column c of every covering tile's row, in tile order.
+// reduce="sum": a thin shell over sum_covering_element (tiles_index.h).
 template <typename scalar_t>
 __global__ void sum_covering_kernel(TileGeometry geo, TileCells cells,
                                     const scalar_t* __restrict__ pages, scalar_t* __restrict__ out,
                                     scalar_t fill, int64_t total, int64_t width) {
-  using acc_t = at::opmath_type<scalar_t>;
   for (int64_t e = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; e < total;
        e += int64_t{gridDim.x} * blockDim.x) {
-    const int64_t r = e / width, c = e % width;
-    int64_t g[kMaxTileDims];
-    geo.bound_point(r % geo.bound_elems, g);
-    acc_t acc = acc_t(0);
-    bool covered = false;
-    cells.for_each_cover(r / geo.bound_elems, g, geo, [&](int64_t t) {
-      int64_t p[kMaxTileDims];
-      for (int d = 0; d < geo.dims; ++d) p[d] = g[d] - cells.origins[t * geo.dims + d];
-      const int64_t row = t * geo.tile_elems + TileGeometry::box_offset(p, geo.tile, geo.dims);
-      acc += static_cast<acc_t>(pages[row * width + c]);
-      covered = true;
-      return true;
-    });
-    out[e] = covered ? static_cast<scalar_t>(acc) : fill;
+    sum_covering_element<scalar_t, at::opmath_type<scalar_t>>(geo, cells, pages, out, fill, e,
+                                                              width);
   }
 }
 

@@ -140,6 +140,28 @@ struct DenseFromOwner {
   }
 };
 
+// tiles_to_dense(reduce="sum"), output element e of rows of `width`: column c of every covering
+// tile's row added in tile order (acc_t accumulates), or `fill` where no tile covers the point.
+template <typename scalar_t, typename acc_t>
+C10_HOST_DEVICE void sum_covering_element(const TileGeometry& geo, const TileCells& cells,
+                                          const scalar_t* pages, scalar_t* out, scalar_t fill,
+                                          int64_t e, int64_t width) {
+  const int64_t r = e / width, c = e % width;
+  int64_t g[kMaxTileDims];
+  geo.bound_point(r % geo.bound_elems, g);
+  acc_t acc = acc_t(0);
+  bool covered = false;
+  cells.for_each_cover(r / geo.bound_elems, g, geo, [&](int64_t t) {
+    int64_t p[kMaxTileDims];
+    for (int d = 0; d < geo.dims; ++d) p[d] = g[d] - cells.origins[t * geo.dims + d];
+    const int64_t row = t * geo.tile_elems + TileGeometry::box_offset(p, geo.tile, geo.dims);
+    acc += static_cast<acc_t>(pages[row * width + c]);
+    covered = true;
+    return true;
+  });
+  out[e] = covered ? static_cast<scalar_t>(acc) : fill;
+}
+
 // dense_to_tiles: out row (tile t, point of the tile) <- the dense row of that point; -1 outside
 // the bound, or (owned_only) where another tile owns the point.
 struct TileFromDense {
