@@ -2,12 +2,15 @@
 # GPU machine check (the tool library's `device` entry): one run, under 9 minutes in all, that builds the
 # extension against the torch found there (no network: nothing is installed) and then, most valuable first:
 #   1. the CUDA tests (CPU agreement bit for bit where promised, gradcheck, opcheck, determinism, > 2^31
-#      elements, the device-side argument checks) of every family;
-#   2. compute-sanitizer memcheck on a representative subset;
-#   3. the GPU benchmarks of every family (--quick), with their targets printed beside the ratios;
-#   4. the whole Python suite.
-# Logs go under $OUT (summary.log first). Every step gets at most what is left of the run's budget
-# (CHECK_BUDGET_S, default 530 s), so a slow step cannot eat the summary.
+#      elements, the device-side argument checks) of every family, and beside them, at the same time,
+#      compute-sanitizer memcheck on a representative subset;
+#   2. the GPU benchmarks of every family (--quick), with their targets printed beside the ratios;
+#   3. the whole Python suite.
+# Logs go under $OUT (summary.log first; failing tests are listed in it). Every step gets at most what is left
+# of the run's budget (CHECK_BUDGET_S, default 530 s), so a slow step cannot eat the summary. The tool returns
+# at most 8 files: the main logs stay, everything (benchmark logs and JSON too) is packed into logs.tar.gz.
+# A rerun can narrow the work: CUDA_TESTS_K (pytest -k expression, default "cuda"), BENCH_FAMILIES (default
+# all), SKIP_MEMCHECK=1, SKIP_FULL_PYTEST=1.
 #
 #   scripts/device_check.sh            on the GPU machine: `run` with timeout_s ~570
 #   scripts/device_check.sh --dry-run  anywhere: every step is reached, those that need a GPU say why they
@@ -23,6 +26,16 @@ export TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-9.0}
 export MAX_JOBS=${MAX_JOBS:-16}
 export PYTHONUNBUFFERED=1
 DEADLINE=$((SECONDS + ${CHECK_BUDGET_S:-530}))
+CUDA_TESTS_K=${CUDA_TESTS_K:-cuda}
+BENCH_FAMILIES=${BENCH_FAMILIES:-segment sparse batch pad tiles container}
+
+# The returned files: the main logs, plus every log packed into one archive.
+pack() {
+  (cd "$OUT" && tar czf logs.tar.gz --exclude=logs.tar.gz . 2>/dev/null && rm -f bench_* env.log)
+}
+trap pack EXIT
+# Lists a pytest log's failing tests in the summary.
+failures() { grep -E '^(FAILED|ERROR) ' "$1" | head -n 60 >>"$OUT/summary.log"; }
 
 step() { echo "== $1 ($(date +%T))" | tee -a "$OUT/summary.log"; }
 note() { echo "$1" | tee -a "$OUT/summary.log"; }
@@ -43,7 +56,7 @@ timed() {
   timeout "$seconds" "$@"
 }
 
-{ nvidia-smi; "$PYTHON" -c "import torch; print(torch.__version__, torch.version.cuda, torch.cuda.is_available())"; } \
+{ nvidia-smi; nproc; nvcc --version; "$PYTHON" -c "import torch; print(torch.__version__, torch.version.cuda, torch.cuda.is_available())"; } \
   >"$OUT/env.log" 2>&1
 HAS_GPU=$("$PYTHON" -c "import torch; print(int(torch.cuda.is_available()))" 2>/dev/null || echo 0)
 [ "$HAS_GPU" = 1 ] || note "no CUDA device here: the steps that need one are skipped, each with a line"
@@ -61,34 +74,48 @@ export PYTHONPATH="$PWD/python${PYTHONPATH:+:$PYTHONPATH}"
 step "CUDA tests"
 # CUDA-only tests plus every test parametrised over devices (their "cuda" cases); no -x: one run lists every
 # failing kernel. Without a GPU they all skip (pytest says so); the run still proves the files collect.
-timed 150 "$PYTHON" -m pytest -q -p no:cacheprovider -rs -k "cuda" tests/python/test_cuda.py \
+timed 150 "$PYTHON" -m pytest -q -p no:cacheprovider -rfEs -k "$CUDA_TESTS_K" tests/python/test_cuda.py \
   tests/python/test_batch.py tests/python/test_pad.py tests/python/test_pad_autograd.py \
   tests/python/test_segment.py tests/python/test_segment_autograd.py tests/python/test_sparse.py \
   tests/python/test_sparse_autograd.py tests/python/test_sparse_softmax.py \
   tests/python/test_sparse_matmul.py tests/python/test_ragged_index_select.py tests/python/test_container.py \
   tests/python/test_tiles.py \
-  >"$OUT/test_cuda.log" 2>&1
-note "exit $?: $(tail -n 1 "$OUT/test_cuda.log")"
+  >"$OUT/test_cuda.log" 2>&1 &
+TESTS_PID=$!
 
 step "compute-sanitizer memcheck"
+MEMCHECK_PID=
 if [ "$HAS_GPU" != 1 ]; then
   note "skipped: needs a CUDA device"
+elif [ "${SKIP_MEMCHECK:-0}" = 1 ]; then
+  note "skipped: SKIP_MEMCHECK=1"
 elif ! command -v compute-sanitizer >/dev/null; then
   note "skipped: compute-sanitizer not found"
 else
-  # One kernel family each, small inputs: tests that launch huge grids, opcheck sweeps, sync-mode tests and
-  # deliberate device-side asserts (child processes) are left out.
-  timed 90 compute-sanitizer --tool memcheck --error-exitcode 1 "$PYTHON" -m pytest -q -p no:cacheprovider \
-    -k "cuda and not two_to_the_31 and not opcheck and not synchronise and not empty_output and not one_grid" \
+  # Runs beside the CUDA tests (the GPU has room for both). One kernel family each, small inputs: tests that
+  # launch huge grids, opcheck sweeps, sync-mode tests and deliberate device-side asserts (child processes)
+  # are left out.
+  timed 150 compute-sanitizer --tool memcheck --error-exitcode 1 "$PYTHON" -m pytest -q -p no:cacheprovider \
+    -rfE -k "cuda and not two_to_the_31 and not opcheck and not synchronise and not empty_output and not one_grid" \
     tests/python/test_cuda.py tests/python/test_segment.py tests/python/test_ragged_index_select.py \
-    tests/python/test_tiles.py >"$OUT/memcheck.log" 2>&1
-  note "exit $?: $(tail -n 1 "$OUT/memcheck.log")"
+    tests/python/test_tiles.py >"$OUT/memcheck.log" 2>&1 &
+  MEMCHECK_PID=$!
+fi
+wait $TESTS_PID
+note "CUDA tests exit $?: $(tail -n 1 "$OUT/test_cuda.log")"
+failures "$OUT/test_cuda.log"
+if [ -n "$MEMCHECK_PID" ]; then
+  wait "$MEMCHECK_PID"
+  note "memcheck exit $?: $(tail -n 1 "$OUT/memcheck.log")"
+  failures "$OUT/memcheck.log"
+  grep -m 20 -E '^========= (Invalid|Program hit|Address|Saved host backtrace)' "$OUT/memcheck.log" \
+    >>"$OUT/summary.log"
 fi
 
 # Targets of the GPU benchmarks (ratios are baseline time / ours, > 1: faster).
 note "targets: batch >= 1.2x pad_sequence / NJT and >= 70% of device copy; segment >= 3x torch.segment_reduce;"
 note "         sparse >= 1x torch CUDA sparse"
-for family in batch segment sparse container pad tiles; do
+for family in $BENCH_FAMILIES; do
   step "GPU benchmark $family"
   if [ "$HAS_GPU" != 1 ]; then
     note "skipped: needs a CUDA device"
@@ -103,8 +130,11 @@ done
 step "full pytest"
 if [ "$DRY_RUN" = 1 ]; then
   note "dry run: skipped (scripts/test.sh runs it on the CPU)"
+elif [ "${SKIP_FULL_PYTEST:-0}" = 1 ]; then
+  note "skipped: SKIP_FULL_PYTEST=1"
 else
-  timed 150 "$PYTHON" -m pytest -q -p no:cacheprovider tests/python >"$OUT/pytest.log" 2>&1
+  timed 150 "$PYTHON" -m pytest -q -p no:cacheprovider -rfE tests/python >"$OUT/pytest.log" 2>&1
   note "exit $?: $(tail -n 1 "$OUT/pytest.log")"
+  failures "$OUT/pytest.log"
 fi
 step done
