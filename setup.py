@@ -8,13 +8,24 @@ PATH (scripts/build.sh does).
 """
 
 import glob
+import importlib.util
 import os
+import sys
 
 from setuptools import find_packages, setup
 from torch.utils import cpp_extension
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
 VERSION = "0.1.0"
+
+
+def load_toolchain_check():
+    """python/torch_ragged/_toolchain.py, loaded by path (the package itself imports the library being built)."""
+    spec = importlib.util.spec_from_file_location("_toolchain", os.path.join(ROOT, "python", "torch_ragged",
+                                                                             "_toolchain.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def with_cuda() -> bool:
@@ -49,12 +60,34 @@ def extension():
     return cpp_extension.CppExtension(sources=sources, extra_compile_args={"cxx": cxx_flags}, **kwargs)
 
 
+class BuildExtension(cpp_extension.BuildExtension.with_options(use_ninja=True)):
+    """torch's build, then a check that the library shares the process's libstdc++ (see _toolchain.py):
+    a private copy is relinked away by naming the shared libstdc++ before the toolchain's static one."""
+
+    def build_extension(self, ext):
+        super().build_extension(ext)
+        library = self.get_ext_fullpath(ext.name)
+        check = load_toolchain_check()
+        if not sys.platform.startswith("linux") or not check.private_libstdcxx_symbols(library):
+            return
+        print(f"torch_ragged: {library} holds a private copy of libstdc++ (the compiler links it statically); "
+              "relinking against the shared libstdc++.so.6 that torch uses")
+        ext.extra_link_args = [*ext.extra_link_args, "-l:libstdc++.so.6"]
+        os.remove(library)
+        super().build_extension(ext)  # the objects are up to date: only the link runs again
+        if check.private_libstdcxx_symbols(library):
+            raise RuntimeError(
+                f"torch_ragged: {library} still holds a private copy of libstdc++, which crashes beside torch's "
+                "shared one. Build with a compiler that links libstdc++ dynamically, e.g. "
+                "CC=/usr/bin/gcc CXX=/usr/bin/g++.")
+
+
 setup(
     name="torch_ragged",
     version=VERSION,
     package_dir={"": "python"},
     packages=find_packages("python"),
     ext_modules=[extension()],
-    cmdclass={"build_ext": cpp_extension.BuildExtension.with_options(use_ninja=True)},
+    cmdclass={"build_ext": BuildExtension},
     zip_safe=False,
 )
