@@ -101,8 +101,10 @@ def run_case(name, batch, max_len, elem, dtype=torch.float32, device="cpu", min_
         ours_list_to_padded, packed_bytes + padded_bytes)
 
     def nested_to_padded():
-        nested = torch.nested.nested_tensor_from_jagged(packed, offsets)
-        return torch.nested.to_padded_tensor(nested, 0.0)
+        # The longest member given, as a caller would: without it the CUDA path sized its output from a
+        # default bound (on an H200 it tried to allocate 195 GiB).
+        nested = torch.nested.nested_tensor_from_jagged(packed, offsets, max_seqlen=longest)
+        return torch.nested.to_padded_tensor(nested, 0.0, output_size=tuple(padded.shape))
 
     add("packed_to_padded", "torch.nested.to_padded_tensor", nested_to_padded,
         lambda: torch_ragged.packed_to_padded(packed, shape_per_tensor, first_idx, 0.0), packed_bytes + padded_bytes)
