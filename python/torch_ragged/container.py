@@ -33,12 +33,22 @@ def _error(kind, where: str, message: str):
 
 # ---- elementwise functions: which torch functions act on the packed values ----
 
-_NOT_ELEMENTWISE, _ELEMENTWISE, _ELEMENTWISE_IN_PLACE = 0, 1, 2
+_NOT_ELEMENTWISE, _ELEMENTWISE, _ELEMENTWISE_IN_PLACE, _ROW_WISE = 0, 1, 2, 3
+
+# Functions that map each packed row to one output row on their own (the feature dims only), with the
+# RaggedTensor as their first argument and dense parameters after it: layers apply to the values.
+_ROW_WISE_FUNCTIONS = frozenset({
+    "linear", "embedding", "layer_norm", "rms_norm", "matmul", "dropout", "alpha_dropout", "hardswish",
+    "hardsigmoid", "logsigmoid", "softsign", "tanhshrink", "threshold", "rrelu", "glu"})
+# Of those, the ones that act on the feature dims as a block (they need at least one).
+_NEEDS_FEATURE_DIMS = frozenset({"linear", "layer_norm", "rms_norm", "matmul", "glu"})
 
 
 @torch.compiler.assume_constant_result  # torch.compile calls it eagerly: a fact about torch, not about data
 def _function_kind(func) -> int:
     name = getattr(func, "__name__", "")
+    if name in _ROW_WISE_FUNCTIONS:
+        return _ROW_WISE
     if not _is_pointwise_op(name):
         return _NOT_ELEMENTWISE
     return _ELEMENTWISE_IN_PLACE if name.endswith("_") and not name.endswith("__") else _ELEMENTWISE
@@ -71,6 +81,7 @@ def _elementwise(func, args, kwargs, in_place: bool):
 
     def unwrap(a):
         if not isinstance(a, RaggedTensor):
+            _check_dense_operand(template, a)
             return a
         if a is not template and not template._same_structure(a):
             raise _error(ValueError, "RaggedTensor", "elementwise math needs RaggedTensors of one structure (the "
@@ -85,6 +96,47 @@ def _elementwise(func, args, kwargs, in_place: bool):
     return pytree.tree_map(
         lambda t: template.with_values(t) if isinstance(t, torch.Tensor) and t.dim() >= 1 and t.shape[0] == rows
         else t, out)
+
+
+def _check_dense_operand(template: RaggedTensor, a) -> None:
+    """A dense tensor may broadcast over the feature dims only: one whose dims reach the packed rows would
+    line up with rows, not members (``r + r.mean()``), and is refused rather than silently misapplied."""
+    if not isinstance(a, torch.Tensor) or a.dim() < template.values.dim():
+        return
+    if a.dim() == template.values.dim() and a.shape[0] == 1:
+        return
+    raise _error(ValueError, "RaggedTensor", f"a dense operand of shape {tuple(a.shape)} reaches the packed rows "
+                 f"{tuple(template.values.shape)}, so it would not broadcast per member; a per-member tensor "
+                 "(B, *feature) broadcasts with r.broadcast_members(t), per-row data goes through "
+                 "r.with_values(...)")
+
+
+def _row_wise(func, args, kwargs):
+    """A layer (linear, embedding, layer_norm, dropout, ...) over the values of its first argument."""
+    name = func.__name__
+    where = f"RaggedTensor ({name})"
+    if not args or not isinstance(args[0], RaggedTensor):
+        raise _error(TypeError, where, f"{name} applies to a RaggedTensor as its input (first argument) only")
+    ragged = args[0]
+    others = [a for a in pytree.tree_leaves((args[1:], kwargs), is_leaf=_is_ragged) if _is_ragged(a)]
+    if others:
+        raise _error(TypeError, where, f"{name} takes one RaggedTensor, its input; the other operands must be dense")
+    if name in _NEEDS_FEATURE_DIMS and ragged.values.dim() < 2:
+        raise _error(ValueError, where, f"{name} acts on the feature dims, but the members have none (shape "
+                     "(*ragged)); give them a feature dim, e.g. r.unsqueeze(-1)")
+    if name == "matmul" and (len(args) < 2 or not isinstance(args[1], torch.Tensor) or args[1].dim() > 2):
+        raise _error(ValueError, where, "r @ w needs a dense right operand of 1 or 2 dims (a batch of matrices "
+                     "would broadcast against the packed rows)")
+    if name in ("layer_norm", "rms_norm"):
+        normalized = args[1] if len(args) > 1 else kwargs.get("normalized_shape")
+        count = 1 if isinstance(normalized, int) else len(normalized)
+        if count > ragged.values.dim() - 1:
+            raise _error(ValueError, where, f"normalized_shape {normalized} must cover feature dims only (the "
+                         f"members' feature shape is {tuple(ragged.feature_shape)})")
+    out = func(ragged.values, *args[1:], **kwargs)
+    if kwargs.get("inplace", False):
+        return ragged
+    return ragged.with_values(out)
 
 
 def _binary(func, reflected: bool = False):
@@ -246,6 +298,9 @@ class RaggedTensor:
         spt = self.shape_per_tensor
         ragged = [int(col[0]) if len(col) and bool((col == col[0]).all()) else -1 for col in spt.unbind(1)]
         return torch.Size([len(self), *ragged, *self.feature_shape])
+
+    # Not a torch nested tensor (modules such as nn.MultiheadAttention ask before choosing a path).
+    is_nested = False
 
     def size(self, dim: int | None = None):
         return self.shape if dim is None else self.shape[dim]
@@ -508,6 +563,8 @@ class RaggedTensor:
     @classmethod
     def __torch_function__(cls, func, types, args=(), kwargs=None):
         kind = _function_kind(func)
+        if kind == _ROW_WISE:
+            return _row_wise(func, args, kwargs or {})
         if kind == _NOT_ELEMENTWISE:
             raise _error(TypeError, "RaggedTensor", f"{getattr(func, '__name__', func)} is not elementwise, so it "
                          "does not apply to a RaggedTensor; use its methods (sum, mean, amax, softmax, ...), or "
@@ -554,6 +611,21 @@ class RaggedTensor:
     __lt__, __le__, __gt__, __ge__ = _binary(torch.lt), _binary(torch.le), _binary(torch.gt), _binary(torch.ge)
     __and__, __or__, __xor__ = _binary(torch.bitwise_and), _binary(torch.bitwise_or), _binary(torch.bitwise_xor)
     __neg__, __abs__, __invert__ = _unary(torch.neg), _unary(torch.abs), _unary(torch.bitwise_not)
+    # Comparisons are elementwise, as for tensors (r != pad_id is a ragged bool mask); hashing stays by
+    # identity, as torch.Tensor's does, so RaggedTensors still key dicts and sets.
+    __eq__, __ne__ = _binary(torch.eq), _binary(torch.ne)
+    __hash__ = object.__hash__
+
+    def __matmul__(self, other):
+        return _row_wise(torch.matmul, (self, other), {})
+
+    def __rmatmul__(self, other):
+        raise _error(TypeError, "RaggedTensor", "dense @ RaggedTensor would mix the packed rows; the RaggedTensor "
+                     "goes on the left (r @ w acts on each row's feature dims)")
+
+    def __bool__(self):
+        raise _error(RuntimeError, "RaggedTensor", "the truth value of a RaggedTensor is ambiguous (as for a "
+                     "tensor of several values); use (r == x).values.all() / .any(), or len(r) for emptiness")
 
     # ---- pickling (torch.save / torch.load, DataLoader workers) ----
 
