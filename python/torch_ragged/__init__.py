@@ -50,7 +50,7 @@ _load_library()
 
 from . import _fake, batch, container, distributed, segment, sparse, tiles  # noqa: E402,F401  (_fake registers the fake kernels)
 from .batch import *  # noqa: E402,F403  (re-exports batch.__all__)
-from .container import LazyStack, RaggedCollate, RaggedTensor, collate  # noqa: E402
+from .container import LazyStack, MemberExtremum, RaggedCollate, RaggedTensor, collate  # noqa: E402
 from .pad import pad  # noqa: E402
 from .segment import *  # noqa: E402,F403  (re-exports segment.__all__)
 
@@ -60,7 +60,6 @@ def cuda_version() -> int:
     return torch.ops.torch_ragged.cuda_version()
 
 
-__all__ = ["LazyStack", "RaggedCollate", "RaggedTensor", "batch", "collate", "container", "cuda_version", "distributed",
-           "pad",
-           "segment", "sparse", "tiles", *batch.__all__,
+__all__ = ["LazyStack", "MemberExtremum", "RaggedCollate", "RaggedTensor", "batch", "collate", "container",
+           "cuda_version", "distributed", "pad", "segment", "sparse", "tiles", *batch.__all__,
            *(name for name in segment.__all__ if name not in batch.__all__)]

@@ -1,5 +1,5 @@
-"""Containers for ragged data: :class:`RaggedTensor` (one packed buffer) and :class:`LazyStack` (records kept
-separate, read through the library's kernels), plus :class:`RaggedCollate` for ``torch.utils.data.DataLoader``.
+"""Containers for ragged data: `RaggedTensor` (one packed buffer) and `LazyStack` (records kept
+separate, read through the library's kernels), plus `RaggedCollate` for ``torch.utils.data.DataLoader``.
 
 A RaggedTensor holds B members of shapes ``(*s_b, *feature)``: ``k`` leading *ragged* dims ``s_b`` whose sizes
 differ from member to member (k = 1 for point clouds and token sequences, k = 2 for images of different sizes)
@@ -15,20 +15,28 @@ import functools
 import math
 import numbers
 from collections.abc import Mapping, Sequence
+from typing import NamedTuple
 
 import torch
 import torch.utils._pytree as pytree
 
 from ._checks import int_list, integer_tensor
-from .segment import SegmentExtremum
 
-__all__ = ["LazyStack", "RaggedCollate", "RaggedTensor", "collate"]
+__all__ = ["LazyStack", "MemberExtremum", "RaggedCollate", "RaggedTensor", "collate"]
 
 _ops = torch.ops.torch_ragged
 
 
 def _error(kind, where: str, message: str):
     return kind(f"torch_ragged.{where}: {message}")
+
+
+class MemberExtremum(NamedTuple):
+    """``RaggedTensor.max()`` / ``min()``: each member's extremum and the row holding it, counted from the
+    member's first row (-1 for an empty member). `segment_max` gives packed rows instead (``arg``)."""
+
+    values: torch.Tensor
+    row_in_member: torch.Tensor
 
 
 # ---- elementwise functions: which torch functions act on the packed values ----
@@ -152,11 +160,11 @@ def _unary(func):
 class RaggedTensor:
     """B tensors of shapes ``(*s_b, *feature)`` in one packed buffer; see the module docstring.
 
-    Build one with :meth:`from_list`, :meth:`from_padded`, :meth:`from_packed` or :meth:`from_nested`.
-    Read it as :meth:`padded`, :attr:`values` (packed), :meth:`list` (views), :meth:`to_nested` (zero copy) or
-    :meth:`mask`. ``r[i]`` is member i (a view), ``r[a:b]`` a view, ``r[index]`` a copy (one kernel).
-    Elementwise torch functions and operators apply to the values; :meth:`sum`, :meth:`mean`, :meth:`amax`,
-    :meth:`amin` reduce each member to ``(B, *feature)``; :meth:`softmax` / :meth:`log_softmax` normalise within
+    Build one with `from_list`, `from_padded`, `from_packed` or `from_nested`.
+    Read it as `padded`, `values` (packed), `list` (views), `to_nested` (zero copy) or
+    `mask`. ``r[i]`` is member i (a view), ``r[a:b]`` a view, ``r[index]`` a copy (one kernel).
+    Elementwise torch functions and operators apply to the values; `sum`, `mean`, `amax`,
+    `amin` reduce each member to ``(B, *feature)``; `softmax` / `log_softmax` normalise within
     each member. Everything is differentiable through ``values``.
     """
 
@@ -274,22 +282,27 @@ class RaggedTensor:
 
     @property
     def ragged_dims(self) -> int:
+        """k: the number of leading dims of each member whose sizes vary (``shape_per_tensor`` has k columns)."""
         return self._shape_per_tensor.shape[1]
 
     @property
     def feature_shape(self) -> torch.Size:
+        """The trailing dims every member shares: ``values.shape[1:]``."""
         return self._values.shape[1:]
 
     @property
     def dtype(self) -> torch.dtype:
+        """The values' dtype."""
         return self._values.dtype
 
     @property
     def device(self) -> torch.device:
+        """The values' device."""
         return self._values.device
 
     @property
     def requires_grad(self) -> bool:
+        """Whether the values require grad."""
         return self._values.requires_grad
 
     @property
@@ -303,9 +316,11 @@ class RaggedTensor:
     is_nested = False
 
     def size(self, dim: int | None = None):
+        """``shape`` (``(B, *ragged, *feature)``, -1 where members differ), or its entry ``dim``."""
         return self.shape if dim is None else self.shape[dim]
 
     def dim(self) -> int:
+        """1 + k + len(feature_shape): the batch dim, the k ragged dims and the feature dims."""
         return 1 + self.ragged_dims + len(self.feature_shape)
 
     ndim = property(dim)
@@ -314,6 +329,7 @@ class RaggedTensor:
         return self._shape_per_tensor.shape[0] + len(self._pending)
 
     def numel(self) -> int:
+        """The number of elements stored (the values'; no padding)."""
         return self.values.numel()
 
     def __repr__(self) -> str:
@@ -379,7 +395,7 @@ class RaggedTensor:
             min_seqlen=int(lengths.min()) if len(lengths) else 0, max_seqlen=int(lengths.max()) if len(lengths) else 0)
 
     def mask(self, max_shape=None, padding_side: str = "right") -> torch.Tensor:
-        """``(B, *max_shape)`` bool: True where :meth:`padded` holds a member's element."""
+        """``(B, *max_shape)`` bool: True where `padded` holds a member's element."""
         where = "RaggedTensor.mask"
         if padding_side not in ("right", "left"):
             raise _error(ValueError, where, f'padding_side must be "right" or "left", got "{padding_side}"')
@@ -487,12 +503,16 @@ class RaggedTensor:
     # ---- devices, dtypes, autograd ----
 
     def to(self, *args, **kwargs) -> RaggedTensor:
+        """The values moved / cast as ``Tensor.to(*args, **kwargs)``; ``first_idx`` and ``shape_per_tensor`` are
+        kept (the kernels accept them on the CPU or beside the values)."""
         return self.with_values(self.values.to(*args, **kwargs))
 
     def cuda(self, *args, **kwargs) -> RaggedTensor:
+        """The values on a CUDA device (see `to`)."""
         return self.with_values(self.values.cuda(*args, **kwargs))
 
     def cpu(self) -> RaggedTensor:
+        """The values on the CPU (see `to`)."""
         return self.with_values(self.values.cpu())
 
     def pin_memory(self) -> RaggedTensor:
@@ -500,58 +520,146 @@ class RaggedTensor:
         return self.with_values(self.values.pin_memory())
 
     def detach(self) -> RaggedTensor:
+        """The same structure over the values detached from autograd (shared memory)."""
         return self.with_values(self.values.detach())
 
     def clone(self) -> RaggedTensor:
+        """A copy: values, ``first_idx`` and ``shape_per_tensor`` cloned (gradients flow to the original values)."""
         return RaggedTensor(self.values.clone(), self._first_idx.clone(), self._shape_per_tensor.clone(),
                             validate=False)
 
     def requires_grad_(self, requires_grad: bool = True) -> RaggedTensor:
+        """Sets ``requires_grad`` on the values, in place; returns this RaggedTensor."""
         self.values.requires_grad_(requires_grad)
         return self
 
     @property
     def grad(self) -> RaggedTensor | None:
+        """The values' gradient in this structure, or None before a backward pass reached them."""
         grad = self.values.grad
         return None if grad is None else self.with_values(grad)
 
-    # ---- per-member reductions (segment core) ----
+    # ---- reductions and normalisations: per member (dim None or the ragged dims) or over feature dims ----
 
-    def sum(self) -> torch.Tensor:
-        """Each member's sum over its ragged dims: ``(B, *feature)`` (0 for empty members)."""
-        return _ops.segment_sum(self.values, self._first_idx)
+    def _feature_dims(self, where: str, dim) -> tuple[int, ...] | None:
+        """None when ``dim`` is None or names exactly the ragged dims (each member reduced whole, to
+        ``(B, *feature)``); else the values' dims of the feature dims it names (the result stays ragged)."""
+        if dim is None:
+            return None
+        ragged, ndim = self.ragged_dims, self.dim()
+        dims = [dim] if isinstance(dim, int) else list(dim)
+        for d in dims:
+            if not isinstance(d, int) or isinstance(d, bool) or not -ndim <= d < ndim:
+                raise _error(IndexError, where, f"dim {dim} is out of range for a RaggedTensor of {ndim} dims "
+                             f"(B, {ragged} ragged, {ndim - 1 - ragged} feature)")
+        normalized = sorted({d % ndim for d in dims})
+        if normalized == list(range(1, 1 + ragged)):
+            return None
+        if normalized and normalized[0] > ragged:
+            return tuple(d - ragged for d in normalized)
+        raise _error(ValueError, where, f"dim {dim} must name the ragged dims {tuple(range(1, 1 + ragged))} (each "
+                     f"member reduced whole) or feature dims only (dims {ragged + 1}..{ndim - 1}); dim 0 would mix "
+                     "members")
 
-    def mean(self) -> torch.Tensor:
-        """Each member's mean over its ragged dims: ``(B, *feature)`` (0 for empty members)."""
-        return _ops.segment_mean(self.values, self._first_idx)
+    def sum(self, dim=None, keepdim: bool = False):
+        """Each member's sum over its ragged dims, ``(B, *feature)`` (0 for an empty member); with ``dim``
+        naming feature dims, the sum over those dims of every row: a RaggedTensor."""
+        dims = self._feature_dims("RaggedTensor.sum", dim)
+        if dims is None:
+            return _ops.segment_sum(self.values, self._first_idx)
+        return self.with_values(self.values.sum(dims, keepdim=keepdim))
 
-    def amax(self) -> torch.Tensor:
-        """Each member's max over its ragged dims: ``(B, *feature)`` (0 for empty members)."""
-        return _ops.segment_max(self.values, self._first_idx)[0]
+    def mean(self, dim=None, keepdim: bool = False):
+        """Each member's mean over its ragged dims, ``(B, *feature)`` (0 for an empty member), or over
+        feature dims ``dim`` of every row (see `sum`)."""
+        dims = self._feature_dims("RaggedTensor.mean", dim)
+        if dims is None:
+            return _ops.segment_mean(self.values, self._first_idx)
+        return self.with_values(self.values.mean(dims, keepdim=keepdim))
 
-    def amin(self) -> torch.Tensor:
-        """Each member's min over its ragged dims: ``(B, *feature)`` (0 for empty members)."""
-        return _ops.segment_min(self.values, self._first_idx)[0]
+    def amax(self, dim=None, keepdim: bool = False):
+        """Each member's max over its ragged dims, ``(B, *feature)`` (0 for an empty member), or over
+        feature dims ``dim`` of every row (see `sum`)."""
+        dims = self._feature_dims("RaggedTensor.amax", dim)
+        if dims is None:
+            return _ops.segment_max(self.values, self._first_idx)[0]
+        return self.with_values(self.values.amax(dims, keepdim=keepdim))
 
-    def max(self) -> SegmentExtremum:
-        """``(values, arg)``: each member's max ``(B, *feature)`` and its row within the member (-1 if empty)."""
-        return self._extremum(_ops.segment_max)
+    def amin(self, dim=None, keepdim: bool = False):
+        """Each member's min over its ragged dims, ``(B, *feature)`` (0 for an empty member), or over
+        feature dims ``dim`` of every row (see `sum`)."""
+        dims = self._feature_dims("RaggedTensor.amin", dim)
+        if dims is None:
+            return _ops.segment_min(self.values, self._first_idx)[0]
+        return self.with_values(self.values.amin(dims, keepdim=keepdim))
 
-    def min(self) -> SegmentExtremum:
-        """``(values, arg)``: each member's min ``(B, *feature)`` and its row within the member (-1 if empty)."""
-        return self._extremum(_ops.segment_min)
+    def max(self, dim=None, keepdim: bool = False):
+        """Per member: ``MemberExtremum(values (B, *feature), row_in_member)`` (the row counted from the
+        member's first, -1 for an empty member; `segment_max`'s ``arg`` is a packed row instead). With
+        ``dim`` one feature dim: ``(values, indices)`` along it, both RaggedTensors."""
+        return self._extremum("RaggedTensor.max", _ops.segment_max, torch.max, dim, keepdim)
 
-    def _extremum(self, op) -> SegmentExtremum:
-        values, arg = op(self.values, self._first_idx)
-        starts = self._first_idx[:-1].to(arg.device).view([-1] + [1] * (arg.dim() - 1))
-        return SegmentExtremum(values, torch.where(arg >= 0, arg - starts, arg))
+    def min(self, dim=None, keepdim: bool = False):
+        """Per member: ``MemberExtremum(values, row_in_member)``; along one feature dim: ``(values,
+        indices)`` (see `max`)."""
+        return self._extremum("RaggedTensor.min", _ops.segment_min, torch.min, dim, keepdim)
 
-    def softmax(self) -> RaggedTensor:
-        """Softmax within each member (over its ragged dims), per feature column."""
-        return self.with_values(_ops.segment_softmax(self.values, self._first_idx))
+    def _extremum(self, where: str, segment_op, torch_op, dim, keepdim: bool):
+        dims = self._feature_dims(where, dim)
+        if dims is None:
+            values, packed_row = segment_op(self.values, self._first_idx)
+            starts = self._first_idx[:-1].to(packed_row.device).view([-1] + [1] * (packed_row.dim() - 1))
+            return MemberExtremum(values, torch.where(packed_row >= 0, packed_row - starts, packed_row))
+        if len(dims) != 1:
+            raise _error(ValueError, where, f"dim {dim}: one feature dim at a time (as torch.max(dim=))")
+        values, indices = torch_op(self.values, dims[0], keepdim=keepdim)
+        return self.with_values(values), self.with_values(indices)
 
-    def log_softmax(self) -> RaggedTensor:
-        return self.with_values(_ops.segment_log_softmax(self.values, self._first_idx))
+    def norm(self, p=2, dim=None, keepdim: bool = False):
+        """Each member's p-norm over its ragged dims, ``(B, *feature)`` (0 for an empty member; the gradient
+        at a zero norm is 0, as torch.linalg.vector_norm's), or over feature dims ``dim`` of every row."""
+        dims = self._feature_dims("RaggedTensor.norm", dim)
+        if dims is not None:
+            return self.with_values(torch.linalg.vector_norm(self.values, p, dims, keepdim=keepdim))
+        magnitude = self.values.abs()
+        if p == math.inf:
+            return _ops.segment_max(magnitude, self._first_idx)[0]
+        if not isinstance(p, numbers.Real) or isinstance(p, bool) or not p > 0:
+            raise _error(ValueError, "RaggedTensor.norm", f"p must be a positive number or inf, got {p!r}")
+        powered = _ops.segment_sum(magnitude if p == 1 else magnitude.pow(p), self._first_idx)
+        if p == 1:
+            return powered
+        positive = powered > 0  # the root's gradient is infinite at 0: that branch is cut (gradient 0)
+        return torch.where(positive, torch.where(positive, powered, 1).pow(1 / p), 0)
+
+    def softmax(self, dim=None) -> RaggedTensor:
+        """Softmax within each member over its ragged dims, per feature column; or along feature dim ``dim``."""
+        dims = self._feature_dims("RaggedTensor.softmax", dim)
+        if dims is None:
+            return self.with_values(_ops.segment_softmax(self.values, self._first_idx))
+        return self.with_values(torch.softmax(self.values, self._one_dim("RaggedTensor.softmax", dim, dims)))
+
+    def log_softmax(self, dim=None) -> RaggedTensor:
+        """Log of `softmax` (computed as such, not as a log of it)."""
+        dims = self._feature_dims("RaggedTensor.log_softmax", dim)
+        if dims is None:
+            return self.with_values(_ops.segment_log_softmax(self.values, self._first_idx))
+        return self.with_values(torch.log_softmax(self.values, self._one_dim("RaggedTensor.log_softmax", dim, dims)))
+
+    @staticmethod
+    def _one_dim(where: str, dim, dims: tuple[int, ...]) -> int:
+        if len(dims) != 1:
+            raise _error(ValueError, where, f"dim {dim}: one feature dim")
+        return dims[0]
+
+    def unsqueeze(self, dim: int) -> RaggedTensor:
+        """A new feature dim of size 1 at ``dim`` (after the ragged dims: ``r.unsqueeze(-1)`` gives scalar
+        members a feature dim for layers)."""
+        ndim, ragged = self.dim(), self.ragged_dims
+        if not isinstance(dim, int) or not -(ndim + 1) <= dim <= ndim or dim % (ndim + 1) <= ragged:
+            raise _error(IndexError, "RaggedTensor.unsqueeze", f"dim {dim} must insert a feature dim: after the "
+                         f"batch and {ragged} ragged dims, in {ragged + 1}..{ndim} (or {ragged - ndim}..-1)")
+        return self.with_values(self.values.unsqueeze(dim % (ndim + 1) - ragged))
 
     def broadcast_members(self, per_member: torch.Tensor) -> RaggedTensor:
         """A RaggedTensor of this structure whose member b repeats ``per_member[b]`` on every row:
@@ -583,15 +691,19 @@ class RaggedTensor:
         return method
 
     def float(self) -> RaggedTensor:
+        """The values cast to torch.float32."""
         return self.to(torch.float32)
 
     def double(self) -> RaggedTensor:
+        """The values cast to torch.float64."""
         return self.to(torch.float64)
 
     def half(self) -> RaggedTensor:
+        """The values cast to torch.float16."""
         return self.to(torch.float16)
 
     def long(self) -> RaggedTensor:
+        """The values cast to torch.int64."""
         return self.to(torch.int64)
 
     def _same_structure(self, other: RaggedTensor) -> bool:
@@ -787,7 +899,7 @@ def _shape_with_holes(shapes: Sequence[tuple]) -> list[int]:
 class LazyStack:
     """A stack of records (dicts of tensors, or ``tensordict.TensorDict``\\ s) kept separate, as tensordict's
     ``LazyStackedTensorDict``: ``stack[i] is records[i]``; ``stack["a"]`` stacks the members' entries when their
-    shapes agree; :meth:`get` reads them padded, nested, as a list or as a :class:`RaggedTensor` with one kernel
+    shapes agree; `get` reads them padded, nested, as a list or as a `RaggedTensor` with one kernel
     launch per field; writes through the stack reach the members. ``stack_dim`` is 0.
     """
 
@@ -800,6 +912,7 @@ class LazyStack:
 
     @classmethod
     def from_list(cls, records: Sequence) -> LazyStack:
+        """A LazyStack of these records (``LazyStack(*records)``)."""
         return cls(*records)
 
     @classmethod
@@ -826,6 +939,7 @@ class LazyStack:
 
     @property
     def records(self) -> list:
+        """The records, in order (a new list; the records themselves are not copied)."""
         return list(self._records)
 
     def _check_record(self, where: str, arg: str, record) -> None:
@@ -838,14 +952,17 @@ class LazyStack:
                 raise _error(ValueError, where, f"{arg} has {ndim} batch dims; the stack's members have {first}")
 
     def insert(self, index: int, record) -> None:
+        """Inserts a record before position ``index`` (checked as the constructor checks)."""
         self._check_record("LazyStack.insert", "record", record)
         self._records.insert(index, record)
 
     def append(self, record) -> None:
+        """Adds a record at the end (checked as the constructor checks)."""
         self._check_record("LazyStack.append", "record", record)
         self._records.append(record)
 
     def extend(self, records) -> None:
+        """Adds records at the end, each checked (``records[i]`` named in an error)."""
         for i, record in enumerate(records):
             self._check_record("LazyStack.extend", f"records[{i}]", record)
             self._records.append(record)
@@ -1005,7 +1122,7 @@ class LazyStack:
 class RaggedCollate:
     """A ``collate_fn`` for ``torch.utils.data.DataLoader`` over variable-size samples.
 
-    Tensors of >= 1 dim become :class:`RaggedTensor`\\ s (``ragged_dims`` leading ragged dims; one copy per field);
+    Tensors of >= 1 dim become `RaggedTensor`\\ s (``ragged_dims`` leading ragged dims; one copy per field);
     0-d tensors and numbers are stacked; strings and other objects are listed. Samples may be tensors, dicts
     (collated per key) or tuples / lists (per position). ``rebase={"faces": "vertices"}`` adds, to each member
     of field ``faces``, the first packed row of its sample's ``vertices``, so face indices address the packed

@@ -1,14 +1,14 @@
 """Ragged collectives on torch.distributed: gather, route and rebalance ragged batches across ranks.
 
 A ragged batch here is ``(packed, first_idx)``: members ``packed[first_idx[i]:first_idx[i + 1]]`` (rows of any
-feature shape), as everywhere in torch_ragged, or a :class:`~torch_ragged.RaggedTensor` (its ``shape_per_tensor``
+feature shape), as everywhere in torch_ragged, or a `torch_ragged.RaggedTensor` (its ``shape_per_tensor``
 travels too, so members keep several ragged dims). Every collective is built on torch.distributed's own
 collectives (gloo on CPU, NCCL on GPU) and exchanges raw tensors, never pickles:
 
-- :func:`ragged_all_gather`: every rank's members, in rank order, on every rank;
-- :func:`ragged_all_to_all`: member i goes to rank ``dest[i]``; received members are grouped by source rank, in
+- `ragged_all_gather`: every rank's members, in rank order, on every rank;
+- `ragged_all_to_all`: member i goes to rank ``dest[i]``; received members are grouped by source rank, in
   their original order, with the mapping back (source rank and index);
-- :func:`rebalance`: contiguous runs of members move so that every rank holds about the same number of rows.
+- `rebalance`: contiguous runs of members move so that every rank holds about the same number of rows.
 
 Each call first exchanges sizes in one equal-size collective and reads them on the host (**one host
 synchronisation per call**; two for ``rebalance``, which also needs the global row offsets), then moves the data in
@@ -41,7 +41,7 @@ _HEADER_META = 3 + _MAX_FEATURE_DIMS  # dtype code, ragged dims k, feature ndim,
 
 
 class RaggedAllToAll(NamedTuple):
-    """What :func:`ragged_all_to_all` returns: the received batch and, per received member, where it came from."""
+    """What `ragged_all_to_all` returns: the received batch and, per received member, where it came from."""
 
     packed: torch.Tensor
     first_idx: torch.Tensor
@@ -50,13 +50,14 @@ class RaggedAllToAll(NamedTuple):
 
 
 class RaggedWork:
-    """The handle ``async_op=True`` returns: :meth:`wait` blocks until the data has arrived and returns the result
+    """The handle ``async_op=True`` returns: `wait` blocks until the data has arrived and returns the result
     (the size exchange before it has already completed; only the data collectives run in the background)."""
 
     def __init__(self, works, finish):
         self._works, self._finish, self._result, self._done = works, finish, None, False
 
     def wait(self):
+        """Waits for the collective's transfers, then returns its result (computed once; later calls return it)."""
         if not self._done:
             for work in self._works:
                 work.wait()
@@ -64,6 +65,7 @@ class RaggedWork:
         return self._result
 
     def is_completed(self) -> bool:
+        """Whether every transfer has completed (``wait`` then returns without blocking)."""
         return self._done or all(work.is_completed() for work in self._works)
 
 
@@ -298,7 +300,7 @@ def _checked_dest(op: str, dest, members: int, world: int) -> torch.Tensor:
 
 def ragged_all_to_all(packed, first_idx: torch.Tensor | None = None, dest=None, group=None,
                       async_op: bool = False) -> RaggedAllToAll | RaggedWork:
-    """Sends member i to rank ``dest[i]``. Returns :class:`RaggedAllToAll`: the members received, grouped by
+    """Sends member i to rank ``dest[i]``. Returns `RaggedAllToAll`: the members received, grouped by
     source rank (rank 0's first) and in their order on that rank, with each one's ``source_rank`` and
     ``source_index`` (its member index there). The mapping back: ``ragged_all_to_all(result.packed,
     result.first_idx, result.source_rank)`` returns every member to its rank, grouped by the rank it had gone

@@ -2,7 +2,7 @@
 
 A packed batch ``data`` of shape ``(rows, ...)`` holds B segments: segment ``b`` is rows
 ``first_idx[b]:first_idx[b + 1]``. ``first_idx`` has B + 1 non-decreasing entries from 0 to ``rows``
-(int64 or int32, on the CPU or on ``data``'s device), as :func:`get_first_idx` builds from counts.
+(int64 or int32, on the CPU or on ``data``'s device), as `get_first_idx` builds from counts.
 Reductions return ``(B, ...)``, one result per segment and feature column; softmax keeps ``data``'s
 shape. Empty segments: sum and mean give 0, max / min give 0 with ``arg = -1``. Every result is
 deterministic (bitwise identical run to run and across thread counts). See docs/segment.md.
@@ -35,7 +35,8 @@ _ops = torch.ops.torch_ragged
 
 
 class SegmentExtremum(NamedTuple):
-    """The result of :func:`segment_max` / :func:`segment_min`."""
+    """The result of `segment_max` / `segment_min`: ``arg`` is a row of the packed ``data``
+    (RaggedTensor.max() gives the row within the member instead: ``MemberExtremum.row_in_member``)."""
 
     values: torch.Tensor
     arg: torch.Tensor
@@ -94,7 +95,7 @@ def segment_max(data: torch.Tensor, first_idx) -> SegmentExtremum:
 
 
 def segment_min(data: torch.Tensor, first_idx) -> SegmentExtremum:
-    """Min of each segment per column and the row of ``data`` holding it (see :func:`segment_max`).
+    """Min of each segment per column and the row of ``data`` holding it (see `segment_max`).
 
     >>> segment_min(torch.tensor([1.0, 3.0, 0.5]), torch.tensor([0, 2, 3]))
     SegmentExtremum(values=tensor([1.0000, 0.5000]), arg=tensor([0, 2]))

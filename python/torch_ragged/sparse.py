@@ -193,7 +193,7 @@ def softmax(s: torch.Tensor, dim: int, dtype: torch.dtype | None = None) -> torc
 
 
 def log_softmax(s: torch.Tensor, dim: int, dtype: torch.dtype | None = None) -> torch.Tensor:
-    """``torch.sparse.log_softmax(s, dim, dtype)`` (see :func:`softmax`).
+    """``torch.sparse.log_softmax(s, dim, dtype)`` (see `softmax`).
 
     >>> s = torch.sparse_coo_tensor([[0, 1]], [0.0, 0.0], (3,))
     >>> log_softmax(s, 0).values()
@@ -205,7 +205,7 @@ def log_softmax(s: torch.Tensor, dim: int, dtype: torch.dtype | None = None) -> 
 # ---- matrix products ----
 
 class SparsePlan:
-    """The structure of a 2-D sparse matrix S, built once for products with it (:func:`plan`).
+    """The structure of a 2-D sparse matrix S, built once for products with it (`plan`).
 
     ``indices`` are S's coalesced indices; ``row_first_idx`` / ``col_first_idx`` its CSR row and CSC column
     offsets; ``col_order`` sorts its entries by column (stable), ``row_order`` is the inverse permutation. The plan
@@ -218,6 +218,8 @@ class SparsePlan:
         self.col_order, self.row_order = col_order, row_order
 
     def tensors(self):
+        """``(indices, row_first_idx, col_first_idx, col_order, row_order)``: the plan's tensors, in the order
+        ``SparsePlan(indices, size, *rest)`` takes them after the size."""
         return self.indices, self.row_first_idx, self.col_first_idx, self.col_order, self.row_order
 
     def mm(self, values: torch.Tensor, dense: torch.Tensor, transpose: bool = False) -> torch.Tensor:
@@ -234,6 +236,7 @@ class SparsePlan:
         return _ops.sparse_mm(values, dense, *self.tensors(), transpose, False)  # built by plan(): consistent
 
     def to(self, device) -> "SparsePlan":
+        """The plan with its tensors on ``device``."""
         indices, *rest = (t.to(device) for t in self.tensors())
         return SparsePlan(indices, self.size, *rest)
 
@@ -251,7 +254,7 @@ def _coalesced(op: str, s: torch.Tensor):
 
 
 def plan(s: torch.Tensor) -> SparsePlan:
-    """The reusable structure of a 2-D sparse matrix for :func:`mm` / :func:`addmm` (its CSR and CSC orders).
+    """The reusable structure of a 2-D sparse matrix for `mm` / `addmm` (its CSR and CSC orders).
 
     >>> s = torch.sparse_coo_tensor([[0, 1, 1], [2, 0, 2]], [1.0, 2.0, 3.0], (2, 3))
     >>> p = plan(s)
@@ -281,7 +284,7 @@ def mm(a: torch.Tensor, b: torch.Tensor, *, plan: SparsePlan | None = None, vali
 
     Sparse x dense is a row-parallel weighted gather-sum on the segment core; its backward to the dense operand
     multiplies by Sᵀ through the plan's column order (no sort, no atomics) and to S's values is an SDDMM (one dot
-    product per stored entry) -- never a dense n x m matrix. ``plan`` (from :func:`plan`) skips the sort; with
+    product per stored entry) -- never a dense n x m matrix. ``plan`` (from `plan`) skips the sort; with
     ``validate`` it is checked against S (an O(nnz) comparison). Sparse x sparse returns a coalesced sparse matrix.
 
     >>> s = torch.sparse_coo_tensor([[0, 1], [1, 0]], [2.0, 3.0], (2, 2))

@@ -3,7 +3,7 @@
 ``pages (T, *tile_size, *F)``, ``origins (T, d)`` integer (negative or unaligned allowed), ``d`` = 1, 2 or 3, and a
 bound ``[full_min, full_max)``. Reading the field at a point takes the **first** tile covering it (lowest t) or
 ``fill_value`` where no tile does or outside the bound (the seed's select chain). ``tile_first_idx (B + 1,)``
-splits the tiles into B members, one dense output each. ``index`` is the output of :func:`tiles_index` for the
+splits the tiles into B members, one dense output each. ``index`` is the output of `tiles_index` for the
 same tiles and bound: build it once and pass it to every call (otherwise each call builds it). See docs/tiles.md.
 """
 
@@ -61,7 +61,7 @@ def dense_to_tiles(dense, origins, tile_size, full_min, fill_value=0, owned_only
                    index=None):
     """``pages (T, *tile_size, *F)`` read from ``dense [(B,) *extent, *F]`` (the bound is ``full_min + extent``);
     points outside the bound read ``fill_value``, and with ``owned_only`` so do points another tile owns. The
-    adjoint of :func:`tiles_to_dense` (``owned_only`` for ``"first"``)."""
+    adjoint of `tiles_to_dense` (``owned_only`` for ``"first"``)."""
     tile_size, full_min = _ints("dense_to_tiles", tile_size=tile_size, full_min=full_min)
     return _ops.dense_to_tiles(dense, origins, tile_size, full_min, fill_value, owned_only, tile_first_idx,
                                _index(index))
@@ -87,7 +87,7 @@ def tiles_correlate(pages, origins, weight, full_min, full_max, fill_value=0, ou
 
 def tiles_box_filter(pages, origins, full_min, full_max, size=3, fill_value=0, out="tiles", tile_first_idx=None,
                      index=None):
-    """The seed's filter: the mean over a ``size``\\ :sup:`d` box (:func:`tiles_correlate` with a box kernel)."""
+    """The seed's filter: the mean over a ``size``\\ :sup:`d` box (`tiles_correlate` with a box kernel)."""
     if not isinstance(size, int) or size < 1 or size % 2 == 0:
         raise ValueError(f"torch_ragged.tiles_box_filter: size must be an odd int >= 1, got {size!r}")
     dims = origins.shape[1] if isinstance(origins, torch.Tensor) and origins.dim() == 2 else 1
@@ -98,7 +98,7 @@ def tiles_box_filter(pages, origins, full_min, full_max, size=3, fill_value=0, o
 
 def tiles_from_dense(dense, tile_size, fill_value=0, full_min=None):
     """``(pages, origins)`` of the ``tile_size``-aligned tiles of ``dense (*extent, *F)`` holding any value other
-    than ``fill_value`` (origins from ``full_min``, default 0); :func:`tiles_to_dense` gives ``dense`` back."""
+    than ``fill_value`` (origins from ``full_min``, default 0); `tiles_to_dense` gives ``dense`` back."""
     (tile_size,) = _ints("tiles_from_dense", tile_size=tile_size)
     if full_min is not None:
         (full_min,) = _ints("tiles_from_dense", full_min=full_min)

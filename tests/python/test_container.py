@@ -156,7 +156,7 @@ def test_reductions_match_per_member_torch(device):
         assert torch.allclose(r.mean()[b], zero if empty else t.mean(0))
         assert torch.equal(r.amax()[b], zero if empty else t.amax(0))
         assert torch.equal(r.amin()[b], zero if empty else t.amin(0))
-        assert torch.equal(r.max().arg[b], torch.full((3,), -1, device=device) if empty else t.argmax(0))
+        assert torch.equal(r.max().row_in_member[b], torch.full((3,), -1, device=device) if empty else t.argmax(0))
         assert torch.allclose(r.softmax()[b], torch.softmax(t, 0))
         assert torch.allclose(r.log_softmax()[b], torch.log_softmax(t, 0))
 

@@ -155,3 +155,75 @@ def test_layer_errors_name_the_op_and_what_was_expected():
     with pytest.raises(TypeError, match="multi_head_attention_forward is not elementwise"):
         attention = nn.MultiheadAttention(4, 2).double()
         attention(r, r, r)
+
+
+# ---- dim=: per member over the ragged dims, or over feature dims of every row ----
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_reductions_with_dim_match_per_member_torch(device):
+    tensors = members(device, feature=(3, 2))
+    r = RaggedTensor.from_list(tensors)
+    for b, t in enumerate(tensors):
+        empty = t.shape[0] == 0
+        for dim in (1, -3, (1,)):  # the ragged dim: each member whole
+            torch.testing.assert_close(r.sum(dim=dim)[b], t.sum(0))
+            torch.testing.assert_close(r.mean(dim)[b], torch.zeros(3, 2, dtype=t.dtype, device=device) if empty
+                                       else t.mean(0))
+            torch.testing.assert_close(r.softmax(dim)[b], torch.softmax(t, 0))
+        for dim, torch_dim in ((2, 1), (-1, -1), ((2, 3), (1, 2))):  # feature dims: every row, still ragged
+            torch.testing.assert_close(r.sum(dim=dim)[b], t.sum(torch_dim))
+            torch.testing.assert_close(r.mean(dim=dim, keepdim=True)[b], t.mean(torch_dim, keepdim=True))
+            torch.testing.assert_close(r.amax(dim=dim)[b], t.amax(torch_dim))
+            torch.testing.assert_close(r.amin(dim=dim)[b], t.amin(torch_dim))
+            torch.testing.assert_close(r.norm(dim=dim)[b], torch.linalg.vector_norm(t, 2, torch_dim))
+        torch.testing.assert_close(r.softmax(dim=-1)[b], torch.softmax(t, -1))
+        torch.testing.assert_close(r.log_softmax(dim=2)[b], torch.log_softmax(t, 1))
+        values, indices = r.max(dim=-1)
+        assert torch.equal(values[b], t.max(-1).values) and torch.equal(indices[b], t.max(-1).indices)
+
+
+@pytest.mark.parametrize("p", [1, 2, 3.5, float("inf")])
+def test_member_norm_matches_vector_norm_and_its_gradient_at_zero(p):
+    tensors = [t.requires_grad_() for t in members("cpu")] + [torch.zeros(2, 4, dtype=torch.float64,
+                                                                          requires_grad=True)]
+    r = RaggedTensor.from_list(tensors)
+    got = r.norm(p)
+    # An empty member's norm is 0 (torch has no identity for the inf norm of nothing).
+    want = torch.stack([torch.linalg.vector_norm(t, p, 0) if len(t) else t.new_zeros(4) for t in tensors])
+    torch.testing.assert_close(got, want)
+    grads = torch.autograd.grad(got.sum(), tensors)
+    assert not any(g.isnan().any() for g in grads)
+    if p != float("inf"):  # the inf norm's gradient at ties (the zero member) goes to one row, torch's is spread
+        want_grads = torch.autograd.grad(want.sum(), tensors, allow_unused=True, materialize_grads=True)
+        for g, w in zip(grads, want_grads, strict=True):
+            torch.testing.assert_close(g, w)
+
+
+def test_member_extremum_rows_are_named_apart_from_segment_max_packed_rows():
+    import torch_ragged
+
+    tensors = [torch.tensor([[1.0], [5.0]]), torch.tensor([[7.0], [2.0], [9.0]])]
+    r = RaggedTensor.from_list(tensors)
+    per_member = r.max()
+    assert isinstance(per_member, torch_ragged.MemberExtremum)
+    assert per_member.row_in_member.flatten().tolist() == [1, 2]  # within each member
+    assert torch_ragged.segment_max(r.values, r.first_idx).arg.flatten().tolist() == [1, 4]  # packed rows
+    assert not hasattr(per_member, "arg")
+
+
+def test_unsqueeze_adds_feature_dims_only_and_dim_errors_name_the_rule():
+    r = RaggedTensor.from_list([torch.randn(3), torch.randn(2)])
+    assert r.unsqueeze(-1).feature_shape == (1,) and r.unsqueeze(2).values.shape == (5, 1)
+    linear = nn.Linear(1, 2)
+    torch.testing.assert_close(linear(r.unsqueeze(-1))[1], linear(r[1].unsqueeze(-1)))
+    with pytest.raises(IndexError, match="RaggedTensor.unsqueeze: dim 1 must insert a feature dim"):
+        r.unsqueeze(1)
+    with pytest.raises(ValueError, match="RaggedTensor.sum: dim 0 must name the ragged dims"):
+        r.sum(dim=0)
+    with pytest.raises(IndexError, match="RaggedTensor.mean: dim 4 is out of range"):
+        r.mean(dim=4)
+    s = RaggedTensor.from_list([torch.randn(3, 2), torch.randn(1, 2)])
+    with pytest.raises(ValueError, match="RaggedTensor.amax: dim .1, 2. must name the ragged dims"):
+        s.amax(dim=(1, 2))
+    with pytest.raises(ValueError, match="RaggedTensor.norm: p must be a positive number"):
+        s.norm(p=0)
