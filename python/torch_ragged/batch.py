@@ -4,6 +4,11 @@ Code written for ``kaolin.ops.batch`` runs unchanged: every function takes the s
 returns the same values. Additions: ``padding_side="left"`` aligns each sub-tensor to the end of
 every padded dim, ``max_shape`` entries may be ``None`` or ``-1`` (the largest sub-tensor's size),
 and a ``max_shape`` smaller than a sub-tensor raises ``ValueError`` instead of truncating.
+
+Sequences as ``pad_sequence`` takes them: 1-D members of different lengths are sequences of scalars
+(``list_to_padded([a, b])`` gives ``(B, longest)`` and ``(B, 1)`` lengths; Kaolin refuses such lists, and 1-D
+members of one length keep its reading, one row each, with the same padded tensor), a 1-D packed tensor has one
+scalar per row, ``shape_per_tensor`` may be the members' lengths ``(B,)``, and ``padding_value`` defaults to 0.
 See docs/batch.md.
 """
 
@@ -51,6 +56,27 @@ def _tensor_list(op: str, tensor_list) -> list:
     return tensors
 
 
+def _scalar_members(tensors: list) -> bool:
+    """1-D members of different lengths: sequences of scalars (pad_sequence's reading; Kaolin refuses them),
+    carried through the ops as (n, 1) rows. 1-D members of one length keep Kaolin's reading (one row each)."""
+    return (all(isinstance(t, torch.Tensor) and t.dim() == 1 for t in tensors)
+            and len({t.shape[0] for t in tensors}) > 1)
+
+
+def _scalar_padded(padded, shape_per_tensor) -> bool:
+    """A padded tensor of scalar members: (B, *max_shape) with no element dim after the ragged dims."""
+    return (isinstance(padded, torch.Tensor) and isinstance(shape_per_tensor, torch.Tensor)
+            and shape_per_tensor.dim() == 2 and shape_per_tensor.shape[1] >= 1
+            and padded.dim() == 1 + shape_per_tensor.shape[1])
+
+
+def _shape_per_tensor_arg(shape_per_tensor):
+    """(B,) lengths -> (B, 1) shape_per_tensor; anything else is passed on (the op checks it)."""
+    if isinstance(shape_per_tensor, torch.Tensor) and shape_per_tensor.dim() == 1:
+        return shape_per_tensor.unsqueeze(1)
+    return shape_per_tensor
+
+
 def get_shape_per_tensor(tensor_list: Sequence[torch.Tensor]) -> torch.Tensor:
     """Shape of each tensor except its last dim, as a (B, ndim - 1) LongTensor.
 
@@ -80,10 +106,14 @@ def list_to_packed(tensor_list: Sequence[torch.Tensor]):
             [1, 2, 3],
             [2, 4, 5]])
     """
-    return _ops.list_to_packed(_tensor_list("list_to_packed", tensor_list))
+    tensors = _tensor_list("list_to_packed", tensor_list)
+    if _scalar_members(tensors):
+        packed, shape_per_tensor = _ops.list_to_packed([t.unsqueeze(1) for t in tensors])
+        return packed.squeeze(1), shape_per_tensor
+    return _ops.list_to_packed(tensors)
 
 
-def list_to_padded(tensor_list: Sequence[torch.Tensor], padding_value, max_shape=None,
+def list_to_padded(tensor_list: Sequence[torch.Tensor], padding_value=0, max_shape=None,
                    padding_side: str = "right"):
     """Pads each tensor to max_shape and stacks them: returns (padded, shape_per_tensor).
 
@@ -95,6 +125,10 @@ def list_to_padded(tensor_list: Sequence[torch.Tensor], padding_value, max_shape
             [-1, -1, -1]])
     """
     tensors = _tensor_list("list_to_padded", tensor_list)
+    if _scalar_members(tensors):  # (B, longest), as pad_sequence(batch_first=True)
+        padded, shape_per_tensor = _ops.list_to_padded([t.unsqueeze(1) for t in tensors], padding_value,
+                                                       _max_shape_arg(max_shape), padding_side)
+        return padded.squeeze(-1), shape_per_tensor
     return _ops.list_to_padded(tensors, padding_value, _max_shape_arg(max_shape), padding_side)
 
 
@@ -105,11 +139,14 @@ def packed_to_list(packed_tensor: torch.Tensor, shape_per_tensor: torch.Tensor, 
     ...                                  torch.LongTensor([0, 3, 7, 8]))]
     [torch.Size([3, 2]), torch.Size([4, 2]), torch.Size([1, 2])]
     """
+    shape_per_tensor = _shape_per_tensor_arg(shape_per_tensor)
+    if isinstance(packed_tensor, torch.Tensor) and packed_tensor.dim() == 1:
+        return [t.squeeze(-1) for t in _ops.packed_to_list(packed_tensor.unsqueeze(1), shape_per_tensor, first_idx)]
     return _ops.packed_to_list(packed_tensor, shape_per_tensor, first_idx)
 
 
 def packed_to_padded(packed_tensor: torch.Tensor, shape_per_tensor: torch.Tensor, first_idx: torch.Tensor,
-                     padding_value, max_shape=None, padding_side: str = "right") -> torch.Tensor:
+                     padding_value=0, max_shape=None, padding_side: str = "right") -> torch.Tensor:
     """Converts a packed tensor into a padded one (B, *max_shape, last_dim).
 
     >>> packed_to_padded(torch.arange(6.).reshape(3, 2), torch.LongTensor([[2], [1]]),
@@ -117,6 +154,10 @@ def packed_to_padded(packed_tensor: torch.Tensor, shape_per_tensor: torch.Tensor
     tensor([[0., 0.],
             [4., 5.]])
     """
+    shape_per_tensor = _shape_per_tensor_arg(shape_per_tensor)
+    if isinstance(packed_tensor, torch.Tensor) and packed_tensor.dim() == 1:  # scalar rows: (B, *max_shape)
+        return _ops.packed_to_padded(packed_tensor.unsqueeze(1), shape_per_tensor, first_idx, padding_value,
+                                     _max_shape_arg(max_shape), padding_side).squeeze(-1)
     return _ops.packed_to_padded(packed_tensor, shape_per_tensor, first_idx, padding_value,
                                  _max_shape_arg(max_shape), padding_side)
 
@@ -127,6 +168,10 @@ def padded_to_list(padded_tensor: torch.Tensor, shape_per_tensor: torch.Tensor, 
     >>> padded_to_list(torch.LongTensor([[[0, 1], [-1, -1]]]), torch.LongTensor([[1]]))
     [tensor([[0, 1]])]
     """
+    shape_per_tensor = _shape_per_tensor_arg(shape_per_tensor)
+    if _scalar_padded(padded_tensor, shape_per_tensor):
+        return [t.squeeze(-1) for t in _ops.padded_to_list(padded_tensor.unsqueeze(-1), shape_per_tensor,
+                                                           padding_side)]
     return _ops.padded_to_list(padded_tensor, shape_per_tensor, padding_side)
 
 
@@ -139,6 +184,10 @@ def padded_to_packed(padded_tensor: torch.Tensor, shape_per_tensor: torch.Tensor
             [2, 3],
             [4, 5]])
     """
+    shape_per_tensor = _shape_per_tensor_arg(shape_per_tensor)
+    if _scalar_padded(padded_tensor, shape_per_tensor):  # (B, *max_shape) of scalars -> (rows,)
+        return _ops.padded_to_packed(padded_tensor.unsqueeze(-1), shape_per_tensor, padding_side,
+                                     num_rows).squeeze(-1)
     return _ops.padded_to_packed(padded_tensor, shape_per_tensor, padding_side, num_rows)
 
 

@@ -418,6 +418,67 @@ class RaggedTensor:
             mask = mask & inside
         return mask
 
+    def padding_mask(self, max_shape=None, padding_side: str = "right") -> torch.Tensor:
+        """``(B, *max_shape)`` bool: True on **padding** — what ``nn.MultiheadAttention``'s ``key_padding_mask`` and
+        ``nn.TransformerEncoder``'s ``src_key_padding_mask`` want. `mask` is its complement (True on elements)."""
+        return ~self.mask(max_shape, padding_side)
+
+    # ---- recurrent layers: torch.nn.utils.rnn.PackedSequence ----
+
+    def _time_major_rows(self, where: str):
+        """For PackedSequence's order (time step by time step, members by decreasing length as
+        ``pack_padded_sequence(enforce_sorted=False)`` sorts them): the packed row of each data row, the
+        batch sizes and the sort."""
+        if self.ragged_dims != 1:
+            raise _error(ValueError, where, f"a PackedSequence has one ragged dim (time), this RaggedTensor has "
+                         f"{self.ragged_dims}")
+        lengths = self.lengths.to("cpu", torch.long)
+        if len(lengths) == 0 or bool((lengths == 0).any()):
+            raise _error(ValueError, where, "every member needs at least one row (as pack_padded_sequence); "
+                         f"lengths are {lengths.tolist()}")
+        sorted_lengths, sorted_indices = torch.sort(lengths, descending=True)  # torch's own call: the same ties
+        batch_sizes = torch.bincount(sorted_lengths - 1, minlength=int(sorted_lengths[0])).flip(0).cumsum(0).flip(0)
+        steps = torch.arange(len(batch_sizes)).repeat_interleave(batch_sizes)            # t of each data row
+        step_starts = batch_sizes.cumsum(0) - batch_sizes
+        rank = torch.arange(len(steps)) - step_starts.repeat_interleave(batch_sizes)    # member's place in the sort
+        starts = self.first_idx.to("cpu", torch.long)[:-1]
+        rows = (starts[sorted_indices][rank] + steps).to(self.device)
+        return rows, batch_sizes, sorted_indices
+
+    def to_packed_sequence(self) -> torch.nn.utils.rnn.PackedSequence:
+        """The members as a ``PackedSequence`` for ``nn.LSTM`` / ``nn.GRU`` / ``nn.RNN``: equal to
+        ``pack_padded_sequence(r.padded(), r.lengths, batch_first=True, enforce_sorted=False)``, built by one
+        gather of the values (no padded tensor). One ragged dim (time), no empty member."""
+        rows, batch_sizes, sorted_indices = self._time_major_rows("RaggedTensor.to_packed_sequence")
+        sorted_indices = sorted_indices.to(self.device)
+        unsorted_indices = torch.empty_like(sorted_indices)
+        unsorted_indices[sorted_indices] = torch.arange(len(sorted_indices), device=self.device)
+        return torch.nn.utils.rnn.PackedSequence(self.values.index_select(0, rows), batch_sizes, sorted_indices,
+                                                 unsorted_indices)
+
+    @classmethod
+    def from_packed_sequence(cls, sequence: torch.nn.utils.rnn.PackedSequence) -> RaggedTensor:
+        """The members of a ``PackedSequence`` (an RNN's output, say), in their original order (its
+        ``unsorted_indices``): the inverse of `to_packed_sequence`, one gather of ``sequence.data``."""
+        where = "RaggedTensor.from_packed_sequence"
+        if not isinstance(sequence, torch.nn.utils.rnn.PackedSequence):
+            raise _error(TypeError, where, f"sequence must be a PackedSequence, got {_describe(sequence)}")
+        batch_sizes = sequence.batch_sizes.to("cpu", torch.long)
+        count = int(batch_sizes[0]) if len(batch_sizes) else 0
+        sorted_indices = (torch.arange(count) if sequence.sorted_indices is None
+                          else sequence.sorted_indices.to("cpu", torch.long))
+        sorted_lengths = (batch_sizes.unsqueeze(0) > torch.arange(count).unsqueeze(1)).sum(1)
+        lengths = torch.empty_like(sorted_lengths)
+        lengths[sorted_indices] = sorted_lengths
+        structure = cls(sequence.data.new_empty((int(lengths.sum()), 0)), _first_idx_of(lengths.unsqueeze(1)),
+                        lengths.unsqueeze(1), validate=False)
+        rows, _, _ = structure._time_major_rows(where)
+        positions = torch.empty_like(rows)
+        positions[rows] = torch.arange(len(rows), device=rows.device)
+        data = sequence.data
+        return cls(data.index_select(0, positions.to(data.device)), structure.first_idx, structure.shape_per_tensor,
+                   validate=False)
+
     # ---- indexing ----
 
     def __getitem__(self, key):

@@ -40,7 +40,7 @@ def test_first_idx_wrong_length_not_monotonic_or_not_matching_rows():
 
 def test_shape_per_tensor_wrong_rank_negative_or_disagreeing():
     with raises(ValueError, "torch_ragged.packed_to_padded", "shape_per_tensor must be 2-D"):
-        torch_ragged.packed_to_padded(PACKED, torch.tensor([2, 3]), FIRST_IDX, 0)
+        torch_ragged.packed_to_padded(PACKED, torch.tensor([[[2, 3]]]), FIRST_IDX, 0)  # 1-D: lengths (accepted)
     with raises(ValueError, "torch_ragged.padded_to_packed", "shape_per_tensor must be non-negative",
                 "sub-tensor 1"):
         torch_ragged.padded_to_packed(torch.zeros(2, 3, 2), torch.tensor([[2], [-1]]))
