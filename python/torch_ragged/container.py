@@ -19,6 +19,7 @@ from typing import NamedTuple
 
 import torch
 import torch.utils._pytree as pytree
+from torch.utils.data._utils import collate as torch_collate
 
 from ._checks import int_list, integer_tensor
 
@@ -1181,13 +1182,18 @@ class LazyStack:
 # ---- DataLoader collate ----
 
 class RaggedCollate:
-    """A ``collate_fn`` for ``torch.utils.data.DataLoader`` over variable-size samples.
+    """A ``collate_fn`` for ``torch.utils.data.DataLoader`` over variable-size samples: ``default_collate``, except
+    that tensors of >= 1 dim become `RaggedTensor` s.
 
-    Tensors of >= 1 dim become `RaggedTensor`\\ s (``ragged_dims`` leading ragged dims; one copy per field);
-    0-d tensors and numbers are stacked; strings and other objects are listed. Samples may be tensors, dicts
-    (collated per key) or tuples / lists (per position). ``rebase={"faces": "vertices"}`` adds, to each member
-    of field ``faces``, the first packed row of its sample's ``vertices``, so face indices address the packed
-    vertices (meshes). Picklable, so worker processes can use it; ``pin_memory=True`` pins the values.
+    The structure is collated as ``default_collate`` collates it: dicts per key, tuples / lists / namedtuples per
+    position, recursively; numbers, numpy arrays and strings go through torch's own collate functions
+    (``torch.utils.data._utils.collate.default_collate_fn_map``). A field of tensors (or numpy arrays) of >= 1
+    dim becomes a RaggedTensor with ``ragged_dims`` leading ragged dims (one copy); ``ragged_dims`` may be a
+    dict by key (the dict key the field sits under, at any depth), and 0 stacks that field as default_collate
+    does (fixed-size images, say). 0-d tensors are stacked. ``rebase={"faces": "vertices"}`` adds, to each
+    member of top-level field ``faces``, the first packed row of its sample's ``vertices``, so face indices
+    address the packed vertices (meshes). Picklable, so worker processes can use it; ``pin_memory=True`` pins
+    the values.
     """
 
     def __init__(self, ragged_dims: int | Mapping = 1, rebase: Mapping | None = None):
@@ -1199,6 +1205,16 @@ class RaggedCollate:
         batch = list(batch)
         if not batch:
             raise _error(ValueError, where, "the batch is empty")
+        if self.rebase and not isinstance(batch[0], Mapping):
+            raise _error(ValueError, where, "rebase needs dict samples (it names fields)")
+        out = self._collate(batch, None)
+        for field, target in self.rebase.items():
+            out[field] = _rebased(where, field, target, out)
+        return out
+
+    def _collate(self, batch: list, key):
+        """default_collate's recursion (keys tracked for ragged_dims); leaves go to torch's collate functions."""
+        where = "RaggedCollate"
         first = batch[0]
         if isinstance(first, Mapping):
             keys = list(first.keys())
@@ -1206,29 +1222,25 @@ class RaggedCollate:
                 if not isinstance(sample, Mapping) or set(sample.keys()) != set(keys):
                     found = sorted(map(str, sample.keys())) if isinstance(sample, Mapping) else type(sample).__name__
                     raise _error(KeyError, where, f"sample {i} has keys {found}; sample 0 has {sorted(map(str, keys))}")
-            out = {key: self._field(key, [sample[key] for sample in batch]) for key in keys}
-            for field, target in self.rebase.items():
-                out[field] = _rebased(where, field, target, out)
-            return out
-        if self.rebase:
-            raise _error(ValueError, where, "rebase needs dict samples (it names fields)")
-        if isinstance(first, (tuple, list)) and not isinstance(first, str):
-            if any(len(sample) != len(first) for sample in batch):
+            return {k: self._collate([sample[k] for sample in batch], k) for k in keys}
+        if isinstance(first, Sequence) and not isinstance(first, (str, bytes)):
+            if any(not isinstance(sample, Sequence) or len(sample) != len(first) for sample in batch):
                 raise _error(ValueError, where, "the samples have different numbers of fields")
-            fields = [self._field(i, list(column)) for i, column in enumerate(zip(*batch, strict=False))]
+            fields = [self._collate(list(column), key) for column in zip(*batch, strict=True)]
             return type(first)(*fields) if hasattr(first, "_fields") else type(first)(fields)
-        return self._field(None, batch)
+        return torch_collate.collate(batch, collate_fn_map=self._leaf_functions(key))
 
-    def _field(self, key, values: list):
-        first = values[0]
-        if isinstance(first, torch.Tensor) and first.dim() >= 1:
-            k = self.ragged_dims.get(key, 1) if isinstance(self.ragged_dims, Mapping) else self.ragged_dims
-            return RaggedTensor.from_list(values, ragged_dims=k)
-        if isinstance(first, torch.Tensor):
-            return torch.stack(values)
-        if isinstance(first, (bool, numbers.Number)) and not isinstance(first, complex):
-            return torch.tensor(values)
-        return values
+    def _leaf_functions(self, key) -> dict:
+        k = self.ragged_dims.get(key, 1) if isinstance(self.ragged_dims, Mapping) else self.ragged_dims
+        functions = dict(torch_collate.default_collate_fn_map)  # numbers, numpy (-> tensors), strings
+
+        def tensors(batch, *, collate_fn_map=None):
+            if k == 0 or batch[0].dim() == 0:
+                return torch_collate.collate_tensor_fn(batch, collate_fn_map=collate_fn_map)
+            return RaggedTensor.from_list(batch, ragged_dims=k)
+
+        functions[torch.Tensor] = tensors
+        return functions
 
 
 def _rebased(where: str, field: str, target: str, out: dict) -> RaggedTensor:
