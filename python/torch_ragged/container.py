@@ -894,7 +894,8 @@ def _checked_parts(values, first_idx, shape_per_tensor, where: str = "RaggedTens
     first_idx = first_idx.to("cpu", torch.long)
     counts = first_idx.diff()
     rises = (first_idx[0] == 0) & (counts >= 0).all() & (first_idx[-1] == values.shape[0])
-    if _is_symbolic(first_idx):  # traced (torch.export / compile): the graph checks it when it runs
+    traced = _is_symbolic(first_idx) or torch.compiler.is_compiling()
+    if traced:  # torch.export / torch.compile: a check in the graph, run with it (no Python bool on data)
         torch._assert_async(rises, f"torch_ragged.{where}: first_idx must rise from 0 to {values_name}.shape[0]")
     elif not bool(rises):
         raise _error(ValueError, where, f"first_idx must rise from 0 to {values_name}.shape[0] = {values.shape[0]}, "
@@ -902,10 +903,15 @@ def _checked_parts(values, first_idx, shape_per_tensor, where: str = "RaggedTens
     if shape_per_tensor is None:
         return values, first_idx, counts.unsqueeze(1)
     spt = torch.as_tensor(shape_per_tensor).to("cpu", torch.long)
-    if spt.dim() != 2 or spt.shape[0] != counts.numel() or spt.shape[1] < 1 or bool((spt < 0).any()) \
-            or not torch.equal(spt.prod(1), counts):
-        raise _error(ValueError, where, f"shape_per_tensor must be (B = {counts.numel()}, k >= 1) non-negative "
-                     "sizes whose products are the members' row counts (first_idx.diff())")
+    rule = (f"shape_per_tensor must be (B = {counts.numel()}, k >= 1) non-negative sizes whose products are the "
+            "members' row counts (first_idx.diff())")
+    if spt.dim() != 2 or spt.shape[0] != counts.numel() or spt.shape[1] < 1:
+        raise _error(ValueError, where, rule)
+    agrees = (spt >= 0).all() & (spt.prod(1) == counts).all()
+    if traced:
+        torch._assert_async(agrees, f"torch_ragged.{where}: {rule}")
+    elif not bool(agrees):
+        raise _error(ValueError, where, rule)
     return values, first_idx, spt
 
 

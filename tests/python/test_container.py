@@ -191,12 +191,40 @@ def test_compile_common_paths_without_graph_breaks():
     def build(values, first_idx):
         return RaggedTensor(values, first_idx, validate=False).mean()
 
-    cases = [(reduce, (r,)), (pad, (r,)), (select, (r, torch.tensor([2, 0]))), (build, (r.values, r.first_idx))]
+    def build_validated(values, first_idx):  # validation on: an assertion in the graph
+        return RaggedTensor(values, first_idx).mean() + RaggedTensor.from_packed(values, first_idx).amax()
+
+    linear = torch.nn.Linear(3, 4)
+
+    def model_code(r):  # a layer, a comparison, dim= reductions
+        h = torch.nn.functional.gelu(linear(r))
+        return h.sum(dim=-1).values, (h > 0).values, h.softmax(dim=2).mean(), h.norm()
+
+    cases = [(reduce, (r,)), (pad, (r,)), (select, (r, torch.tensor([2, 0]))), (build, (r.values, r.first_idx)),
+             (build_validated, (r.values, r.first_idx)), (model_code, (r,))]
     for fn, args in cases:
         torch._dynamo.reset()
         got, want = torch.compile(fn, fullgraph=True)(*args), fn(*args)
         for g, w in zip(pytree.tree_leaves(got), pytree.tree_leaves(want), strict=False):
             assert torch.allclose(g, w)
+
+
+def test_compiled_validation_fails_at_run_time_with_the_message():
+    """Under torch.compile the constructor's checks run in the graph (RuntimeError; eagerly: ValueError)."""
+    values = torch.randn(8, 3)
+
+    def build(values, first_idx, shape_per_tensor=None):
+        return RaggedTensor(values, first_idx, shape_per_tensor).sum()
+
+    torch._dynamo.reset()
+    compiled = torch.compile(build, fullgraph=True)
+    assert torch.allclose(compiled(values, torch.tensor([0, 3, 3, 8])), build(values, torch.tensor([0, 3, 3, 8])))
+    with pytest.raises(RuntimeError, match="torch_ragged.RaggedTensor: first_idx must rise from 0 to values"):
+        compiled(values, torch.tensor([0, 5, 3, 8]))
+    with pytest.raises(RuntimeError, match="torch_ragged.RaggedTensor: shape_per_tensor must be"):
+        compiled(values, torch.tensor([0, 3, 3, 8]), torch.tensor([[3], [1], [5]]))
+    with pytest.raises(ValueError, match="torch_ragged.RaggedTensor: first_idx must rise"):
+        build(values, torch.tensor([0, 5, 3, 8]))
 
 
 def test_save_load_and_pytree():
