@@ -279,7 +279,19 @@ def _pad_with_function(input, pad_width, function, kwargs) -> torch.Tensor:
     return padded
 
 
-def pad(input, pad_width, mode: str = "constant", **kwargs) -> torch.Tensor:
+class _Unset:
+    """The default of pad's mode keywords: numpy tells a keyword left out from one given (a mode that does not
+    take it refuses it even at its default value)."""
+
+    def __repr__(self) -> str:
+        return "<not given>"
+
+
+_UNSET = _Unset()
+
+
+def pad(input, pad_width, mode: str = "constant", *, constant_values=_UNSET, end_values=_UNSET,
+        stat_length=_UNSET, reflect_type=_UNSET, **vector_function_kwargs) -> torch.Tensor:
     """Pads ``input`` as ``numpy.pad(input, pad_width, mode, **kwargs)`` does, on the input's device.
 
     Modes: ``constant`` (``constant_values``), ``edge``, ``linear_ramp`` (``end_values``), ``maximum``,
@@ -294,10 +306,18 @@ def pad(input, pad_width, mode: str = "constant", **kwargs) -> torch.Tensor:
     is zero-padded, then ``f`` fills every 1-D line of the result in place, axis by axis (a Python loop over
     the lines: for small inputs and numpy compatibility).
 
+    The keywords, each refused by the modes that do not take it (as numpy refuses it): ``constant_values``
+    (constant; default 0), ``end_values`` (linear_ramp; default 0), ``stat_length`` (maximum, mean, median,
+    minimum; default the whole axis), ``reflect_type`` (reflect, symmetric; default "even").
+    ``vector_function_kwargs`` go to a vector function ``mode`` (with any of the keywords above that were given).
+
     >>> import torch, torch_ragged
     >>> torch_ragged.pad(torch.tensor([1, 2, 4]), 2, "reflect", reflect_type="odd")
     tensor([-2,  0,  1,  2,  4,  6,  7])
     """
+    given = {"constant_values": constant_values, "end_values": end_values, "stat_length": stat_length,
+             "reflect_type": reflect_type}
+    kwargs = {name: value for name, value in given.items() if value is not _UNSET} | vector_function_kwargs
     if callable(mode):
         return _pad_with_function(input, pad_width, mode, kwargs)
     if not isinstance(mode, str) or mode not in _MODE_KEYWORDS:

@@ -83,3 +83,12 @@ def test_every_public_name_has_a_plain_text_docstring():
             roles.append(name)
     assert not missing, f"no docstring: {missing}"
     assert not roles, f"Sphinx roles (raw in help()): {roles}"
+
+
+def test_pad_signature_names_its_keywords():
+    parameters = inspect.signature(torch_ragged.pad).parameters
+    for keyword in ("constant_values", "end_values", "stat_length", "reflect_type"):
+        assert parameters[keyword].kind is inspect.Parameter.KEYWORD_ONLY
+    assert "kwargs" not in parameters  # only vector_function_kwargs, for a vector-function mode
+    with pytest.raises(ValueError, match="unsupported keyword arguments for mode 'reflect': .'constant_values'."):
+        torch_ragged.pad(torch.arange(3), 1, "reflect", constant_values=0)  # refused even at numpy's default
