@@ -483,6 +483,10 @@ class RaggedTensor:
     # ---- indexing ----
 
     def __getitem__(self, key):
+        """``r[i]``: member i, ``(*s_i, *feature)``, a view of the values; ``r[i, ...]`` indexes into it.
+        ``r[a:b]``: members a..b-1, a RaggedTensor viewing the values. ``r[index]`` (a list, a 1-D integer or
+        bool tensor, a strided slice): those members packed into a new RaggedTensor by one kernel (repeats and
+        negative indices allowed)."""
         if isinstance(key, tuple):
             if not key or not isinstance(key[0], numbers.Integral):
                 raise _error(TypeError, "RaggedTensor.__getitem__", "a tuple key must start with a member index "
@@ -1087,6 +1091,9 @@ class LazyStack:
                              f"{_describe(entries[0])} (the members' entries need one rank, dtype and device)")
 
     def __getitem__(self, key):
+        """``stack[i]``: record i itself. ``stack[a:b]`` / ``stack[index]`` (a list or integer tensor): a LazyStack
+        of those records. ``stack["a"]`` / ``stack[("a", "b")]``: the field stacked as `get` reads it, ``(B,
+        *shape)`` when the members' shapes agree (else ValueError: read it with `get`'s options)."""
         if isinstance(key, numbers.Integral):
             return self._records[key]
         if isinstance(key, slice):

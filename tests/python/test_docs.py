@@ -66,7 +66,7 @@ def public_objects():
             yield f"{module}.{name}", obj
             if inspect.isclass(obj):
                 for member, value in vars(obj).items():
-                    if member.startswith("_"):
+                    if member.startswith("_") and member != "__getitem__":
                         continue
                     function = value.fget if isinstance(value, property) else getattr(value, "__func__", value)
                     if callable(function):
