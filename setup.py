@@ -2,21 +2,27 @@
 
     pip install --no-build-isolation .        # or -e . for development
 
-CUDA kernels are built when a CUDA toolkit is found (override: TORCH_RAGGED_WITH_CUDA=0/1);
-limit architectures with TORCH_CUDA_ARCH_LIST (CI: 9.0). For ccache, put /usr/lib/ccache first on
-PATH (scripts/build.sh does).
+CUDA kernels are built when a CUDA toolkit is found (override: TORCH_RAGGED_WITH_CUDA=0/1), for
+TORCH_CUDA_ARCH_LIST (default "9.0+PTX": Hopper code, and PTX that newer GPUs compile at load; no GPU is
+needed to build). Release builds carry no debug info (TORCH_RAGGED_DEBUG=1 keeps it). For ccache, put
+/usr/lib/ccache first on PATH (scripts/build.sh does). The wheel requires the torch minor it was built
+against (the op library's ABI is torch's).
 """
 
 import glob
 import importlib.util
 import os
+import re
 import sys
 
 from setuptools import find_packages, setup
 from torch.utils import cpp_extension
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
-VERSION = "0.1.0"
+with open(os.path.join(ROOT, "python", "torch_ragged", "_version.py")) as version_file:
+    VERSION = re.search(r'__version__ = "([^"]+)"', version_file.read()).group(1)
+TORCH_MINOR = ".".join(cpp_extension.torch.__version__.split("+")[0].split(".")[:2])
+DEBUG = os.environ.get("TORCH_RAGGED_DEBUG", "0") not in ("0", "")
 
 
 def load_toolchain_check():
@@ -41,7 +47,9 @@ def extension():
     # -fopenmp: at::parallel_for is a header template; without it our kernels would run on one thread.
     # -ffp-contract=off: a * b + c is never fused into an FMA, whatever -march a builder adds, so the
     # CPU kernels keep the GPU's bits (the CUDA code fuses nothing either: segment/portable_math.h).
-    cxx_flags = ["-O3", "-std=c++20", "-fvisibility=hidden", "-fopenmp", "-ffp-contract=off"]
+    # -g0: Python's own CFLAGS carry -g, which made the library 80 MB of debug info around ~3 MB of code.
+    cxx_flags = ["-O3", "-std=c++20", "-fvisibility=hidden", "-fopenmp", "-ffp-contract=off",
+                 "-g" if DEBUG else "-g0"]
     kwargs = dict(
         name="torch_ragged._C",
         include_dirs=[os.path.join(ROOT, "csrc")],
@@ -50,6 +58,8 @@ def extension():
         py_limited_api=False,
     )
     if with_cuda():
+        # torch's default (the visible GPUs' architectures) fails on a machine without a GPU.
+        os.environ.setdefault("TORCH_CUDA_ARCH_LIST", "9.0+PTX")
         sources += sorted(glob.glob(os.path.join("cuda", "*.cu")))
         define_macros.append(("TORCH_RAGGED_WITH_CUDA", None))
         nvcc_flags = ["-O3", "-DCUB_WRAPPED_NAMESPACE=torch_ragged_cub", "--expt-relaxed-constexpr",
@@ -87,6 +97,8 @@ setup(
     version=VERSION,
     package_dir={"": "python"},
     packages=find_packages("python"),
+    package_data={"torch_ragged": ["py.typed"]},
+    install_requires=[f"torch=={TORCH_MINOR}.*"],
     ext_modules=[extension()],
     cmdclass={"build_ext": BuildExtension},
     zip_safe=False,

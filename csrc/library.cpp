@@ -8,8 +8,8 @@
 #include <cuda.h>
 #endif
 
-#ifndef TORCH_RAGGED_VERSION
-#define TORCH_RAGGED_VERSION "0.1.0"
+#ifndef TORCH_RAGGED_VERSION  // setup.py and CMakeLists.txt pass python/torch_ragged/_version.py's
+#error "TORCH_RAGGED_VERSION must be defined by the build"
 #endif
 
 namespace torch_ragged {

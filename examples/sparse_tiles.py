@@ -1,10 +1,9 @@
-"""The seed's example: three 8x8 tiles in a 32x32 bound, a 3x3 box filter over the sparse field into a dense output.
+"""Three 8x8 tiles in a 32x32 bound, a 3x3 box filter over the sparse field into a dense output.
 
-Writes sparse_tiles.png (input field | filtered output, side by side, grey levels) next to this script, or to the
-path given as the first argument. No imaging library needed: the PNG is written with zlib.
+Writes sparse_tiles.png (input field | filtered output, side by side, grey levels) into the current directory, or
+to the path given as the first argument. No imaging library needed: the PNG is written with zlib.
 """
 
-import os
 import struct
 import sys
 import zlib
@@ -41,9 +40,8 @@ def main():
     print("box filter matches the dense reference:", torch.allclose(filtered, reference, atol=1e-6))
     print("active tiles:", len(origins), "| non-zero input points:", int((field != 0).sum()),
           "| non-zero output points:", int((filtered != 0).sum()))
-    side_by_side = torch.cat([field.t(), torch.ones(32, 2), filtered.t()], 1)  # rows = y, as the seed's image
-    path = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                                              "sparse_tiles.png")
+    side_by_side = torch.cat([field.t(), torch.ones(32, 2), filtered.t()], 1)  # image rows = the field's y
+    path = sys.argv[1] if len(sys.argv) > 1 else "sparse_tiles.png"  # not into the source tree
     write_png(path, side_by_side.repeat_interleave(8, 0).repeat_interleave(8, 1))  # 8x8 pixels per point
     print("wrote", path)
 

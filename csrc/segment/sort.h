@@ -22,7 +22,7 @@ struct KeyOrder {
 };
 
 namespace cpu {
-// LSD radix sort over the low key_bits bits (8-bit digits, parallel histograms, digits on which
+// LSD radix sort over the low key_bits bits (11-bit digits, parallel histograms, digits on which
 // every key agrees skipped); keys already non-decreasing are detected in one pass and not moved.
 KeyOrder sort_keys(const at::Tensor& keys, int key_bits);
 // first_idx (runs + 1,) int64 of the runs of equal keys in sorted_keys.

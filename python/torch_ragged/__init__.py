@@ -9,7 +9,7 @@ import os
 
 import torch
 
-__version__ = "0.1.0"
+from ._version import __version__  # noqa: F401 (the package version)
 
 
 def _load_library() -> None:

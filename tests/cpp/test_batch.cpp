@@ -68,7 +68,8 @@ TEST(Batch, MaxShapeSmallerThanASubTensorRaises) {
 }
 
 TEST(Library, ReportsVersionAndBuild) {
-  EXPECT_EQ(torch_ragged::version(), "0.1.0");
+  EXPECT_EQ(torch_ragged::version(), TORCH_RAGGED_PROJECT_VERSION);
+  EXPECT_FALSE(std::string(TORCH_RAGGED_PROJECT_VERSION).empty());
   EXPECT_TRUE(torch_ragged::cuda_version() == -1 || torch_ragged::cuda_version() >= 11000);
 }
 
