@@ -27,8 +27,7 @@ __global__ void gather_rows_kernel(Source source, const Element* __restrict__ sr
                                    int64_t row_elems) {
   for (int64_t e = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; e < total;
        e += int64_t{gridDim.x} * blockDim.x) {
-    const int64_t s = source(e / row_elems);
-    out[e] = s < 0 ? fill : src[s * row_elems + e % row_elems];
+    gather_row_element(source, src, out, fill, e, row_elems);
   }
 }
 
@@ -63,15 +62,9 @@ __global__ void sum_covering_kernel(TileGeometry geo, TileCells cells,
 template <typename scalar_t>
 __global__ void halo_adjoint_kernel(HaloAdjoint adjoint, const scalar_t* __restrict__ grad,
                                     scalar_t* __restrict__ out, int64_t total, int64_t width) {
-  using acc_t = at::opmath_type<scalar_t>;
   for (int64_t e = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; e < total;
        e += int64_t{gridDim.x} * blockDim.x) {
-    const int64_t c = e % width;
-    acc_t acc = acc_t(0);
-    adjoint.for_each_reader(e / width, [&](int64_t halo_row) {
-      acc += static_cast<acc_t>(grad[halo_row * width + c]);
-    });
-    out[e] = static_cast<scalar_t>(acc);
+    halo_adjoint_element<scalar_t, at::opmath_type<scalar_t>>(adjoint, grad, out, e, width);
   }
 }
 

@@ -140,6 +140,15 @@ struct DenseFromOwner {
   }
 };
 
+// The gathers' kernel body: output element e of rows of `row_elems` elements <- that element of the
+// source row `source` gives for its row, or `fill` where it gives -1.
+template <typename Element, typename Source>
+C10_HOST_DEVICE void gather_row_element(const Source& source, const Element* src, Element* out,
+                                        Element fill, int64_t e, int64_t row_elems) {
+  const int64_t s = source(e / row_elems);
+  out[e] = s < 0 ? fill : src[s * row_elems + e % row_elems];
+}
+
 // tiles_to_dense(reduce="sum"), output element e of rows of `width`: column c of every covering
 // tile's row added in tile order (acc_t accumulates), or `fill` where no tile covers the point.
 template <typename scalar_t, typename acc_t>
@@ -231,6 +240,18 @@ struct HaloAdjoint {
     return true;
   }
 };
+
+// tiles_halo_backward's kernel body: element e (page row e / width, column c) sums column c of the
+// halo rows reading its point, in ascending box order (acc_t accumulates); 0 where it reads none.
+template <typename scalar_t, typename acc_t>
+C10_HOST_DEVICE void halo_adjoint_element(const HaloAdjoint& adjoint, const scalar_t* grad,
+                                          scalar_t* out, int64_t e, int64_t width) {
+  const int64_t c = e % width;
+  acc_t acc = acc_t(0);
+  adjoint.for_each_reader(
+      e / width, [&](int64_t halo_row) { acc += static_cast<acc_t>(grad[halo_row * width + c]); });
+  out[e] = static_cast<scalar_t>(acc);
+}
 
 // tiles_lookup: coordinate i (member b) -> its owner (-1 if none or outside the bound) and the
 // position inside it.

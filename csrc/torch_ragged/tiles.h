@@ -61,7 +61,7 @@ TORCH_RAGGED_API at::Tensor tiles_correlate(
     std::string_view out = "tiles", const std::optional<at::Tensor>& tile_first_idx = std::nullopt,
     std::optional<at::TensorList> index = std::nullopt);
 
-// The seed's filter: tiles_correlate with a size^d box of 1 / size^d.
+// The box filter: tiles_correlate with a size^d box of 1 / size^d.
 TORCH_RAGGED_API at::Tensor tiles_box_filter(const at::Tensor& pages, const at::Tensor& origins,
                                              at::IntArrayRef full_min, at::IntArrayRef full_max,
                                              int64_t size = 3, const at::Scalar& fill_value = 0,
