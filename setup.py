@@ -13,6 +13,7 @@ import glob
 import importlib.util
 import os
 import re
+import shutil
 import sys
 
 from setuptools import find_packages, setup
@@ -41,6 +42,19 @@ def with_cuda() -> bool:
     return cpp_extension.CUDA_HOME is not None and bool(glob.glob(os.path.join(ROOT, "cuda", "*.cu")))
 
 
+def runpaths() -> list:
+    """Where the library finds torch's libraries (and torch's CUDA runtime) by itself: also when a C++ program
+    loads it through the package's CMake config, with no Python having loaded torch first. Beside an installed
+    torch (site-packages/torch_ragged next to site-packages/torch), then the torch built against."""
+    torch_dir = os.path.dirname(os.path.abspath(cpp_extension.torch.__file__))
+    paths = ["$ORIGIN/../torch/lib", os.path.join(torch_dir, "lib")]
+    cuda = cpp_extension.torch.version.cuda
+    if cuda:
+        runtime = f"nvidia/cu{cuda.split('.')[0]}/lib"  # pip's CUDA runtime, as torch's own libraries find it
+        paths += [f"$ORIGIN/../{runtime}", os.path.join(os.path.dirname(torch_dir), runtime)]
+    return paths
+
+
 def extension():
     sources = sorted(glob.glob(os.path.join("csrc", "**", "*.cpp"), recursive=True))
     define_macros = [("TORCH_RAGGED_VERSION", f'"{VERSION}"'), ("TORCH_RAGGED_BUILDING", None)]
@@ -54,7 +68,7 @@ def extension():
         name="torch_ragged._C",
         include_dirs=[os.path.join(ROOT, "csrc")],
         define_macros=define_macros,
-        extra_link_args=["-fopenmp"],
+        extra_link_args=["-fopenmp", *(f"-Wl,-rpath,{path}" for path in runpaths())],
         py_limited_api=False,
     )
     if with_cuda():
@@ -70,13 +84,25 @@ def extension():
     return cpp_extension.CppExtension(sources=sources, extra_compile_args={"cxx": cxx_flags}, **kwargs)
 
 
+def stage_headers(package_dir: str) -> None:
+    """The public C++ headers into the package (torch_ragged/include/torch_ragged), where the package's CMake
+    config (torch_ragged/share/cmake/TorchRagged) finds them: LibTorch programs build against the install."""
+    target = os.path.join(package_dir, "include", "torch_ragged")
+    os.makedirs(target, exist_ok=True)
+    for header in glob.glob(os.path.join(ROOT, "csrc", "torch_ragged", "*.h")):
+        shutil.copyfile(header, os.path.join(target, os.path.basename(header)))
+
+
 class BuildExtension(cpp_extension.BuildExtension.with_options(use_ninja=True)):
     """torch's build, then a check that the library shares the process's libstdc++ (see _toolchain.py):
-    a private copy is relinked away by naming the shared libstdc++ before the toolchain's static one."""
+    a private copy is relinked away by naming the shared libstdc++ before the toolchain's static one.
+    The headers are staged beside the library (the wheel) and in the source package (in-place builds)."""
 
     def build_extension(self, ext):
         super().build_extension(ext)
         library = self.get_ext_fullpath(ext.name)
+        stage_headers(os.path.dirname(library))
+        stage_headers(os.path.join(ROOT, "python", "torch_ragged"))
         check = load_toolchain_check()
         if not sys.platform.startswith("linux") or not check.private_libstdcxx_symbols(library):
             return
@@ -97,7 +123,7 @@ setup(
     version=VERSION,
     package_dir={"": "python"},
     packages=find_packages("python"),
-    package_data={"torch_ragged": ["py.typed"]},
+    package_data={"torch_ragged": ["py.typed", "include/torch_ragged/*.h", "share/cmake/TorchRagged/*.cmake"]},
     install_requires=[f"torch=={TORCH_MINOR}.*"],
     ext_modules=[extension()],
     cmdclass={"build_ext": BuildExtension},

@@ -49,4 +49,10 @@ if [ "${1:-}" = "--cmake" ]; then
   cmake -S examples/cpp_app -B build/cpp_app -G Ninja -DCMAKE_PREFIX_PATH="$ROOT/build/install;$prefix" \
     -Wno-dev >/dev/null
   cmake --build build/cpp_app
+  # The same program against the Python package: its op library and headers, found through
+  # torch_ragged.cmake_prefix_path() (what a user with `pip install torch_ragged` does).
+  package=$("$PYTHON" -c "import torch_ragged; print(torch_ragged.cmake_prefix_path())")
+  cmake -S examples/cpp_app -B build/cpp_app_package -G Ninja -DCMAKE_PREFIX_PATH="$package;$prefix" \
+    -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -Wno-dev >/dev/null
+  cmake --build build/cpp_app_package
 fi

@@ -19,6 +19,8 @@ if ! "$PYTHON" examples/export_aoti.py build/model.pt2 2>build/export_aoti.log; 
   exit 1
 fi
 ./build/cpp_app/cpp_app build/model.pt build/model.pt2
+echo "== C++ example against the Python package (find_package(TorchRagged) via torch_ragged.cmake_prefix_path())"
+./build/cpp_app_package/cpp_app build/model.pt build/model.pt2 | tail -n 1
 
 bash scripts/sanitize.sh
 

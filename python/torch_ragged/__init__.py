@@ -55,11 +55,18 @@ from .pad import pad  # noqa: E402
 from .segment import *  # noqa: E402,F403  (re-exports segment.__all__)
 
 
+def cmake_prefix_path() -> str:
+    """The folder to put on CMake's ``CMAKE_PREFIX_PATH`` so that ``find_package(TorchRagged)`` finds this package's
+    op library and headers (beside ``torch.utils.cmake_prefix_path`` for Torch), as ``torch.utils.cmake_prefix_path``
+    does for torch."""
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "share", "cmake")
+
+
 def cuda_version() -> int:
     """CUDA version the library was built with (e.g. 13000), or -1 for a CPU-only build."""
     return torch.ops.torch_ragged.cuda_version()
 
 
-__all__ = ["LazyStack", "MemberExtremum", "RaggedCollate", "RaggedTensor", "batch", "collate", "container",
-           "cuda_version", "distributed", "pad", "segment", "sparse", "tiles", *batch.__all__,
+__all__ = ["LazyStack", "MemberExtremum", "RaggedCollate", "RaggedTensor", "batch", "cmake_prefix_path", "collate",
+           "container", "cuda_version", "distributed", "pad", "segment", "sparse", "tiles", *batch.__all__,
            *(name for name in segment.__all__ if name not in batch.__all__)]

@@ -27,5 +27,20 @@ def test_distribution_metadata(tmp_path):
     assert "License-Expression: BSD-3-Clause" in metadata
     torch_minor = ".".join(torch.__version__.split("+")[0].split(".")[:2])
     assert (info / "requires.txt").read_text().split() == [f"torch=={torch_minor}.*"]
-    assert "python/torch_ragged/py.typed" in (info / "SOURCES.txt").read_text()
+    sources = (info / "SOURCES.txt").read_text()
+    assert "python/torch_ragged/py.typed" in sources
+    assert "python/torch_ragged/share/cmake/TorchRagged/TorchRaggedConfig.cmake" in sources
     assert "BSD 3-Clause License" in (ROOT / "LICENSE").read_text()
+
+
+def test_the_package_carries_what_find_package_needs():
+    """Headers staged by the build and the CMake config under cmake_prefix_path(); the op library finds torch's
+    libraries itself (a C++ program loads it before any torch library: its RUNPATH names them)."""
+    package = pathlib.Path(torch_ragged.__file__).parent
+    assert (pathlib.Path(torch_ragged.cmake_prefix_path()) / "TorchRagged" / "TorchRaggedConfig.cmake").is_file()
+    for header in (ROOT / "csrc" / "torch_ragged").glob("*.h"):
+        assert (package / "include" / "torch_ragged" / header.name).read_text() == header.read_text(), header.name
+    library = next(package.glob("_C*.so"))
+    dynamic = subprocess.run(["readelf", "-d", str(library)], capture_output=True, text=True, check=True).stdout
+    assert "$ORIGIN/../torch/lib" in dynamic
+    assert "libtorch_python" not in dynamic and "libpython" not in dynamic  # C++ programs link it without Python
