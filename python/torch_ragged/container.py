@@ -426,10 +426,11 @@ class RaggedTensor:
 
     # ---- recurrent layers: torch.nn.utils.rnn.PackedSequence ----
 
-    def _time_major_rows(self, where: str):
-        """For PackedSequence's order (time step by time step, members by decreasing length as
-        ``pack_padded_sequence(enforce_sorted=False)`` sorts them): the packed row of each data row, the
-        batch sizes and the sort."""
+    def to_packed_sequence(self) -> torch.nn.utils.rnn.PackedSequence:
+        """The members as a ``PackedSequence`` for ``nn.LSTM`` / ``nn.GRU`` / ``nn.RNN``: equal to
+        ``pack_padded_sequence(r.padded(), r.lengths, batch_first=True, enforce_sorted=False)``, built by one
+        gather of the values (no padded tensor). One ragged dim (time), no empty member."""
+        where = "RaggedTensor.to_packed_sequence"
         if self.ragged_dims != 1:
             raise _error(ValueError, where, f"a PackedSequence has one ragged dim (time), this RaggedTensor has "
                          f"{self.ragged_dims}")
@@ -438,19 +439,9 @@ class RaggedTensor:
             raise _error(ValueError, where, "every member needs at least one row (as pack_padded_sequence); "
                          f"lengths are {lengths.tolist()}")
         sorted_lengths, sorted_indices = torch.sort(lengths, descending=True)  # torch's own call: the same ties
+        # batch_sizes[t]: the members longer than t.
         batch_sizes = torch.bincount(sorted_lengths - 1, minlength=int(sorted_lengths[0])).flip(0).cumsum(0).flip(0)
-        steps = torch.arange(len(batch_sizes)).repeat_interleave(batch_sizes)            # t of each data row
-        step_starts = batch_sizes.cumsum(0) - batch_sizes
-        rank = torch.arange(len(steps)) - step_starts.repeat_interleave(batch_sizes)    # member's place in the sort
-        starts = self.first_idx.to("cpu", torch.long)[:-1]
-        rows = (starts[sorted_indices][rank] + steps).to(self.device)
-        return rows, batch_sizes, sorted_indices
-
-    def to_packed_sequence(self) -> torch.nn.utils.rnn.PackedSequence:
-        """The members as a ``PackedSequence`` for ``nn.LSTM`` / ``nn.GRU`` / ``nn.RNN``: equal to
-        ``pack_padded_sequence(r.padded(), r.lengths, batch_first=True, enforce_sorted=False)``, built by one
-        gather of the values (no padded tensor). One ragged dim (time), no empty member."""
-        rows, batch_sizes, sorted_indices = self._time_major_rows("RaggedTensor.to_packed_sequence")
+        rows = _packed_sequence_rows(self.first_idx, sorted_indices, batch_sizes).to(self.device)
         sorted_indices = sorted_indices.to(self.device)
         unsorted_indices = torch.empty_like(sorted_indices)
         unsorted_indices[sorted_indices] = torch.arange(len(sorted_indices), device=self.device)
@@ -460,7 +451,8 @@ class RaggedTensor:
     @classmethod
     def from_packed_sequence(cls, sequence: torch.nn.utils.rnn.PackedSequence) -> RaggedTensor:
         """The members of a ``PackedSequence`` (an RNN's output, say), in their original order (its
-        ``unsorted_indices``): the inverse of `to_packed_sequence`, one gather of ``sequence.data``."""
+        ``sorted_indices``; none: already in order): the inverse of `to_packed_sequence`, one gather of
+        ``sequence.data``."""
         where = "RaggedTensor.from_packed_sequence"
         if not isinstance(sequence, torch.nn.utils.rnn.PackedSequence):
             raise _error(TypeError, where, f"sequence must be a PackedSequence, got {_describe(sequence)}")
@@ -468,17 +460,17 @@ class RaggedTensor:
         count = int(batch_sizes[0]) if len(batch_sizes) else 0
         sorted_indices = (torch.arange(count) if sequence.sorted_indices is None
                           else sequence.sorted_indices.to("cpu", torch.long))
+        # The member ranked r in the sort is present at the steps whose batch size exceeds r.
         sorted_lengths = (batch_sizes.unsqueeze(0) > torch.arange(count).unsqueeze(1)).sum(1)
         lengths = torch.empty_like(sorted_lengths)
         lengths[sorted_indices] = sorted_lengths
-        structure = cls(sequence.data.new_empty((int(lengths.sum()), 0)), _first_idx_of(lengths.unsqueeze(1)),
-                        lengths.unsqueeze(1), validate=False)
-        rows, _, _ = structure._time_major_rows(where)
+        shapes = lengths.unsqueeze(1)
+        first_idx = _first_idx_of(shapes)
+        rows = _packed_sequence_rows(first_idx, sorted_indices, batch_sizes)  # data row i -> packed row rows[i]
         positions = torch.empty_like(rows)
-        positions[rows] = torch.arange(len(rows), device=rows.device)
+        positions[rows] = torch.arange(len(rows))
         data = sequence.data
-        return cls(data.index_select(0, positions.to(data.device)), structure.first_idx, structure.shape_per_tensor,
-                   validate=False)
+        return cls(data.index_select(0, positions.to(data.device)), first_idx, shapes, validate=False)
 
     # ---- indexing ----
 
@@ -627,37 +619,32 @@ class RaggedTensor:
                      f"member reduced whole) or feature dims only (dims {ragged + 1}..{ndim - 1}); dim 0 would mix "
                      "members")
 
+    def _reduce(self, name: str, per_member, dim, keepdim: bool):
+        """``per_member(values, first_idx)`` for each member whole, or ``Tensor.<name>`` over the feature dims."""
+        dims = self._feature_dims(f"RaggedTensor.{name}", dim)
+        if dims is None:
+            return per_member(self.values, self._first_idx)
+        return self.with_values(getattr(self.values, name)(dims, keepdim=keepdim))
+
     def sum(self, dim=None, keepdim: bool = False):
         """Each member's sum over its ragged dims, ``(B, *feature)`` (0 for an empty member); with ``dim``
         naming feature dims, the sum over those dims of every row: a RaggedTensor."""
-        dims = self._feature_dims("RaggedTensor.sum", dim)
-        if dims is None:
-            return _ops.segment_sum(self.values, self._first_idx)
-        return self.with_values(self.values.sum(dims, keepdim=keepdim))
+        return self._reduce("sum", _ops.segment_sum, dim, keepdim)
 
     def mean(self, dim=None, keepdim: bool = False):
         """Each member's mean over its ragged dims, ``(B, *feature)`` (0 for an empty member), or over
         feature dims ``dim`` of every row (see `sum`)."""
-        dims = self._feature_dims("RaggedTensor.mean", dim)
-        if dims is None:
-            return _ops.segment_mean(self.values, self._first_idx)
-        return self.with_values(self.values.mean(dims, keepdim=keepdim))
+        return self._reduce("mean", _ops.segment_mean, dim, keepdim)
 
     def amax(self, dim=None, keepdim: bool = False):
         """Each member's max over its ragged dims, ``(B, *feature)`` (0 for an empty member), or over
         feature dims ``dim`` of every row (see `sum`)."""
-        dims = self._feature_dims("RaggedTensor.amax", dim)
-        if dims is None:
-            return _ops.segment_max(self.values, self._first_idx)[0]
-        return self.with_values(self.values.amax(dims, keepdim=keepdim))
+        return self._reduce("amax", lambda values, first_idx: _ops.segment_max(values, first_idx)[0], dim, keepdim)
 
     def amin(self, dim=None, keepdim: bool = False):
         """Each member's min over its ragged dims, ``(B, *feature)`` (0 for an empty member), or over
         feature dims ``dim`` of every row (see `sum`)."""
-        dims = self._feature_dims("RaggedTensor.amin", dim)
-        if dims is None:
-            return _ops.segment_min(self.values, self._first_idx)[0]
-        return self.with_values(self.values.amin(dims, keepdim=keepdim))
+        return self._reduce("amin", lambda values, first_idx: _ops.segment_min(values, first_idx)[0], dim, keepdim)
 
     def max(self, dim=None, keepdim: bool = False):
         """Per member: ``MemberExtremum(values (B, *feature), row_in_member)`` (the row counted from the
@@ -676,9 +663,7 @@ class RaggedTensor:
             values, packed_row = segment_op(self.values, self._first_idx)
             starts = self._first_idx[:-1].to(packed_row.device).view([-1] + [1] * (packed_row.dim() - 1))
             return MemberExtremum(values, torch.where(packed_row >= 0, packed_row - starts, packed_row))
-        if len(dims) != 1:
-            raise _error(ValueError, where, f"dim {dim}: one feature dim at a time (as torch.max(dim=))")
-        values, indices = torch_op(self.values, dims[0], keepdim=keepdim)
+        values, indices = torch_op(self.values, self._one_dim(where, dim, dims), keepdim=keepdim)
         return self.with_values(values), self.with_values(indices)
 
     def norm(self, p=2, dim=None, keepdim: bool = False):
@@ -700,22 +685,23 @@ class RaggedTensor:
 
     def softmax(self, dim=None) -> RaggedTensor:
         """Softmax within each member over its ragged dims, per feature column; or along feature dim ``dim``."""
-        dims = self._feature_dims("RaggedTensor.softmax", dim)
-        if dims is None:
-            return self.with_values(_ops.segment_softmax(self.values, self._first_idx))
-        return self.with_values(torch.softmax(self.values, self._one_dim("RaggedTensor.softmax", dim, dims)))
+        return self._normalise("softmax", _ops.segment_softmax, torch.softmax, dim)
 
     def log_softmax(self, dim=None) -> RaggedTensor:
         """Log of `softmax` (computed as such, not as a log of it)."""
-        dims = self._feature_dims("RaggedTensor.log_softmax", dim)
+        return self._normalise("log_softmax", _ops.segment_log_softmax, torch.log_softmax, dim)
+
+    def _normalise(self, name: str, per_member, along, dim) -> RaggedTensor:
+        where = f"RaggedTensor.{name}"
+        dims = self._feature_dims(where, dim)
         if dims is None:
-            return self.with_values(_ops.segment_log_softmax(self.values, self._first_idx))
-        return self.with_values(torch.log_softmax(self.values, self._one_dim("RaggedTensor.log_softmax", dim, dims)))
+            return self.with_values(per_member(self.values, self._first_idx))
+        return self.with_values(along(self.values, self._one_dim(where, dim, dims)))
 
     @staticmethod
     def _one_dim(where: str, dim, dims: tuple[int, ...]) -> int:
         if len(dims) != 1:
-            raise _error(ValueError, where, f"dim {dim}: one feature dim")
+            raise _error(ValueError, where, f"dim {dim}: one feature dim at a time (as torch's dim=)")
         return dims[0]
 
     def unsqueeze(self, dim: int) -> RaggedTensor:
@@ -880,6 +866,16 @@ def _check_members(where: str, arg: str, tensors: list, ragged_dims: int) -> Non
     spec = (first.shape[ragged_dims:], first.dtype, first.device)
     for i, t in enumerate(tensors[1:], 1):
         _check_member(where, f"{arg}[{i}]", t, ragged_dims, spec)
+
+
+def _packed_sequence_rows(first_idx: torch.Tensor, sorted_indices: torch.Tensor, batch_sizes: torch.Tensor):
+    """The packed row behind each data row of a PackedSequence (CPU int64): data is time-major, and at step t the
+    members ranked 0 .. batch_sizes[t] - 1 in ``sorted_indices`` appear in that order, so data row
+    ``step_start[t] + r`` is row t of member ``sorted_indices[r]``."""
+    steps = torch.arange(len(batch_sizes)).repeat_interleave(batch_sizes)
+    step_starts = batch_sizes.cumsum(0) - batch_sizes
+    rank = torch.arange(len(steps)) - step_starts.repeat_interleave(batch_sizes)
+    return first_idx.to("cpu", torch.long)[:-1][sorted_indices][rank] + steps
 
 
 def _first_idx_of(shapes: torch.Tensor) -> torch.Tensor:

@@ -99,6 +99,23 @@ def test_packed_sequence_round_trip_is_differentiable():
     assert torch.equal(round_trip(values).detach(), values.detach() * 2)
 
 
+def test_from_packed_sequence_follows_the_sequence_own_order():
+    """Members rebuilt from the PackedSequence's sorted_indices, not from a sort of their lengths: ties in another
+    order (a hand-made sort) and enforce_sorted=True (no sorted_indices) both come back right."""
+    members = [torch.full((n, 2), float(b)) for b, n in enumerate((3, 3, 1, 3))]
+    padded = pad_sequence(members, batch_first=True)
+    presorted = pack_padded_sequence(padded[[3, 1, 0, 2]], torch.tensor([3, 3, 3, 1]), batch_first=True)
+    back = RaggedTensor.from_packed_sequence(presorted)  # enforce_sorted=True: the order given
+    for b, m in enumerate([members[i] for i in (3, 1, 0, 2)]):
+        assert torch.equal(back[b], m)
+    order = torch.tensor([3, 0, 1, 2])  # the three ties in an order torch.sort need not give
+    data = torch.cat([torch.stack([members[i][t] for i in order[:n]]) for t, n in enumerate((4, 3, 3))])
+    custom = torch.nn.utils.rnn.PackedSequence(data, torch.tensor([4, 3, 3]), order, torch.argsort(order))
+    back = RaggedTensor.from_packed_sequence(custom)
+    for b, m in enumerate(members):
+        assert torch.equal(back[b], m), b
+
+
 def test_packed_sequence_errors_name_the_rule():
     with pytest.raises(ValueError, match="RaggedTensor.to_packed_sequence: every member needs at least one row"):
         RaggedTensor.from_list([torch.randn(2, 3), torch.randn(0, 3)]).to_packed_sequence()
