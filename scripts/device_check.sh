@@ -35,7 +35,7 @@ pack() {
   # Written beside $OUT, then moved in: tar of a folder it is writing into fails ("file changed").
   local archive
   archive=$(mktemp /tmp/device_check_logs.XXXXXX)
-  tar czf "$archive" -C "$OUT" . && mv "$archive" "$OUT/logs.tar.gz"
+  tar czf "$archive" -C "$OUT" . && mv "$archive" "$OUT/logs.tar.gz" || rm -f "$archive"
   rm -f "$OUT"/bench_* "$OUT/env.log"
 }
 trap pack EXIT
