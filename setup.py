@@ -15,6 +15,7 @@ import os
 import re
 import shutil
 import sys
+import sysconfig
 
 from setuptools import find_packages, setup
 from torch.utils import cpp_extension
@@ -93,10 +94,20 @@ def stage_headers(package_dir: str) -> None:
         shutil.copyfile(header, os.path.join(target, os.path.basename(header)))
 
 
+# One object folder for every way of building (setup.py build_ext --inplace, pip install -e ., pip wheel .):
+# pip's editable install would otherwise compile everything in a new temporary folder each time (the CUDA units
+# take ~12 minutes on two cores), and ninja in this folder rebuilds only what changed.
+SHARED_BUILD_TEMP = os.path.join(ROOT, "build", f"temp.{sysconfig.get_platform()}-{sys.implementation.cache_tag}")
+
+
 class BuildExtension(cpp_extension.BuildExtension.with_options(use_ninja=True)):
     """torch's build, then a check that the library shares the process's libstdc++ (see _toolchain.py):
     a private copy is relinked away by naming the shared libstdc++ before the toolchain's static one.
     The headers are staged beside the library (the wheel) and in the source package (in-place builds)."""
+
+    def finalize_options(self):
+        super().finalize_options()
+        self.build_temp = SHARED_BUILD_TEMP
 
     def build_extension(self, ext):
         super().build_extension(ext)

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The test command: installs, builds, runs the GoogleTest suite, the C++ example (a LibTorch program
-# running a TorchScript model and an AOTInductor package), and pytest. Ends with pytest's summary.
+# running a TorchScript model and an AOTInductor package), builds the wheel, installs it into a virtual
+# environment and runs the C++ example against it (scripts/wheel.sh), and pytest (which also builds the
+# documentation site with warnings as errors and opens it in headless Chromium). Ends with pytest's summary.
 # Then the sanitizer job (scripts/sanitize.sh: the GoogleTest suite and the bad-input tests under
 # ASan + UBSan, ~9 min cold on two cores, ~1 min warm), then pytest.
 set -euo pipefail
@@ -19,8 +21,7 @@ if ! "$PYTHON" examples/export_aoti.py build/model.pt2 2>build/export_aoti.log; 
   exit 1
 fi
 ./build/cpp_app/cpp_app build/model.pt build/model.pt2
-echo "== C++ example against the Python package (find_package(TorchRagged) via torch_ragged.cmake_prefix_path())"
-./build/cpp_app_package/cpp_app build/model.pt build/model.pt2 | tail -n 1
+bash scripts/wheel.sh
 
 bash scripts/sanitize.sh
 

@@ -133,7 +133,7 @@ def list_to_padded(tensor_list: Sequence[torch.Tensor], padding_value=0, max_sha
 
 
 def packed_to_list(packed_tensor: torch.Tensor, shape_per_tensor: torch.Tensor, first_idx: torch.Tensor):
-    """Views of the packed tensor, one per sub-tensor, each shaped (*shape, last_dim).
+    """Views of the packed tensor, one per sub-tensor, each shaped ``(*shape, last_dim)``.
 
     >>> [t.shape for t in packed_to_list(torch.arange(16).reshape(8, 2), torch.LongTensor([[3], [4], [1]]),
     ...                                  torch.LongTensor([0, 3, 7, 8]))]
@@ -147,7 +147,7 @@ def packed_to_list(packed_tensor: torch.Tensor, shape_per_tensor: torch.Tensor, 
 
 def packed_to_padded(packed_tensor: torch.Tensor, shape_per_tensor: torch.Tensor, first_idx: torch.Tensor,
                      padding_value=0, max_shape=None, padding_side: str = "right") -> torch.Tensor:
-    """Converts a packed tensor into a padded one (B, *max_shape, last_dim).
+    """Converts a packed tensor into a padded one ``(B, *max_shape, last_dim)``.
 
     >>> packed_to_padded(torch.arange(6.).reshape(3, 2), torch.LongTensor([[2], [1]]),
     ...                  torch.LongTensor([0, 2, 3]), 0., padding_side="left")[1]

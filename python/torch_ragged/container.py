@@ -1264,3 +1264,6 @@ def _rebased(where: str, field: str, target: str, out: dict) -> RaggedTensor:
 
 
 collate = RaggedCollate()
+"""The default `RaggedCollate`: ``DataLoader(dataset, collate_fn=torch_ragged.collate)``; every tensor of >= 1 dim is
+batched as a `RaggedTensor` with one ragged dim (make a `RaggedCollate` to choose ``ragged_dims`` per field or
+``rebase``)."""
