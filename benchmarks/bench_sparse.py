@@ -197,7 +197,7 @@ def _peak_extra_mb(fn):
 
 
 def matmul_rows(device, min_run_time):
-    """S @ D (200k x 200k, nnz 2M, D 200k x 64) against torch COO, torch CSR and scipy; with backward; S @ S."""
+    """S @ D (200k x 200k, nnz 2M, D 200k x 64) against torch COO, torch CSR and scipy; with backward."""
     g = torch.Generator().manual_seed(5)
     rows = []
 
@@ -273,28 +273,72 @@ def matmul_rows(device, min_run_time):
     rows.append(row("mm 20k x 20k, nnz 200k, D 20k x 64", "mm fwd+bwd to S and D", "torch COO (dense n x n grad)",
                     base_s, ours_s, 2 * small_nnz * (12 + 4 * k), memcpy))
 
-    # sparse @ sparse
-    n2, nnz2 = 100_000, 1_000_000
-    a, b = sparse_matrix(n2, nnz2), sparse_matrix(n2, nnz2)
-    case = "sparse @ sparse, 100k x 100k, 1M entries each"
-    expected = torch.sparse.mm(a, b)
+    return rows
+
+
+def power_law_matrix(n, nnz, generator):
+    """Row lengths that follow Zipf's law (row r holds ~ nnz / (H_n * (r + 1)) entries), columns uniform: a graph's
+    adjacency with hubs. Coalesced, float32."""
+    weights = 1.0 / torch.arange(1, n + 1, dtype=torch.float64)
+    rows = torch.multinomial(weights, nnz, replacement=True, generator=generator)
+    cols = torch.randint(0, n, (nnz,), generator=generator)
+    values = torch.randn(nnz, generator=generator)
+    return torch.sparse_coo_tensor(torch.stack([rows, cols]), values, (n, n)).coalesce()
+
+
+def spgemm_case(case, a, b, device, min_run_time, memcpy):
+    expected = torch.sparse.mm(a, b).coalesce()
     actual = torch_ragged.sparse.mm(a, b)
     assert torch.equal(actual._indices(), expected._indices())
     torch.testing.assert_close(actual._values(), expected._values(), rtol=1e-4, atol=1e-4)
+    nbytes = (a._nnz() + b._nnz()) * 20 + expected._nnz() * 20  # operands read, product written (int64 COO)
     ours = synchronized(lambda: torch_ragged.sparse.mm(a, b), device)
+    rows = []
     base_s, ours_s = paired_medians(synchronized(lambda: torch.sparse.mm(a, b), device), ours, min_run_time)
-    nbytes = 2 * nnz2 * 20 + expected._nnz() * 20
     rows.append(row(case, "mm", "torch COO", base_s, ours_s, nbytes, memcpy))
-    if scipy is not None and device == "cpu":
-        ai, bi = a.indices().numpy(), b.indices().numpy()
-        sa = scipy.sparse.csr_matrix((a.values().numpy(), (ai[0], ai[1])), shape=(n2, n2))
-        sb = scipy.sparse.csr_matrix((b.values().numpy(), (bi[0], bi[1])), shape=(n2, n2))
-        base_s, ours_s = paired_medians(lambda: sa @ sb, ours, min_run_time)
-        rows.append(row(case, "mm", "scipy csr @ csr", base_s, ours_s, nbytes, memcpy))
+    ca, cb = a.to_sparse_csr(), b.to_sparse_csr()
+    base_s, ours_s = paired_medians(synchronized(lambda: ca @ cb, device), ours, min_run_time)
+    rows.append(row(case, "mm", "torch CSR @ CSR", base_s, ours_s, nbytes, memcpy))
+    if scipy is None or device != "cpu":
+        return rows
+    ai, bi = a.indices().numpy(), b.indices().numpy()
+    sa = scipy.sparse.csr_matrix((a.values().numpy(), (ai[0], ai[1])), shape=tuple(a.shape))
+    sb = scipy.sparse.csr_matrix((b.values().numpy(), (bi[0], bi[1])), shape=tuple(b.shape))
+    assert (sa @ sb).nnz == expected._nnz()
+
+    def scipy_sorted():
+        product = sa @ sb
+        product.sort_indices()
+        return product
+
+    base_s, ours_s = paired_medians(lambda: sa @ sb, ours, min_run_time)
+    rows.append(row(case, "mm", "scipy csr @ csr (rows left unsorted)", base_s, ours_s, nbytes, memcpy))
+    base_s, ours_s = paired_medians(scipy_sorted, ours, min_run_time)
+    rows.append(row(case, "mm", "scipy csr @ csr + sort_indices", base_s, ours_s, nbytes, memcpy))
+    return rows
+
+
+def spgemm_rows(device, min_run_time):
+    """sparse @ sparse, 50k x 50k with 500k entries each (uniform and power-law rows) against torch COO, torch CSR
+    @ CSR, scipy csr @ csr (whose result leaves each row's columns unsorted) and scipy with sort_indices() (the
+    canonical, sorted form our coalesced COO result has)."""
+    g = torch.Generator().manual_seed(5)
+    n, nnz = 50_000, 500_000
+    memcpy = copy_gbs(2 * 10**7 * 4, device, min_run_time)
+
+    def uniform():
+        indices = torch.randint(0, n, (2, nnz), generator=g)
+        return torch.sparse_coo_tensor(indices, torch.randn(nnz, generator=g), (n, n)).coalesce()
+
+    rows = []
+    for pattern, make in (("uniform", uniform), ("power-law rows", lambda: power_law_matrix(n, nnz, g))):
+        case = f"sparse @ sparse, 50k x 50k, 500k entries each, {pattern}"
+        rows += spgemm_case(case, make().to(device), make().to(device), device, min_run_time, memcpy)
     return rows
 
 
 def run_all(device, min_run_time):
     np.random.seed(0)
     return (coalesce_rows(device, min_run_time) + sum_rows(device, min_run_time) + softmax_rows(device, min_run_time)
-            + wide_softmax_row(device, min_run_time) + matmul_rows(device, min_run_time))
+            + wide_softmax_row(device, min_run_time) + matmul_rows(device, min_run_time)
+            + spgemm_rows(device, min_run_time))

@@ -1,14 +1,18 @@
 // CUDA kernels of the sparse family: flattened keys, and coalesce (sparse/coalesce.cpp) on the
 // segment core's device sort. Host reads: the out-of-range flag when validating, and the number of
-// runs (the output nnz, a data-dependent size).
+// runs (the output nnz, a data-dependent size). Sparse @ sparse: C's pattern from the products'
+// keys (sorted, unique), then one thread per row of C sums its products (spgemm_row_numeric).
 
 #include <ATen/ATen.h>
 #include <ATen/Dispatch.h>
+#include <ATen/Dispatch_v2.h>
+#include <ATen/OpMathType.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <torch/library.h>
 
 #include "common/parallel.h"
+#include "segment/segment_ops.h"
 #include "sparse/coalesce.h"
 #include "sparse/softmax.h"
 #include "sparse/sparse_args.h"
@@ -49,12 +53,74 @@ at::Tensor flat_keys_cuda(std::string_view op, const at::Tensor& indices, const 
   return keys;
 }
 
+template <typename scalar_t, typename acc_t>
+__global__ void spgemm_numeric_kernel(int64_t n, const int64_t* __restrict__ a_first,
+                                      const int64_t* __restrict__ a_cols,
+                                      const scalar_t* __restrict__ a_values,
+                                      const int64_t* __restrict__ b_first,
+                                      const int64_t* __restrict__ b_cols,
+                                      const scalar_t* __restrict__ b_values,
+                                      const int64_t* __restrict__ c_first,
+                                      const int64_t* __restrict__ c_cols, acc_t* __restrict__ acc) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    spgemm_row_numeric<scalar_t, acc_t>(i, a_first, a_cols, a_values, b_first, b_cols, b_values,
+                                        c_first, c_cols, acc);
+  }
+}
+
+// C's pattern: every product's key row * m + col (spgemm_with checked that it fits), sorted and
+// made unique. O(products) memory on the device, for the symbolic step only.
+// C's pattern: (indices (2, nnz), row offsets (n + 1)).
+std::pair<at::Tensor, at::Tensor> spgemm_pattern_cuda(const SpgemmOperands& s) {
+  const at::Tensor b_row_lengths = s.b_first.slice(0, 1) - s.b_first.slice(0, 0, -1);
+  const at::Tensor products_first =
+      ops::get_first_idx(b_row_lengths.index_select(0, s.a_cols), false);
+  const at::Tensor a_entry = ops::segment_ids(products_first, std::nullopt);
+  const at::Tensor rank =
+      at::arange(a_entry.size(0), a_entry.options()) - products_first.index_select(0, a_entry);
+  const at::Tensor b_entry = s.b_first.index_select(0, s.a_cols.index_select(0, a_entry)) + rank;
+  const at::Tensor a_rows = ops::segment_ids(s.a_first, s.a_cols.size(0));
+  const at::Tensor keys = a_rows.index_select(0, a_entry) * s.m + s.b_cols.index_select(0, b_entry);
+  const at::Tensor unique = std::get<0>(at::unique_consecutive(std::get<0>(at::sort(keys))));
+  const at::Tensor rows = at::div(unique, s.m, "floor");
+  const at::Tensor first = ops::get_first_idx(
+      at::zeros({s.n}, rows.options()).index_add(0, rows, at::ones_like(rows)), false);
+  return {at::stack({rows, unique - rows * s.m}), first};
+}
+
+SpgemmResult spgemm_rows_cuda(const SpgemmOperands& s) {
+  const c10::cuda::CUDAGuard guard(s.a_values.device());
+  const auto [indices, c_first] = spgemm_pattern_cuda(s);
+  const at::Tensor c_cols = indices.select(0, 1);  // contiguous: a row of indices
+  SpgemmResult c{indices, {}};
+  AT_DISPATCH_V2(
+      s.a_values.scalar_type(), "sparse_spgemm_cuda", AT_WRAP([&] {
+        using acc_t = at::opmath_type<scalar_t>;
+        const auto acc_dtype = c10::CppTypeToScalarType<acc_t>::value;
+        at::Tensor acc = at::empty({c_cols.size(0)}, s.a_values.options().dtype(acc_dtype));
+        if (s.n > 0) {
+          spgemm_numeric_kernel<scalar_t, acc_t>
+              <<<cuda_grid_for(s.n), kCudaThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
+                  s.n, s.a_first.const_data_ptr<int64_t>(), s.a_cols.const_data_ptr<int64_t>(),
+                  s.a_values.const_data_ptr<scalar_t>(), s.b_first.const_data_ptr<int64_t>(),
+                  s.b_cols.const_data_ptr<int64_t>(), s.b_values.const_data_ptr<scalar_t>(),
+                  c_first.const_data_ptr<int64_t>(), c_cols.const_data_ptr<int64_t>(),
+                  acc.mutable_data_ptr<acc_t>());
+          C10_CUDA_KERNEL_LAUNCH_CHECK();
+        }
+        c.values = acc.to(s.a_values.scalar_type());
+      }),
+      AT_EXPAND(AT_ALL_TYPES_AND_COMPLEX), at::kHalf, at::kBFloat16);
+  return c;
+}
+
 }  // namespace
 
 // Linkage outside the anonymous namespace: register_sparse_kernels takes it as a template argument.
 extern const CoalesceBackend kCudaBackend;
 const CoalesceBackend kCudaBackend{&flat_keys_cuda, &cuda::sort_keys, &cuda::run_offsets,
-                                   &cuda::segment_gather_sum};
+                                   &cuda::segment_gather_sum, &spgemm_rows_cuda};
 
 TORCH_LIBRARY_IMPL(torch_ragged, CUDA, m) { register_sparse_kernels<kCudaBackend>(m); }
 

@@ -2,7 +2,8 @@
 
 // coalesce, written once for both backends: flattened keys -> stable sort -> runs of equal keys ->
 // each run's values summed in input order (the segment core), indices taken at the run heads.
-// The backends differ only in the four kernels below.
+// The backends differ only in the kernels below (the last, sparse @ sparse's rows, is not part of
+// coalesce; the family's ops share this table).
 
 #include <ATen/ATen.h>
 
@@ -11,6 +12,7 @@
 
 #include "segment/sort.h"
 #include "sparse/sparse_index.h"
+#include "sparse/spgemm.h"
 
 namespace torch_ragged {
 
@@ -22,6 +24,7 @@ struct CoalesceBackend {
   at::Tensor (*run_offsets)(const at::Tensor& sorted_keys);
   at::Tensor (*segment_gather_sum)(const at::Tensor& data, const at::Tensor& index,
                                    const at::Tensor& weight, const at::Tensor& first_idx);
+  SpgemmResult (*spgemm_rows)(const SpgemmOperands& operands);
 };
 
 // (indices, values, permutation, first_idx): see sparse_coalesce's schema (sparse.cpp).
@@ -29,5 +32,11 @@ using CoalesceResult = std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor
 
 CoalesceResult coalesce_with(const CoalesceBackend& backend, const at::Tensor& indices,
                              const at::Tensor& values, c10::SymIntArrayRef size, bool validate);
+
+// sparse_spgemm's kernel: (indices, values) of the coalesced product A @ B.
+std::tuple<at::Tensor, at::Tensor> spgemm_with(
+    const CoalesceBackend& backend, const at::Tensor& a_indices, const at::Tensor& a_values,
+    const at::Tensor& b_indices, const at::Tensor& b_values, c10::SymIntArrayRef a_size,
+    c10::SymIntArrayRef b_size);
 
 }  // namespace torch_ragged

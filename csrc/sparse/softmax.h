@@ -44,6 +44,12 @@ struct SparseKernels {
     const c10::OptionalDeviceGuard guard(values.device());
     return pool_sum_with(kBackend, indices, values, size, dim);
   }
+  static std::tuple<at::Tensor, at::Tensor> spgemm(
+      const at::Tensor& a_indices, const at::Tensor& a_values, const at::Tensor& b_indices,
+      const at::Tensor& b_values, c10::SymIntArrayRef a_size, c10::SymIntArrayRef b_size) {
+    const c10::OptionalDeviceGuard guard(a_values.device());
+    return spgemm_with(kBackend, a_indices, a_values, b_indices, b_values, a_size, b_size);
+  }
 };
 
 template <const CoalesceBackend& kBackend>
@@ -52,6 +58,7 @@ void register_sparse_kernels(torch::Library& m) {
   m.impl("sparse_coalesce", &SparseKernels<kBackend>::coalesce);
   m.impl("sparse_softmax", &SparseKernels<kBackend>::softmax);
   m.impl("sparse_pool_sum", &SparseKernels<kBackend>::pool_sum);
+  m.impl("sparse_spgemm", &SparseKernels<kBackend>::spgemm);
 }
 
 }  // namespace torch_ragged

@@ -69,7 +69,7 @@ TORCH_LIBRARY_FRAGMENT(torch_ragged, m) {
 
 // The ops with CPU / CUDA kernels (the rest are composites of them).
 constexpr const char* kKernelOps[] = {"sparse_flat_keys", "sparse_coalesce", "sparse_softmax",
-                                      "sparse_pool_sum"};
+                                      "sparse_pool_sum", "sparse_spgemm"};
 
 #ifndef TORCH_RAGGED_WITH_CUDA
 TORCH_LIBRARY_IMPL(torch_ragged, CUDA, m) { register_missing_cuda(m, kKernelOps); }
@@ -337,6 +337,15 @@ at::Tensor sparse_pool_sum(const Tensor& indices, const Tensor& values, SymSizes
   static auto op = op_handle<Tensor(const Tensor&, const Tensor&, SymSizes, int64_t)>(
       "torch_ragged::sparse_pool_sum");
   return op.call(indices, values, size, dim);
+}
+
+std::tuple<at::Tensor, at::Tensor> sparse_spgemm(const Tensor& a_indices, const Tensor& a_values,
+                                                 const Tensor& b_indices, const Tensor& b_values,
+                                                 SymSizes a_size, SymSizes b_size) {
+  static auto op = op_handle<std::tuple<Tensor, Tensor>(const Tensor&, const Tensor&, const Tensor&,
+                                                        const Tensor&, SymSizes, SymSizes)>(
+      "torch_ragged::sparse_spgemm");
+  return op.call(a_indices, a_values, b_indices, b_values, a_size, b_size);
 }
 
 at::Tensor sparse_mm(const Tensor& values, const Tensor& dense, const Tensor& indices,

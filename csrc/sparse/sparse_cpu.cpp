@@ -1,10 +1,17 @@
 // CPU kernels of the sparse family: flattened keys, and coalesce on the segment core's sort.
 
 #include <ATen/Dispatch.h>
+#include <ATen/Dispatch_v2.h>
+#include <ATen/OpMathType.h>
 #include <ATen/Parallel.h>
 #include <torch/library.h>
 
+#include <algorithm>
 #include <atomic>
+#include <limits>
+#include <numeric>
+#include <utility>
+#include <vector>
 
 #include "common/parallel.h"
 #include "sparse/coalesce.h"
@@ -40,12 +47,249 @@ at::Tensor flat_keys_cpu(std::string_view op, const at::Tensor& indices, const K
   return keys;
 }
 
+// ---- sparse @ sparse by rows (Gustavson) ----
+
+// Sorts a row's distinct columns (all < 2^bits): least-significant-digit radix sort in 8-bit
+// digits for rows long enough to amortise its 256-entry counts, std::sort below that (the sort
+// was half of a row's time under comparison sorting).
+template <typename col_t>
+void sort_columns(std::vector<col_t>& cols, std::vector<col_t>& scratch, int bits) {
+  if (cols.size() < 64) {
+    std::sort(cols.begin(), cols.end());
+    return;
+  }
+  scratch.resize(cols.size());
+  for (int shift = 0; shift < bits; shift += 8) {
+    uint32_t offsets[257] = {};
+    for (const col_t c : cols) ++offsets[((static_cast<uint64_t>(c) >> shift) & 255) + 1];
+    for (int d = 0; d < 256; ++d) offsets[d + 1] += offsets[d];
+    for (const col_t c : cols) scratch[offsets[(static_cast<uint64_t>(c) >> shift) & 255]++] = c;
+    cols.swap(scratch);
+  }
+}
+
+// One row of C at a time: the columns it reaches and, for the numeric pass, each column's sum
+// (from 0, products added in the order they arrive: ascending l, as spgemm_row_numeric adds them).
+// Dense: an array over C's m columns stamped with the row that last touched each column (allocated
+// once per task). Sparse, where m is too large for that: the row's products collected and sorted
+// stably by column. Both emit the row's columns sorted, with the same sums. col_t: int32_t where
+// columns and rows fit (half the cache footprint and a faster sort), else int64_t.
+template <typename scalar_t, typename acc_t, typename col_t>
+class RowAccumulator {
+ public:
+  RowAccumulator(int64_t m, bool dense) : dense_(dense), column_bits_(bits_for(m)) {
+    if (dense_) slot_.assign(m, Slot{col_t(-1), acc_t(0)});
+  }
+
+  void start(int64_t row) {
+    row_ = static_cast<col_t>(row);
+    touched_.clear();
+    products_.clear();
+    distinct_ = 0;
+  }
+
+  // The symbolic pass: counts the row's distinct columns.
+  void touch(col_t col) {
+    if (!dense_) {
+      touched_.push_back(col);
+    } else if (slot_[col].stamp != row_) {
+      slot_[col].stamp = row_;
+      ++distinct_;
+    }
+  }
+
+  int64_t count() {
+    if (dense_) return distinct_;
+    std::sort(touched_.begin(), touched_.end());
+    return std::unique(touched_.begin(), touched_.end()) - touched_.begin();
+  }
+
+  // The numeric pass.
+  void add(col_t col, acc_t value) {
+    if (!dense_) {
+      products_.emplace_back(col, value);
+    } else if (Slot& slot = slot_[col]; slot.stamp != row_) {
+      slot = Slot{row_, acc_t(0) + value};
+      touched_.push_back(col);
+    } else {
+      slot.sum += value;
+    }
+  }
+
+  // Writes the row's entries (its row index, its columns in ascending order) and their sums.
+  void finish(int64_t* rows, int64_t* cols, scalar_t* values) {
+    if (dense_) {
+      sort_columns(touched_, scratch_, column_bits_);
+      for (size_t p = 0; p < touched_.size(); ++p) {
+        rows[p] = row_;
+        cols[p] = touched_[p];
+        values[p] = static_cast<scalar_t>(slot_[touched_[p]].sum);
+      }
+      return;
+    }
+    std::stable_sort(products_.begin(), products_.end(),
+                     [](const auto& x, const auto& y) { return x.first < y.first; });
+    int64_t out = -1;
+    acc_t sum(0);
+    for (size_t p = 0; p < products_.size(); ++p) {
+      if (p == 0 || products_[p].first != products_[p - 1].first) {
+        if (out >= 0) values[out] = static_cast<scalar_t>(sum);
+        rows[++out] = row_;
+        cols[out] = products_[p].first;
+        sum = acc_t(0);
+      }
+      sum += products_[p].second;
+    }
+    if (out >= 0) values[out] = static_cast<scalar_t>(sum);
+  }
+
+ private:
+  static int bits_for(int64_t m) {
+    int bits = 0;
+    while (bits < 63 && (int64_t{1} << bits) < m) ++bits;
+    return bits;
+  }
+
+  bool dense_;
+  int column_bits_;  // columns are < 2^column_bits_
+  col_t row_ = -1;
+  int64_t distinct_ = 0;
+  struct Slot {  // one column: the row that last touched it, and that row's sum (one cache line)
+    col_t stamp;
+    acc_t sum;
+  };
+  std::vector<Slot> slot_;
+  std::vector<col_t> touched_, scratch_;
+  std::vector<std::pair<col_t, acc_t>> products_;
+};
+
+// Running total of the products per row of C (sum over row i of A of the lengths of B's rows).
+std::vector<int64_t> products_per_row(const SpgemmOperands& s) {
+  const int64_t* a_first = s.a_first.const_data_ptr<int64_t>();
+  const int64_t* a_cols = s.a_cols.const_data_ptr<int64_t>();
+  const int64_t* b_first = s.b_first.const_data_ptr<int64_t>();
+  std::vector<int64_t> total(s.n + 1, 0);
+  at::parallel_for(0, s.n, 1 << 12, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      int64_t products = 0;
+      for (int64_t e = a_first[i]; e < a_first[i + 1]; ++e) {
+        products += b_first[a_cols[e] + 1] - b_first[a_cols[e]];
+      }
+      total[i + 1] = products;
+    }
+  });
+  std::partial_sum(total.begin(), total.end(), total.begin());
+  return total;
+}
+
+// Row ranges of about equal products (rows vary by orders of magnitude under power-law patterns).
+std::vector<int64_t> balanced_row_tasks(const std::vector<int64_t>& products, int64_t tasks) {
+  const int64_t n = static_cast<int64_t>(products.size()) - 1;
+  std::vector<int64_t> bounds(tasks + 1, n);
+  bounds[0] = 0;
+  for (int64_t t = 1; t < tasks; ++t) {
+    const int64_t target = static_cast<int64_t>(
+        static_cast<double>(products.back()) * static_cast<double>(t) / static_cast<double>(tasks));
+    bounds[t] =
+        std::max(bounds[t - 1],
+                 static_cast<int64_t>(std::lower_bound(products.begin(), products.end(), target) -
+                                      products.begin()));
+    bounds[t] = std::min(bounds[t], n);
+  }
+  return bounds;
+}
+
+// C = A @ B: a symbolic pass counts each row's columns, one scan gives C's row offsets, a numeric
+// pass fills the rows, both over tasks of equal products. Memory: C, plus one accumulator per task
+// in flight; the products are never listed. Deterministic: each entry sums its products from 0 in
+// ascending l whatever the thread count.
+SpgemmResult spgemm_rows_cpu(const SpgemmOperands& s) {
+  const std::vector<int64_t> products = products_per_row(s);
+  const int64_t threads = at::get_num_threads();
+  const int64_t tasks = std::max<int64_t>(
+      1, std::min<int64_t>(s.n, std::min<int64_t>(threads * 8, products.back() / 4096 + 1)));
+  const std::vector<int64_t> bounds = balanced_row_tasks(products, tasks);
+  // Dense accumulators when their m columns cost no more than the task's products (and fit).
+  const bool dense = s.m <= std::max<int64_t>(int64_t{1} << 16, 4 * products.back() / tasks) &&
+                     s.m <= (int64_t{1} << 30) / (16 * threads);
+  const int64_t* a_first = s.a_first.const_data_ptr<int64_t>();
+  const int64_t* a_cols = s.a_cols.const_data_ptr<int64_t>();
+  const int64_t* b_first = s.b_first.const_data_ptr<int64_t>();
+  std::vector<int64_t> first(s.n + 1, 0);  // C's row offsets
+  SpgemmResult c;
+  AT_DISPATCH_V2(s.a_values.scalar_type(), "sparse_spgemm_cpu", AT_WRAP([&] {
+                   using acc_t = at::opmath_type<scalar_t>;
+                   const scalar_t* a_values = s.a_values.const_data_ptr<scalar_t>();
+                   const scalar_t* b_values = s.b_values.const_data_ptr<scalar_t>();
+                   auto run = [&](auto col_zero) {
+                     using col_t = decltype(col_zero);
+                     using Row = RowAccumulator<scalar_t, acc_t, col_t>;
+                     // B's columns in col_t: the loops below read them at random rows, and half the
+                     // bytes are half the cache misses.
+                     const at::Tensor b_cols_narrow =
+                         s.b_cols.to(c10::CppTypeToScalarType<col_t>::value);
+                     const col_t* b_cols = b_cols_narrow.const_data_ptr<col_t>();
+                     // The B row of A's next entry, fetched while the current one is summed.
+                     auto prefetch_next = [&](int64_t e, int64_t end) {
+                       if (e + 1 < end) {
+                         const int64_t next = b_first[a_cols[e + 1]];
+                         __builtin_prefetch(b_cols + next);
+                         __builtin_prefetch(b_values + next);
+                       }
+                     };
+                     at::parallel_for(0, tasks, 1, [&](int64_t task_begin, int64_t task_end) {
+                       Row row(s.m, dense);
+                       for (int64_t i = bounds[task_begin]; i < bounds[task_end]; ++i) {
+                         row.start(i);
+                         for (int64_t e = a_first[i]; e < a_first[i + 1]; ++e) {
+                           prefetch_next(e, a_first[i + 1]);
+                           const int64_t l = a_cols[e];
+                           for (int64_t q = b_first[l]; q < b_first[l + 1]; ++q)
+                             row.touch(b_cols[q]);
+                         }
+                         first[i + 1] = row.count();
+                       }
+                     });
+                     std::partial_sum(first.begin(), first.end(), first.begin());
+                     const int64_t nnz = first[s.n];
+                     c.indices = at::empty({2, nnz}, s.a_cols.options());
+                     c.values = at::empty({nnz}, s.a_values.options());
+                     int64_t* rows = c.indices.mutable_data_ptr<int64_t>();
+                     int64_t* cols = rows + nnz;
+                     scalar_t* values = c.values.mutable_data_ptr<scalar_t>();
+                     at::parallel_for(0, tasks, 1, [&](int64_t task_begin, int64_t task_end) {
+                       Row row(s.m, dense);
+                       for (int64_t i = bounds[task_begin]; i < bounds[task_end]; ++i) {
+                         row.start(i);
+                         for (int64_t e = a_first[i]; e < a_first[i + 1]; ++e) {
+                           prefetch_next(e, a_first[i + 1]);
+                           const int64_t l = a_cols[e];
+                           const scalar_t a = a_values[e];
+                           for (int64_t q = b_first[l]; q < b_first[l + 1]; ++q) {
+                             row.add(b_cols[q], spgemm_product<scalar_t, acc_t>(a, b_values[q]));
+                           }
+                         }
+                         row.finish(rows + first[i], cols + first[i], values + first[i]);
+                       }
+                     });
+                   };
+                   constexpr int64_t kInt32 = std::numeric_limits<int32_t>::max();
+                   if (s.m <= kInt32 && s.n <= kInt32) {
+                     run(int32_t{0});
+                   } else {
+                     run(int64_t{0});
+                   }
+                 }),
+                 AT_EXPAND(AT_ALL_TYPES_AND_COMPLEX), at::kHalf, at::kBFloat16);
+  return c;
+}
+
 }  // namespace
 
 // Linkage outside the anonymous namespace: register_sparse_kernels takes it as a template argument.
 extern const CoalesceBackend kCpuBackend;
 const CoalesceBackend kCpuBackend{&flat_keys_cpu, &cpu::sort_keys, &cpu::run_offsets,
-                                  &cpu::segment_gather_sum};
+                                  &cpu::segment_gather_sum, &spgemm_rows_cpu};
 
 TORCH_LIBRARY_IMPL(torch_ragged, CPU, m) { register_sparse_kernels<kCpuBackend>(m); }
 

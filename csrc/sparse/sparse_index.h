@@ -10,6 +10,8 @@
 
 #include <cstdint>
 
+#include "segment/portable_math.h"
+
 namespace torch_ragged {
 
 // Most sparse dims a flattened key is built for (more fall back to a lexicographic sort).
@@ -36,6 +38,47 @@ C10_HOST_DEVICE inline int64_t flat_key(const KeyGeometry& g, const index_t* ind
     key += (ok ? i : 0) * g.stride[d];
   }
   return key;
+}
+
+// ---- sparse @ sparse (C = A @ B, CSR operands: int64 row offsets and columns) ----
+
+// One product a * b as C accumulates it: in acc_t (float for half / bfloat16), rounded once to
+// scalar_t (what a product of two scalar_t tensors gives), never fused with the addition after it.
+template <typename scalar_t, typename acc_t>
+C10_HOST_DEVICE inline acc_t spgemm_product(scalar_t a, scalar_t b) {
+  return static_cast<acc_t>(
+      static_cast<scalar_t>(product(static_cast<acc_t>(a), static_cast<acc_t>(b))));
+}
+
+// Row i of C with C's pattern known (c_cols sorted within each row, holding every column row i can
+// reach): acc[p] for each entry p of row i is 0 + the products a_il * b_lj of its column j, added
+// in ascending l (A's row order), then j. The CPU kernel's accumulator adds in the same order from
+// 0, so both devices give the same bits. The column's entry is found by binary search in row i.
+template <typename scalar_t, typename acc_t>
+C10_HOST_DEVICE inline void spgemm_row_numeric(int64_t i, const int64_t* a_first,
+                                               const int64_t* a_cols, const scalar_t* a_values,
+                                               const int64_t* b_first, const int64_t* b_cols,
+                                               const scalar_t* b_values, const int64_t* c_first,
+                                               const int64_t* c_cols, acc_t* acc) {
+  const int64_t c_begin = c_first[i], c_end = c_first[i + 1];
+  for (int64_t p = c_begin; p < c_end; ++p) acc[p] = acc_t(0);
+  for (int64_t e = a_first[i]; e < a_first[i + 1]; ++e) {
+    const int64_t l = a_cols[e];
+    const scalar_t a = a_values[e];
+    for (int64_t q = b_first[l]; q < b_first[l + 1]; ++q) {
+      const int64_t j = b_cols[q];
+      int64_t lo = c_begin, hi = c_end;  // the first entry of the row with column >= j
+      while (lo < hi) {
+        const int64_t mid = lo + (hi - lo) / 2;
+        if (c_cols[mid] < j) {
+          lo = mid + 1;
+        } else {
+          hi = mid;
+        }
+      }
+      acc[lo] += spgemm_product<scalar_t, acc_t>(a, b_values[q]);
+    }
+  }
 }
 
 }  // namespace torch_ragged

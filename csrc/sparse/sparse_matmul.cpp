@@ -18,6 +18,7 @@
 #include "common/checks.h"
 #include "common/op_handle.h"
 #include "segment/segment_ops.h"
+#include "sparse/coalesce.h"
 #include "sparse/sparse_args.h"
 #include "sparse/sparse_ops.h"
 
@@ -288,15 +289,104 @@ at::Tensor sparse_sddmm_autograd(const at::Tensor& a, const at::Tensor& b,
                             transpose, validate);
 }
 
-// ---- sparse x sparse: expand the products, then coalesce (ESC) ----
+// ---- sparse x sparse: by rows (Gustavson), each backend's spgemm_rows ----
 
-// C = A @ B for coalesced A (n, k) and B (k, m): every stored a_il meets every stored b_lj of row l
-// of B; the products are expanded (one per pair, grouped by A's entry) and coalesced by (i, j),
-// which sums each C entry's products in a fixed order. Gradients reach both values through
-// segment_expand (a segment sum back) and index_select.
-std::tuple<at::Tensor, at::Tensor> sparse_spgemm_impl(
+// The products behind C = A @ B, one per pair (entry a_il of A, entry b_lj of B's row l), grouped
+// by A's entry and then B's: the entries they come from and the C entry they land in. The backward
+// recomputes them (O(products) memory, only while it runs); the forward never lists them.
+struct Products {
+  at::Tensor a_first;  // (nnz_a + 1): A entry e's products are a_first[e]:a_first[e + 1]
+  at::Tensor a_entry, b_entry, c_entry;
+  at::Tensor b_first, by_b_entry;  // the products sorted by B entry (stably) and their offsets
+};
+
+Products products_of(const at::Tensor& a_indices, const at::Tensor& b_indices,
+                     const at::Tensor& c_indices, int64_t k, int64_t m) {
+  const at::Tensor a_rows = a_indices.select(0, 0).to(at::kLong);
+  const at::Tensor a_cols = a_indices.select(0, 1).to(at::kLong);
+  const at::Tensor b_rows = b_indices.select(0, 0).to(at::kLong);
+  const at::Tensor b_cols = b_indices.select(0, 1).to(at::kLong);
+  const at::Tensor b_row_counts =
+      at::zeros({k}, b_rows.options()).index_add(0, b_rows, at::ones_like(b_rows));
+  const at::Tensor b_row_first = ops::get_first_idx(b_row_counts, false);
+  Products p;
+  p.a_first = ops::get_first_idx(b_row_counts.index_select(0, a_cols), false);
+  p.a_entry = ops::segment_ids(p.a_first, std::nullopt);
+  const at::Tensor rank =
+      at::arange(p.a_entry.size(0), p.a_entry.options()) - p.a_first.index_select(0, p.a_entry);
+  p.b_entry = b_row_first.index_select(0, a_cols.index_select(0, p.a_entry)) + rank;
+  // C is coalesced: its keys row * m + col rise, and every product's key is among them.
+  const at::Tensor c_keys = c_indices.select(0, 0).to(at::kLong) * m + c_indices.select(0, 1);
+  const at::Tensor product_keys =
+      a_rows.index_select(0, p.a_entry) * m + b_cols.index_select(0, p.b_entry);
+  p.c_entry = at::searchsorted(c_keys, product_keys);
+  // Products of B entry (l, j): one per A entry in column l, in A's order (stable sort).
+  const at::Tensor a_col_counts =
+      at::zeros({k}, a_cols.options()).index_add(0, a_cols, at::ones_like(a_cols));
+  p.b_first = ops::get_first_idx(a_col_counts.index_select(0, b_rows), false);
+  p.by_b_entry = std::get<1>(at::sort(p.b_entry, /*stable=*/true, 0, false));
+  return p;
+}
+
+// dA_il = sum_j G_ij B_lj and dB_lj = sum_i A_il G_ij, each a segment sum over the products of
+// one entry (fixed order, no atomics); written with differentiable ops, so it differentiates again.
+class SparseSpgemm : public torch::autograd::Function<SparseSpgemm> {
+ public:
+  static variable_list forward(AutogradContext* ctx, const at::Tensor& a_indices,
+                               const at::Tensor& a_values, const at::Tensor& b_indices,
+                               const at::Tensor& b_values, c10::SymIntArrayRef a_size,
+                               c10::SymIntArrayRef b_size) {
+    keep_undefined_grads(ctx);
+    at::AutoDispatchBelowADInplaceOrView guard;
+    auto [c_indices, c_values] =
+        ops::sparse_spgemm(a_indices, a_values, b_indices, b_values, a_size, b_size);
+    ctx->save_for_backward({a_indices, a_values, b_indices, b_values, c_indices});
+    ctx->saved_data["k"] = b_size[0].expect_int();
+    ctx->saved_data["m"] = b_size[1].expect_int();
+    ctx->mark_non_differentiable({c_indices});
+    return {c_indices, c_values};
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    if (!grads[1].defined()) return undefined_grads<SparseSpgemm>();
+    const variable_list s = ctx->get_saved_variables();
+    const at::Tensor &a_values = s[1], &b_values = s[3], &g = grads[1];
+    const Products p =
+        products_of(s[0], s[2], s[4], ctx->saved_data["k"].toInt(), ctx->saved_data["m"].toInt());
+    const at::Tensor g_of_product = g.index_select(0, p.c_entry);
+    at::Tensor grad_a, grad_b;
+    if (ctx->needs_input_grad(1)) {
+      grad_a = ops::segment_sum(g_of_product * b_values.index_select(0, p.b_entry), p.a_first);
+    }
+    if (ctx->needs_input_grad(3)) {
+      const at::Tensor terms = g_of_product * a_values.index_select(0, p.a_entry);
+      grad_b = ops::segment_sum(terms.index_select(0, p.by_b_entry), p.b_first);
+    }
+    return {at::Tensor(), grad_a, at::Tensor(), grad_b, at::Tensor(), at::Tensor()};
+  }
+};
+
+std::tuple<at::Tensor, at::Tensor> sparse_spgemm_autograd(
     const at::Tensor& a_indices, const at::Tensor& a_values, const at::Tensor& b_indices,
     const at::Tensor& b_values, c10::SymIntArrayRef a_size, c10::SymIntArrayRef b_size) {
+  check_defined("sparse_spgemm", "a_values", a_values);
+  check_defined("sparse_spgemm", "b_values", b_values);
+  TORCH_CHECK_VALUE(a_size.size() == 2 && b_size.size() == 2,
+                    "torch_ragged.sparse_spgemm: A and B ",
+                    "must be 2-D sparse matrices, got sizes ", a_size, " and ", b_size);
+  const variable_list out =
+      SparseSpgemm::apply(a_indices, a_values, b_indices, b_values, a_size, b_size);
+  return {out[0], out[1]};
+}
+
+}  // namespace
+
+// sparse_spgemm's kernel, written once (coalesce.h): the operands checked and put in CSR form, the
+// backend's rows as coalesced COO (int64 indices, as torch's sparse tensors hold).
+std::tuple<at::Tensor, at::Tensor> spgemm_with(
+    const CoalesceBackend& backend, const at::Tensor& a_indices, const at::Tensor& a_values,
+    const at::Tensor& b_indices, const at::Tensor& b_values, c10::SymIntArrayRef a_size,
+    c10::SymIntArrayRef b_size) {
   constexpr std::string_view op = "sparse_spgemm";
   const SparseShape a = check_sparse_args(op, a_indices, a_values, a_size);
   const SparseShape b = check_sparse_args(op, b_indices, b_values, b_size);
@@ -310,66 +400,51 @@ std::tuple<at::Tensor, at::Tensor> sparse_spgemm_impl(
   TORCH_CHECK_TYPE(a_values.scalar_type() == b_values.scalar_type(), "torch_ragged.", op,
                    ": A and B must share a dtype, got ", a_values.scalar_type(), " and ",
                    b_values.scalar_type());
-  as_op(op, [&] {
+  TORCH_CHECK_TYPE(a_values.scalar_type() != at::kBool, "torch_ragged.", op,
+                   ": bool values have no product; cast them to a number type");
+  for (const auto& [name, t] :
+       {std::pair<std::string_view, const at::Tensor*>{"a_indices", &a_indices},
+        {"b_indices", &b_indices},
+        {"b_values", &b_values}}) {
+    TORCH_CHECK_VALUE(t->device() == a_values.device(), "torch_ragged.", op, ": ", name,
+                      " must be on a_values' device ", a_values.device(), ", got ", t->device());
+  }
+  uint64_t keys = 0;  // the backward and the CUDA kernel key C's entries by row * m + col
+  TORCH_CHECK_VALUE(!c10::mul_overflows(static_cast<uint64_t>(a.size[0]),
+                                        static_cast<uint64_t>(b.size[1]), &keys) &&
+                        keys <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max()),
+                    "torch_ragged.", op, ": C = A @ B of size (", a.size[0], ", ", b.size[1],
+                    ") has more than 2^63 positions; split it into blocks of rows");
+  as_op(op, [&] {  // IndexError for an entry out of range
     ops::sparse_flat_keys(a_indices, a_size, true);
     ops::sparse_flat_keys(b_indices, b_size, true);
   });
-  const at::Tensor a_rows = a_indices.select(0, 0).to(at::kLong);
-  const at::Tensor a_cols = a_indices.select(0, 1).to(at::kLong);
-  const at::Tensor b_rows = b_indices.select(0, 0).to(at::kLong);
-  const at::Tensor b_cols = b_indices.select(0, 1).to(at::kLong);
-  // B's entries grouped by row (B coalesced: already in row order).
-  const at::Tensor b_row_counts =
-      at::zeros({b.size[0]}, b_rows.options()).index_add(0, b_rows, at::ones_like(b_rows));
-  const at::Tensor b_row_first = ops::get_first_idx(b_row_counts, false);
-  // One product per (A entry, entry of B's matching row), grouped by A entry.
-  const at::Tensor products_first = ops::get_first_idx(b_row_counts.index_select(0, a_cols), false);
-  const at::Tensor a_entry = ops::segment_ids(products_first, std::nullopt);
-  const c10::SymInt products = a_entry.sym_size(0);
-  const at::Tensor rank = at::arange(c10::Scalar(products), a_entry.options()) -
-                          products_first.index_select(0, a_entry);
-  const at::Tensor b_entry = b_row_first.index_select(0, a_cols.index_select(0, a_entry)) + rank;
-  const at::Tensor values =
-      ops::segment_expand(a_values, products_first, products) * b_values.index_select(0, b_entry);
-  const at::Tensor keys =
-      at::stack({a_rows.index_select(0, a_entry), b_cols.index_select(0, b_entry)});
-  auto [c_indices, c_values, permutation, first_idx] = ops::sparse_coalesce(
-      keys, values, c10::SymDimVector{a.size[0], b.size[1]}, /*validate=*/false);
-  return {c_indices, c_values};
+  SpgemmOperands s;
+  s.n = a.size[0], s.k = a.size[1], s.m = b.size[1];
+  auto csr = [&](const at::Tensor& indices, int64_t rows, std::string_view name) {
+    const at::Tensor row = indices.select(0, 0).to(at::kLong);
+    TORCH_CHECK_VALUE(row.numel() < 2 || (row.diff() >= 0).all().item<bool>(), "torch_ragged.", op,
+                      ": ", name, "'s entries must come in row order (coalesce it first)");
+    const at::Tensor counts =
+        at::zeros({rows}, row.options()).index_add(0, row, at::ones_like(row));
+    return std::pair{ops::get_first_idx(counts, false),
+                     indices.select(0, 1).to(at::kLong).contiguous()};
+  };
+  std::tie(s.a_first, s.a_cols) = csr(a_indices, s.n, "A");
+  std::tie(s.b_first, s.b_cols) = csr(b_indices, s.k, "B");
+  s.a_values = a_values.contiguous();
+  s.b_values = b_values.contiguous();
+  SpgemmResult c = backend.spgemm_rows(s);
+  return {std::move(c.indices), std::move(c.values)};
 }
-
-// Without a gradient to record, the explicit kernel below autograd (or, traced, the fake kernel)
-// runs; with one, the composite runs here and the ops it calls record the gradients.
-std::tuple<at::Tensor, at::Tensor> sparse_spgemm_autograd(
-    const at::Tensor& a_indices, const at::Tensor& a_values, const at::Tensor& b_indices,
-    const at::Tensor& b_values, c10::SymIntArrayRef a_size, c10::SymIntArrayRef b_size) {
-  const bool needs_grad =
-      at::GradMode::is_enabled() && (a_values.requires_grad() || b_values.requires_grad());
-  if (needs_grad) {
-    return sparse_spgemm_impl(a_indices, a_values, b_indices, b_values, a_size, b_size);
-  }
-  static auto op = op_handle<std::tuple<at::Tensor, at::Tensor>(
-      const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&,
-      c10::SymIntArrayRef, c10::SymIntArrayRef)>("torch_ragged::sparse_spgemm");
-  at::AutoDispatchBelowADInplaceOrView below_autograd;
-  return op.call(a_indices, a_values, b_indices, b_values, a_size, b_size);
-}
-
-}  // namespace
 
 TORCH_LIBRARY_IMPL(torch_ragged, CompositeImplicitAutograd, m) {
   m.impl("sparse_mm_plan", &sparse_mm_plan_impl);
 }
 
-// sparse_spgemm is a composite registered as an explicit kernel (and, for Autograd, run as a
-// composite when gradients are needed): torch.export keeps implicit composites as graph nodes and
-// traces them, and this one's intermediate product count is a size symbol its outputs do not
-// carry, which export rejects. As an explicit op it has a fake kernel (sparse.py) with one fresh
-// size, its output nnz. (Exporting it with inputs that require grad still traces the composite.)
 TORCH_LIBRARY_IMPL(torch_ragged, CompositeExplicitAutograd, m) {
   m.impl("sparse_mm", &sparse_mm_impl);
   m.impl("sparse_sddmm", &sparse_sddmm_impl);
-  m.impl("sparse_spgemm", &sparse_spgemm_impl);
 }
 
 TORCH_LIBRARY_IMPL(torch_ragged, Autograd, m) {

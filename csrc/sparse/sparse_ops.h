@@ -33,6 +33,9 @@ at::Tensor sparse_sddmm(const at::Tensor& a, const at::Tensor& b, const at::Tens
                         const at::Tensor& row_first_idx, const at::Tensor& col_first_idx,
                         const at::Tensor& col_order, const at::Tensor& row_order, bool transpose,
                         bool validate);
+std::tuple<at::Tensor, at::Tensor> sparse_spgemm(
+    const at::Tensor& a_indices, const at::Tensor& a_values, const at::Tensor& b_indices,
+    const at::Tensor& b_values, c10::SymIntArrayRef a_size, c10::SymIntArrayRef b_size);
 std::tuple<at::Tensor, at::Tensor> sparse_index_select(const at::Tensor& indices,
                                                        const at::Tensor& values,
                                                        c10::SymIntArrayRef size, int64_t dim,

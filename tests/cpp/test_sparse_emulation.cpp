@@ -1,7 +1,11 @@
 // The sparse family's CUDA key kernel (flat_keys_kernel: sparse_index.h's flat_key per entry and a
 // shared out-of-range flag), run on the host over its launch grid (grid_emulator.h) against the
 // CPU's sparse_flat_keys: the same keys, and a flag exactly when the CPU raises (validate=True).
+// Sparse @ sparse: the CUDA kernel's pattern step (the products' keys, sorted and made unique) and
+// its numeric kernel (spgemm_row_numeric, one thread per row) against the CPU's Gustavson kernel:
+// the same entries, the same bits.
 
+#include <ATen/OpMathType.h>
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -61,6 +65,83 @@ TEST(SparseEmulation, FlatKeysMatchTheCpu) {
   }
   EXPECT_GT(flagged, 10);
   EXPECT_LT(flagged, 90);
+}
+
+at::Tensor random_coalesced(int64_t rows, int64_t cols, int64_t nnz, at::ScalarType dtype,
+                            uint64_t seed) {
+  torch::manual_seed(seed);
+  const at::Tensor indices = torch::stack(
+      {torch::randint(rows, {nnz}, torch::kLong), torch::randint(cols, {nnz}, torch::kLong)});
+  // Magnitudes from 1e-3 to 1e3: sums whose bits depend on their order.
+  const at::Tensor values = (torch::randn({nnz}, torch::kDouble) *
+                             torch::pow(10.0, torch::randint(-3, 4, {nnz}, torch::kDouble)))
+                                .to(dtype);
+  return torch::sparse_coo_tensor(indices, values, {rows, cols}).coalesce();
+}
+
+at::Tensor row_offsets(const at::Tensor& rows, int64_t n) {
+  return torch::cat(
+      {torch::zeros({1}, torch::kLong),
+       torch::zeros({n}, torch::kLong).index_add(0, rows, torch::ones_like(rows)).cumsum(0)});
+}
+
+template <typename scalar_t>
+void check_spgemm_matches_the_cpu(at::ScalarType dtype, uint64_t seed) {
+  using acc_t = at::opmath_type<scalar_t>;
+  static auto op = c10::Dispatcher::singleton()
+                       .findSchemaOrThrow("torch_ragged::sparse_spgemm", "")
+                       .typed<std::tuple<at::Tensor, at::Tensor>(
+                           const at::Tensor&, const at::Tensor&, const at::Tensor&,
+                           const at::Tensor&, c10::SymIntArrayRef, c10::SymIntArrayRef)>();
+  const int64_t n = 300, k = 200, m = 250;
+  const at::Tensor a = random_coalesced(n, k, 3000, dtype, seed);
+  const at::Tensor b = random_coalesced(k, m, 2500, dtype, seed + 1);
+  const std::vector<int64_t> a_size = {n, k}, b_size = {k, m};
+  const auto [cpu_indices, cpu_values] =
+      op.call(a._indices(), a._values(), b._indices(), b._values(),
+              c10::fromIntArrayRefSlow(a_size), c10::fromIntArrayRefSlow(b_size));
+  // CSR operands, as spgemm_with hands them to the backends.
+  const at::Tensor a_first = row_offsets(a._indices()[0], n),
+                   b_first = row_offsets(b._indices()[0], k);
+  const at::Tensor a_cols = a._indices()[1].contiguous(), b_cols = b._indices()[1].contiguous();
+  const at::Tensor a_values = a._values().contiguous(), b_values = b._values().contiguous();
+  // The pattern step of spgemm_pattern_cuda, in the same ATen ops on the host.
+  const at::Tensor b_lengths = b_first.slice(0, 1) - b_first.slice(0, 0, -1);
+  const at::Tensor per_entry = b_lengths.index_select(0, a_cols);
+  const at::Tensor products_first =
+      torch::cat({torch::zeros({1}, torch::kLong), per_entry.cumsum(0)});
+  const at::Tensor a_entry = torch::repeat_interleave(per_entry);
+  const at::Tensor rank = torch::arange(a_entry.size(0)) - products_first.index_select(0, a_entry);
+  const at::Tensor b_entry = b_first.index_select(0, a_cols.index_select(0, a_entry)) + rank;
+  const at::Tensor a_rows = a._indices()[0];
+  const at::Tensor keys = a_rows.index_select(0, a_entry) * m + b_cols.index_select(0, b_entry);
+  const at::Tensor unique = std::get<0>(torch::unique_consecutive(std::get<0>(torch::sort(keys))));
+  const at::Tensor rows = torch::div(unique, m, "floor");
+  const at::Tensor pattern = torch::stack({rows, unique - rows * m});
+  ASSERT_TRUE(torch::equal(pattern, cpu_indices));
+  // The numeric kernel over its grid, one thread per row, in a shuffled order.
+  const at::Tensor c_first = row_offsets(rows, n);
+  const at::Tensor c_cols = pattern[1].contiguous();
+  std::vector<acc_t> acc(c_cols.size(0));
+  emulate_launch(n, [&](int64_t i) {
+    spgemm_row_numeric<scalar_t, acc_t>(
+        i, a_first.const_data_ptr<int64_t>(), a_cols.const_data_ptr<int64_t>(),
+        a_values.const_data_ptr<scalar_t>(), b_first.const_data_ptr<int64_t>(),
+        b_cols.const_data_ptr<int64_t>(), b_values.const_data_ptr<scalar_t>(),
+        c_first.const_data_ptr<int64_t>(), c_cols.const_data_ptr<int64_t>(), acc.data());
+  });
+  std::vector<scalar_t> device_values(acc.begin(), acc.end());
+  const at::Tensor emulated =
+      torch::from_blob(device_values.data(), {static_cast<int64_t>(device_values.size())}, dtype)
+          .clone();
+  EXPECT_TRUE(same_bits(emulated, cpu_values)) << dtype;
+}
+
+TEST(SparseEmulation, SpgemmMatchesTheCpuBitForBit) {
+  check_spgemm_matches_the_cpu<float>(at::kFloat, 41);
+  check_spgemm_matches_the_cpu<double>(at::kDouble, 43);
+  check_spgemm_matches_the_cpu<at::Half>(at::kHalf, 47);
+  check_spgemm_matches_the_cpu<at::BFloat16>(at::kBFloat16, 53);
 }
 
 }  // namespace

@@ -15,6 +15,7 @@ ops = torch.ops.torch_ragged
 INDICES = torch.tensor([[0, 2, 0, 1, 2], [1, 0, 1, 1, 0]])
 SIZE = (3, 2, 2)
 COALESCED = torch.tensor([[0, 0, 1, 2, 2], [0, 1, 1, 0, 1]])
+COALESCED_TRANSPOSED = torch.tensor([[0, 0, 1, 1, 1], [0, 2, 0, 1, 2]])  # COALESCED.flip(0), in row order
 
 
 def leaf(*shape, device="cpu"):
@@ -43,7 +44,7 @@ def sparse_samples():
         (ops.sparse_mm_plan, (COALESCED, [3, 2])),
         (ops.sparse_mm, (values[:, 0], dense[0], COALESCED, *ops.sparse_mm_plan(COALESCED, [3, 2]), False)),
         (ops.sparse_sddmm, (dense[:, 0], dense[:2, 0], COALESCED, *ops.sparse_mm_plan(COALESCED, [3, 2]), False)),
-        (ops.sparse_spgemm, (COALESCED, values[:, 0], COALESCED.flip(0), values[:, 1], [3, 2], [2, 3])),
+        (ops.sparse_spgemm, (COALESCED, values[:, 0], COALESCED_TRANSPOSED, values[:, 1], [3, 2], [2, 3])),
         (ops.segment_gather_sum, (plain[:, 0], torch.tensor([1, 2]), None, torch.tensor([0, 2]))),
         (ops.segment_gather_dot, (plain[0, :1], plain[1], torch.tensor([1, 0]), torch.tensor([0, 2]))),
     ]
