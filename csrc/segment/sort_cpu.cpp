@@ -2,7 +2,12 @@
 
 #include <ATen/Parallel.h>
 
+#include <algorithm>
 #include <array>
+#include <optional>
+#include <tuple>
+#include <utility>
+#include <vector>
 
 #include "common/cpu_clones.h"
 #include "segment/sort.h"
@@ -75,13 +80,11 @@ bool radix_pass(const Chunks& chunks, int shift, const int64_t* keys, const int6
   return true;
 }
 
-}  // namespace
-
-KeyOrder sort_keys(const at::Tensor& keys, int key_bits) {
-  const int64_t n = keys.numel();
+// LSD radix sort of keys (n,) over their low key_bits bits into (sorted keys, permutation), in
+// passes over the chunks; digits on which every key agrees are skipped. The caller checked that the
+// keys are not already sorted.
+KeyOrder lsd_sort(const at::Tensor& keys, int key_bits, const Chunks& chunks) {
   const int64_t* in = keys.const_data_ptr<int64_t>();
-  if (n <= 1 || non_decreasing(in, n)) return {keys, at::Tensor()};
-  const Chunks chunks{n, n < kParallelKeys ? 1 : std::max<int64_t>(1, at::get_num_threads())};
   at::Tensor buffers[2][2] = {{at::empty_like(keys), at::empty_like(keys)},
                               {at::empty_like(keys), at::empty_like(keys)}};
   const int64_t* src_keys = in;
@@ -98,6 +101,104 @@ KeyOrder sort_keys(const at::Tensor& keys, int key_bits) {
   // Unsorted keys differ somewhere in their low key_bits bits, so some pass moved them.
   TORCH_INTERNAL_ASSERT(src_perm != nullptr, "torch_ragged: keys wider than key_bits");
   return {buffers[next ^ 1][0], buffers[next ^ 1][1]};
+}
+
+// Sorts keys[begin, end) (all sharing their high bits) with perm alongside, stably: insertion sort
+// for the short buckets most are, std::stable_sort of (key, position) pairs for longer ones.
+void sort_bucket(int64_t* keys, int64_t* perm, int64_t begin, int64_t end,
+                 std::vector<std::pair<int64_t, int64_t>>& scratch) {
+  const int64_t size = end - begin;
+  if (size <= 32) {
+    for (int64_t i = begin + 1; i < end; ++i) {
+      const int64_t key = keys[i], position = perm[i];
+      int64_t j = i;
+      for (; j > begin && keys[j - 1] > key; --j) {
+        keys[j] = keys[j - 1];
+        perm[j] = perm[j - 1];
+      }
+      keys[j] = key;
+      perm[j] = position;
+    }
+    return;
+  }
+  scratch.resize(size);
+  for (int64_t i = 0; i < size; ++i) scratch[i] = {keys[begin + i], perm[begin + i]};
+  std::stable_sort(scratch.begin(), scratch.end(),
+                   [](const auto& x, const auto& y) { return x.first < y.first; });
+  for (int64_t i = 0; i < size; ++i) std::tie(keys[begin + i], perm[begin + i]) = scratch[i];
+}
+
+// Keys wide enough for three or more LSD passes (a large COO tensor's flattened indices): one
+// stable counting pass on the top bits, about one bucket per few keys (for a 2-D tensor, about a
+// row each), then each bucket sorted on its own. Two passes over the data instead of four. Returns
+// nullopt when the keys crowd into a few buckets (one dense row, say): LSD then sorts them.
+std::optional<KeyOrder> msd_sort(const at::Tensor& keys, int key_bits, const Chunks& chunks) {
+  const int64_t n = keys.numel();
+  const int64_t* in = keys.const_data_ptr<int64_t>();
+  int top_bits = 0;
+  while ((int64_t{2} << top_bits) <= n / 2) ++top_bits;  // ~2-4 keys per bucket
+  // Histograms: 2^top_bits counts per chunk, at most 256 MB in all.
+  while (top_bits > kDigitBits && (int64_t{8} << top_bits) * chunks.count > (int64_t{1} << 28)) {
+    --top_bits;
+  }
+  top_bits = std::min(top_bits, key_bits);
+  const int shift = key_bits - top_bits;
+  const int64_t buckets = int64_t{1} << top_bits;
+  std::vector<std::vector<int64_t>> hist(chunks.count, std::vector<int64_t>(buckets, 0));
+  at::parallel_for(0, chunks.count, 1, [&](int64_t first, int64_t last) {
+    for (int64_t t = first; t < last; ++t) {
+      int64_t* h = hist[t].data();
+      for (int64_t i = chunks.begin(t); i < chunks.end(t); ++i) {
+        ++h[static_cast<uint64_t>(in[i]) >> shift];
+      }
+    }
+  });
+  std::vector<int64_t> bucket_first(buckets + 1, 0);
+  int64_t position = 0, largest = 0;
+  for (int64_t b = 0; b < buckets; ++b) {
+    bucket_first[b] = position;
+    for (int64_t t = 0; t < chunks.count; ++t) {
+      const int64_t count = hist[t][b];
+      hist[t][b] = position;  // now: where chunk t writes its first key of bucket b
+      position += count;
+    }
+    largest = std::max(largest, position - bucket_first[b]);
+  }
+  bucket_first[buckets] = n;
+  if (largest > n / 8) return std::nullopt;
+  at::Tensor sorted = at::empty_like(keys), permutation = at::empty_like(keys);
+  int64_t* keys_out = sorted.mutable_data_ptr<int64_t>();
+  int64_t* perm_out = permutation.mutable_data_ptr<int64_t>();
+  at::parallel_for(0, chunks.count, 1, [&](int64_t first, int64_t last) {
+    for (int64_t t = first; t < last; ++t) {
+      int64_t* next = hist[t].data();
+      for (int64_t i = chunks.begin(t); i < chunks.end(t); ++i) {
+        const int64_t slot = next[static_cast<uint64_t>(in[i]) >> shift]++;
+        keys_out[slot] = in[i];
+        perm_out[slot] = i;
+      }
+    }
+  });
+  at::parallel_for(0, buckets, 1 << 12, [&](int64_t first, int64_t last) {
+    std::vector<std::pair<int64_t, int64_t>> scratch;
+    for (int64_t b = first; b < last; ++b) {
+      sort_bucket(keys_out, perm_out, bucket_first[b], bucket_first[b + 1], scratch);
+    }
+  });
+  return KeyOrder{sorted, permutation};
+}
+
+}  // namespace
+
+KeyOrder sort_keys(const at::Tensor& keys, int key_bits) {
+  const int64_t n = keys.numel();
+  const int64_t* in = keys.const_data_ptr<int64_t>();
+  if (n <= 1 || non_decreasing(in, n)) return {keys, at::Tensor()};
+  const Chunks chunks{n, n < kParallelKeys ? 1 : std::max<int64_t>(1, at::get_num_threads())};
+  if (key_bits > 2 * kDigitBits && n >= kParallelKeys) {
+    if (std::optional<KeyOrder> order = msd_sort(keys, key_bits, chunks)) return *order;
+  }
+  return lsd_sort(keys, key_bits, chunks);
 }
 
 at::Tensor run_offsets(const at::Tensor& sorted_keys) {

@@ -104,6 +104,26 @@ def test_coalesce_of_many_entries_uses_every_radix_pass(device):
     torch.testing.assert_close(actual._values().cpu(), expected.values())
 
 
+@pytest.mark.parametrize("pattern", ["uniform with a busy row", "one row only"])
+def test_the_top_bits_sort_keeps_the_stable_order(pattern):
+    # 1M x 1M, 150k entries: the CPU sorts 40-bit keys by their top bits, then each bucket (insertion sort for short
+    # ones, a stable sort for the busy row's); when one row holds everything it falls back to LSD radix passes.
+    # Reference: torch's stable sort of the row-major keys.
+    g = torch.Generator().manual_seed(11)
+    n = 150_000
+    rows = torch.randint(0, 10**6, (n,), generator=g) if pattern.startswith("uniform") else torch.full((n,), 7)
+    rows[:5000] = 123_456  # a row with thousands of entries (duplicates among them)
+    cols = torch.randint(0, 10**6 if pattern.startswith("uniform") else 3000, (n,), generator=g)
+    indices = torch.stack([rows, cols])
+    values = torch.randn(n, generator=g, dtype=torch.float64)
+    out_indices, out_values, permutation, first_idx = ops.sparse_coalesce(indices, values, (10**6, 10**6))
+    keys = rows * 10**6 + cols
+    assert torch.equal(permutation, torch.sort(keys, stable=True).indices)
+    expected = torch_sparse(indices, values, (10**6, 10**6)).coalesce()
+    assert torch.equal(out_indices, expected.indices())
+    torch.testing.assert_close(out_values, expected.values())
+
+
 def python_coalesce(indices, values):
     """A dict of index tuple -> running sum, in input order, then the keys sorted: obviously coalesce."""
     sums = {}

@@ -31,11 +31,11 @@ def product_loop(a, b):
     order, c_ij += a_il * b_lj (each product rounded to the dtype, sums in float64 for exactness checks)."""
     n, m = a.shape[0], b.shape[1]
     b_rows = {}
-    for (l, j), v in zip(b.indices().t().tolist(), b.values().tolist(), strict=True):
-        b_rows.setdefault(l, []).append((j, v))
+    for (inner, j), v in zip(b.indices().t().tolist(), b.values().tolist(), strict=True):
+        b_rows.setdefault(inner, []).append((j, v))
     out = {}
-    for (i, l), av in zip(a.indices().t().tolist(), a.values().tolist(), strict=True):
-        for j, bv in b_rows.get(l, []):
+    for (i, inner), av in zip(a.indices().t().tolist(), a.values().tolist(), strict=True):
+        for j, bv in b_rows.get(inner, []):
             out.setdefault((i, j), []).append(av * bv)
     keys = sorted(out)
     indices = torch.tensor(keys, dtype=torch.long).t().reshape(2, len(keys))
