@@ -21,6 +21,9 @@ from ._checks import integer_tensor
 __all__ = [
     "get_first_idx",
     "ragged_index_select",
+    "scatter",
+    "scatter_max",
+    "scatter_min",
     "segment_expand",
     "segment_ids",
     "segment_log_softmax",
@@ -153,6 +156,133 @@ def ragged_index_select(values: torch.Tensor, first_idx, index, num_rows: int | 
     """
     index = integer_tensor("ragged_index_select", "index", index)
     return tuple(_ops.ragged_index_select(values, _first_idx("ragged_index_select", first_idx), index, num_rows))
+
+
+# ---- scatter by an unsorted index (torch_scatter's API) on the segment core ----
+
+_SCATTER_REDUCTIONS = ("sum", "add", "mean", "max", "min")
+
+
+class _Grouped(NamedTuple):
+    rows: torch.Tensor  # src moved so `dim` leads, its rows in the order of their index (stable)
+    order: torch.Tensor  # rows[k] is src's row order[k] along dim
+    first_idx: torch.Tensor  # (dim_size + 1,): output position p gathers rows first_idx[p]:first_idx[p + 1]
+    dim: int
+
+
+def _grouped(op: str, src, index, dim: int, dim_size) -> _Grouped:
+    """src's rows along ``dim`` grouped by ``index`` (a stable sort: each group keeps src's order, so every sum is
+    taken in one fixed order and the result is deterministic on every device)."""
+    if not isinstance(src, torch.Tensor):
+        raise TypeError(f"torch_ragged.{op}: src must be a tensor, got {type(src).__name__}")
+    if src.dim() == 0:
+        raise ValueError(f"torch_ragged.{op}: src must have at least one dim, got a 0-d tensor")
+    if not -src.dim() <= dim < src.dim():
+        raise IndexError(f"torch_ragged.{op}: dim {dim} is out of range for a {src.dim()}-D src")
+    dim %= src.dim()
+    index = integer_tensor(op, "index", index)
+    if index.device != src.device:
+        raise ValueError(f"torch_ragged.{op}: index must be on src's device {src.device}, got {index.device}")
+    index = _one_index_per_row(op, src, index, dim)
+    if index.numel() and bool(index.min() < 0):
+        raise ValueError(f"torch_ragged.{op}: index must be non-negative, got {int(index.min())}")
+    largest = int(index.max()) + 1 if index.numel() else 0
+    if dim_size is None:
+        dim_size = largest
+    elif not isinstance(dim_size, int) or isinstance(dim_size, bool) or dim_size < 0:
+        raise ValueError(f"torch_ragged.{op}: dim_size must be a non-negative int, got {dim_size!r}")
+    elif largest > dim_size:
+        raise ValueError(f"torch_ragged.{op}: index holds {largest - 1}, out of range for dim_size {dim_size}")
+    order = torch.sort(index, stable=True).indices
+    counts = torch.bincount(index, minlength=dim_size) if index.numel() else index.new_zeros(dim_size)
+    rows = src.movedim(dim, 0).index_select(0, order)
+    return _Grouped(rows, order, get_first_idx(counts, validate=False), dim)
+
+
+def _one_index_per_row(op: str, src, index, dim: int) -> torch.Tensor:
+    """The index as one entry per row of src along dim: a 1-D index of src.size(dim) entries, or an index shaped
+    (or broadcast) like src whose entries agree across every other dim (torch_scatter's
+    ``index.view(-1, 1).expand_as(src)``). Per-element indices that differ across columns are refused."""
+    rows = src.shape[dim]
+    if index.dim() == 1 and index.shape[0] == rows:
+        return index
+    try:
+        full = index.expand(src.shape) if index.dim() == src.dim() else None
+    except RuntimeError:
+        full = None
+    if full is None:
+        raise ValueError(f"torch_ragged.{op}: index must be 1-D with src.size({dim}) = {rows} entries or "
+                         f"broadcast to src's shape {tuple(src.shape)}, got {tuple(index.shape)}")
+    per_row = full.movedim(dim, 0).reshape(rows, -1)
+    first = per_row[:, 0] if per_row.shape[1] else per_row.new_zeros(rows)
+    if per_row.shape[1] and not torch.equal(per_row, first.unsqueeze(1).expand_as(per_row)):
+        raise ValueError(f"torch_ragged.{op}: index must be the same for every element of a row along dim {dim} "
+                         "(one group per row); different indices per column are not supported")
+    return first
+
+
+def _ungrouped(out: torch.Tensor, dim: int) -> torch.Tensor:
+    return out.movedim(0, dim)
+
+
+def scatter(src: torch.Tensor, index, dim: int = -1, dim_size: int | None = None,
+            reduce: str = "sum") -> torch.Tensor:
+    """torch_scatter's ``scatter``: ``out[index[i]] (+)= src[i]`` along ``dim``, by an unsorted index.
+
+    ``index`` has one entry per row of ``src`` along ``dim`` (1-D, or broadcast to ``src`` as torch_scatter takes it,
+    equal across the other dims); the output has ``dim_size`` rows along ``dim`` (default ``index.max() + 1``).
+    ``reduce``: ``"sum"`` (or ``"add"``), ``"mean"``, ``"max"``, ``"min"``; positions no row reaches are 0. A stable
+    sort groups the rows and the segment core reduces each group in src's order: deterministic on every device,
+    differentiable (max / min: the gradient goes to the row holding the extremum, the first on ties). Integer means
+    round toward minus infinity, as torch_scatter's.
+
+    >>> scatter(torch.tensor([1.0, 2.0, 3.0, 4.0]), torch.tensor([2, 0, 2, 0]))
+    tensor([6., 0., 4.])
+    >>> scatter(torch.tensor([[1.0, 5.0], [3.0, 1.0]]), torch.tensor([1, 1]), dim=0, reduce="max")
+    tensor([[0., 0.],
+            [3., 5.]])
+    """
+    if reduce not in _SCATTER_REDUCTIONS:
+        raise ValueError(f"torch_ragged.scatter: reduce must be one of {', '.join(_SCATTER_REDUCTIONS)}, "
+                         f"got {reduce!r}")
+    if reduce in ("max", "min"):
+        return (scatter_max if reduce == "max" else scatter_min)(src, index, dim, dim_size)[0]
+    g = _grouped("scatter", src, index, dim, dim_size)
+    if reduce == "mean" and not (src.is_floating_point() or src.is_complex()):
+        counts = (g.first_idx[1:] - g.first_idx[:-1]).clamp(min=1).view(-1, *[1] * (g.rows.dim() - 1))
+        out = segment_sum(g.rows, g.first_idx).div(counts, rounding_mode="floor")
+    else:
+        out = (segment_mean if reduce == "mean" else segment_sum)(g.rows, g.first_idx)
+    return _ungrouped(out, g.dim)
+
+
+def _scatter_extremum(op: str, reduction, src, index, dim: int, dim_size) -> tuple[torch.Tensor, torch.Tensor]:
+    g = _grouped(op, src, index, dim, dim_size)
+    values, arg = reduction(g.rows, g.first_idx)
+    # arg: a row of the grouped rows (-1 for an empty position) -> src's row along dim (src.size(dim) when empty)
+    source_row = torch.where(arg >= 0, g.order[arg.clamp(min=0)], src.shape[g.dim])
+    return _ungrouped(values, g.dim), _ungrouped(source_row, g.dim)
+
+
+def scatter_max(src: torch.Tensor, index, dim: int = -1,
+                dim_size: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """torch_scatter's ``scatter_max``: ``(out, argmax)``, argmax the row of ``src`` along ``dim`` holding each
+    maximum (the first on ties, NaN wins); positions no row reaches give 0 and ``src.size(dim)``, as torch_scatter.
+
+    >>> scatter_max(torch.tensor([1.0, 7.0, 3.0]), torch.tensor([1, 1, 0]), dim_size=3)
+    (tensor([3., 7., 0.]), tensor([2, 1, 3]))
+    """
+    return _scatter_extremum("scatter_max", segment_max, src, index, dim, dim_size)
+
+
+def scatter_min(src: torch.Tensor, index, dim: int = -1,
+                dim_size: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """torch_scatter's ``scatter_min``: ``(out, argmin)``; see `scatter_max`.
+
+    >>> scatter_min(torch.tensor([1.0, 7.0, 3.0]), torch.tensor([1, 1, 0]))
+    (tensor([3., 1.]), tensor([2, 0]))
+    """
+    return _scatter_extremum("scatter_min", segment_min, src, index, dim, dim_size)
 
 
 # ---- fake kernels (torch.compile / torch.export) ----

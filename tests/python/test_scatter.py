@@ -1,0 +1,143 @@
+"""scatter / scatter_max / scatter_min (torch_scatter's API) against a loop over the rows (the obvious reference:
+each output position reduced over the rows whose index names it, in src's order) and against torch's own
+Tensor.scatter_reduce; gradients, determinism, integer means, torch_scatter's conventions, bad input."""
+
+import math
+
+import pytest
+import torch
+import torch_ragged
+from devices import DEVICES
+from torch.autograd import gradcheck
+
+
+def loop_scatter(src, index, dim, dim_size, reduce):
+    """out and arg by a Python loop over positions and rows (float64 math, first extremum on ties)."""
+    moved = src.movedim(dim, 0).double()
+    out = torch.zeros((dim_size, *moved.shape[1:]), dtype=torch.float64)
+    arg = torch.full((dim_size, *moved.shape[1:]), src.shape[dim], dtype=torch.long)
+    flat_out, flat_arg = out.reshape(dim_size, -1), arg.reshape(dim_size, -1)
+    rows = moved.reshape(moved.shape[0], -1)
+    for p in range(dim_size):
+        members = [r for r in range(rows.shape[0]) if int(index[r]) == p]
+        for c in range(rows.shape[1]):
+            column = [rows[r, c].item() for r in members]
+            if not column:
+                continue
+            if reduce in ("sum", "mean"):
+                total = math.fsum(column)
+                flat_out[p, c] = total / len(column) if reduce == "mean" else total
+            else:
+                best = max(column) if reduce == "max" else min(column)
+                flat_out[p, c] = best
+                flat_arg[p, c] = members[column.index(best)]
+    return out.movedim(0, dim), arg.movedim(0, dim)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dim", [0, 1, -1])
+@pytest.mark.parametrize("reduce", ["sum", "mean", "max", "min"])
+def test_matches_the_loop_and_torch_scatter_reduce(device, dim, reduce):
+    g = torch.Generator().manual_seed(dim + 10)
+    src = torch.randn(6, 7, 5, generator=g, dtype=torch.float64)
+    rows = src.shape[dim]
+    dim_size = rows + 2  # some positions receive nothing
+    index = torch.randint(0, dim_size, (rows,), generator=g)
+    out = torch_ragged.scatter(src.to(device), index.to(device), dim=dim, dim_size=dim_size, reduce=reduce).cpu()
+    expected, expected_arg = loop_scatter(src, index, dim % 3, dim_size, reduce)
+    torch.testing.assert_close(out, expected)
+    # torch's scatter_reduce onto zeros, excluding the zeros: the same values, positions no row reaches stay 0
+    shape = [1, 1, 1]
+    shape[dim] = rows
+    full_index = index.view(shape).expand_as(src)
+    out_shape = list(src.shape)
+    out_shape[dim] = dim_size
+    torch_reduce = {"sum": "sum", "mean": "mean", "max": "amax", "min": "amin"}[reduce]
+    theirs = torch.zeros(out_shape, dtype=src.dtype).scatter_reduce(dim, full_index, src, torch_reduce,
+                                                                    include_self=False)
+    torch.testing.assert_close(out, theirs)
+    if reduce in ("max", "min"):
+        values, arg = (torch_ragged.scatter_max if reduce == "max" else torch_ragged.scatter_min)(
+            src.to(device), full_index.to(device), dim=dim, dim_size=dim_size)
+        torch.testing.assert_close(values.cpu(), expected)
+        assert torch.equal(arg.cpu(), expected_arg)
+
+
+def test_ties_give_the_first_row_and_empty_positions_give_the_size():
+    src = torch.tensor([2.0, 5.0, 5.0, 1.0])
+    values, arg = torch_ragged.scatter_max(src, torch.tensor([0, 0, 0, 2]), dim_size=4)
+    assert values.tolist() == [5.0, 0.0, 1.0, 0.0] and arg.tolist() == [1, 4, 3, 4]
+
+
+def test_sums_at_large_magnitudes_against_torch():
+    g = torch.Generator().manual_seed(3)
+    for scale in (1e4, 1e7):
+        src = torch.randn(20000, 8, generator=g) * scale
+        index = torch.randint(0, 300, (20000,), generator=g)
+        ours = torch_ragged.scatter(src, index, dim=0, dim_size=300)
+        theirs = torch.zeros(300, 8).index_add(0, index, src)
+        exact = torch.zeros(300, 8, dtype=torch.float64).index_add(0, index, src.double())
+        torch.testing.assert_close(ours.double(), exact, rtol=1e-5, atol=scale * 1e-3)
+        torch.testing.assert_close(ours, theirs, rtol=1e-4, atol=scale * 1e-3)
+
+
+def test_integer_means_round_toward_minus_infinity():
+    src = torch.tensor([-3, -4, 7, 1, 2])
+    assert torch_ragged.scatter(src, torch.tensor([0, 0, 1, 1, 3]), reduce="mean").tolist() == [-4, 4, 0, 2]
+
+
+def test_deterministic_across_runs_and_thread_counts():
+    g = torch.Generator().manual_seed(4)
+    src = torch.randn(200_000, 4, generator=g)
+    index = torch.randint(0, 1000, (200_000,), generator=g)
+    threads = torch.get_num_threads()
+    try:
+        results = []
+        for count in (1, 2, 3):
+            torch.set_num_threads(count)
+            results.append(torch_ragged.scatter(src, index, dim=0))
+    finally:
+        torch.set_num_threads(threads)
+    assert all(torch.equal(results[0], r) for r in results[1:])
+
+
+@pytest.mark.parametrize("reduce", ["sum", "mean", "max", "min"])
+def test_gradients(reduce):
+    g = torch.Generator().manual_seed(5)
+    src = torch.randn(9, 3, generator=g, dtype=torch.float64, requires_grad=True)  # distinct values: no ties
+    index = torch.tensor([3, 0, 3, 1, 0, 3, 1, 1, 0])
+    assert gradcheck(lambda s: torch_ragged.scatter(s, index, dim=0, dim_size=5, reduce=reduce), (src,))
+
+
+def test_a_broadcast_index_is_one_index_per_row():
+    src = torch.arange(12.0).view(4, 3)
+    index = torch.tensor([1, 0, 1, 0])
+    expanded = index.view(-1, 1).expand_as(src)
+    assert torch.equal(torch_ragged.scatter(src, expanded, dim=0), torch_ragged.scatter(src, index, dim=0))
+
+
+def test_bad_input_is_named():
+    src = torch.randn(4, 3)
+    with pytest.raises(ValueError, match="torch_ragged.scatter: index must be non-negative, got -1"):
+        torch_ragged.scatter(src, torch.tensor([0, -1, 0, 1]), dim=0)
+    with pytest.raises(ValueError, match="torch_ragged.scatter: index holds 5, out of range for dim_size 3"):
+        torch_ragged.scatter(src, torch.tensor([0, 5, 0, 1]), dim=0, dim_size=3)
+    with pytest.raises(ValueError, match="torch_ragged.scatter: reduce must be one of"):
+        torch_ragged.scatter(src, torch.tensor([0, 1, 0, 1]), dim=0, reduce="prod")
+    with pytest.raises(ValueError, match=r"torch_ragged.scatter: index must be 1-D with src.size\(0\) = 4 entries"):
+        torch_ragged.scatter(src, torch.tensor([0, 1, 0]), dim=0)
+    with pytest.raises(ValueError, match="torch_ragged.scatter: index must be the same for every element of a row"):
+        torch_ragged.scatter(src, torch.tensor([[0, 1, 0], [1, 1, 1], [0, 0, 0], [1, 1, 1]]), dim=0)
+    with pytest.raises(TypeError, match="torch_ragged.scatter: index must hold integers"):
+        torch_ragged.scatter(src, torch.tensor([0.0, 1.0, 0.0, 1.0]), dim=0)
+    with pytest.raises(IndexError, match="torch_ragged.scatter_max: dim 2 is out of range for a 2-D src"):
+        torch_ragged.scatter_max(src, torch.tensor([0, 1, 0]), dim=2)
+    with pytest.raises(ValueError, match="torch_ragged.scatter: dim_size must be a non-negative int"):
+        torch_ragged.scatter(src, torch.tensor([0, 1, 0, 1]), dim=0, dim_size=-1)
+
+
+def test_empty_inputs():
+    out = torch_ragged.scatter(torch.zeros(0, 3), torch.zeros(0, dtype=torch.long), dim=0, dim_size=2)
+    assert out.shape == (2, 3) and not out.any()
+    values, arg = torch_ragged.scatter_min(torch.zeros(0), torch.zeros(0, dtype=torch.long))
+    assert values.shape == (0,) and arg.shape == (0,)
