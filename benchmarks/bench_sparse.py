@@ -337,8 +337,36 @@ def spgemm_rows(device, min_run_time):
     return rows
 
 
+def scatter_rows(device, min_run_time):
+    """torch_ragged.scatter (torch_scatter's API: a stable sort by index + the segment core) against torch's own
+    scatter_reduce and index_add_ (atomics on CUDA: not deterministic there): 1M rows x 16 into 100k positions."""
+    g = torch.Generator().manual_seed(7)
+    rows_n, width, positions = 10**6, 16, 10**5
+    src = torch.randn(rows_n, width, generator=g).to(device)
+    index = torch.randint(0, positions, (rows_n,), generator=g).to(device)
+    full_index = index.view(-1, 1).expand_as(src)
+    memcpy = copy_gbs(src.numel() * 4, device, min_run_time)
+    nbytes = src.numel() * 4 + rows_n * 8 + positions * width * 4
+    case = "scatter 1M x 16 rows into 100k positions, unsorted index"
+    rows = []
+    for reduce, theirs_name, theirs in (
+        ("sum", "index_add_", lambda: torch.zeros(positions, width, device=device).index_add_(0, index, src)),
+        ("sum", "scatter_reduce sum", lambda: torch.zeros(positions, width, device=device).scatter_reduce(
+            0, full_index, src, "sum", include_self=False)),
+        ("max", "scatter_reduce amax", lambda: torch.zeros(positions, width, device=device).scatter_reduce(
+            0, full_index, src, "amax", include_self=False)),
+    ):
+        def ours(reduce=reduce):
+            return torch_ragged.scatter(src, index, dim=0, dim_size=positions, reduce=reduce)
+
+        torch.testing.assert_close(ours(), theirs(), rtol=1e-4, atol=1e-4)
+        base_s, ours_s = paired_medians(synchronized(theirs, device), synchronized(ours, device), min_run_time)
+        rows.append(row(case, f"scatter {reduce}", theirs_name, base_s, ours_s, nbytes, memcpy))
+    return rows
+
+
 def run_all(device, min_run_time):
     np.random.seed(0)
     return (coalesce_rows(device, min_run_time) + sum_rows(device, min_run_time) + softmax_rows(device, min_run_time)
             + wide_softmax_row(device, min_run_time) + matmul_rows(device, min_run_time)
-            + spgemm_rows(device, min_run_time))
+            + spgemm_rows(device, min_run_time) + scatter_rows(device, min_run_time))

@@ -163,16 +163,13 @@ def ragged_index_select(values: torch.Tensor, first_idx, index, num_rows: int | 
 _SCATTER_REDUCTIONS = ("sum", "add", "mean", "max", "min")
 
 
-class _Grouped(NamedTuple):
-    rows: torch.Tensor  # src moved so `dim` leads, its rows in the order of their index (stable)
-    order: torch.Tensor  # rows[k] is src's row order[k] along dim
-    first_idx: torch.Tensor  # (dim_size + 1,): output position p gathers rows first_idx[p]:first_idx[p + 1]
-    dim: int
+class _ScatterIndex(NamedTuple):
+    index: torch.Tensor  # (src.size(dim),): the output position of each row of src along dim
+    dim: int  # non-negative
+    dim_size: int
 
 
-def _grouped(op: str, src, index, dim: int, dim_size) -> _Grouped:
-    """src's rows along ``dim`` grouped by ``index`` (a stable sort: each group keeps src's order, so every sum is
-    taken in one fixed order and the result is deterministic on every device)."""
+def _scatter_index(op: str, src, index, dim: int, dim_size) -> _ScatterIndex:
     if not isinstance(src, torch.Tensor):
         raise TypeError(f"torch_ragged.{op}: src must be a tensor, got {type(src).__name__}")
     if src.dim() == 0:
@@ -193,10 +190,7 @@ def _grouped(op: str, src, index, dim: int, dim_size) -> _Grouped:
         raise ValueError(f"torch_ragged.{op}: dim_size must be a non-negative int, got {dim_size!r}")
     elif largest > dim_size:
         raise ValueError(f"torch_ragged.{op}: index holds {largest - 1}, out of range for dim_size {dim_size}")
-    order = torch.sort(index, stable=True).indices
-    counts = torch.bincount(index, minlength=dim_size) if index.numel() else index.new_zeros(dim_size)
-    rows = src.movedim(dim, 0).index_select(0, order)
-    return _Grouped(rows, order, get_first_idx(counts, validate=False), dim)
+    return _ScatterIndex(index, dim, dim_size)
 
 
 def _one_index_per_row(op: str, src, index, dim: int) -> torch.Tensor:
@@ -221,20 +215,17 @@ def _one_index_per_row(op: str, src, index, dim: int) -> torch.Tensor:
     return first
 
 
-def _ungrouped(out: torch.Tensor, dim: int) -> torch.Tensor:
-    return out.movedim(0, dim)
-
-
 def scatter(src: torch.Tensor, index, dim: int = -1, dim_size: int | None = None,
             reduce: str = "sum") -> torch.Tensor:
     """torch_scatter's ``scatter``: ``out[index[i]] (+)= src[i]`` along ``dim``, by an unsorted index.
 
     ``index`` has one entry per row of ``src`` along ``dim`` (1-D, or broadcast to ``src`` as torch_scatter takes it,
     equal across the other dims); the output has ``dim_size`` rows along ``dim`` (default ``index.max() + 1``).
-    ``reduce``: ``"sum"`` (or ``"add"``), ``"mean"``, ``"max"``, ``"min"``; positions no row reaches are 0. A stable
-    sort groups the rows and the segment core reduces each group in src's order: deterministic on every device,
-    differentiable (max / min: the gradient goes to the row holding the extremum, the first on ties). Integer means
-    round toward minus infinity, as torch_scatter's.
+    ``reduce``: ``"sum"`` (or ``"add"``), ``"mean"``, ``"max"``, ``"min"``; positions no row reaches are 0. The rows
+    are grouped by a stable radix sort of the index and each group is reduced in src's order by the segment core
+    (sums read the rows in place through the sort's permutation): deterministic on every device, differentiable
+    (max / min: the gradient goes to the row holding the extremum, the first on ties). Integer means round toward
+    minus infinity, as torch_scatter's.
 
     >>> scatter(torch.tensor([1.0, 2.0, 3.0, 4.0]), torch.tensor([2, 0, 2, 0]))
     tensor([6., 0., 4.])
@@ -247,21 +238,35 @@ def scatter(src: torch.Tensor, index, dim: int = -1, dim_size: int | None = None
                          f"got {reduce!r}")
     if reduce in ("max", "min"):
         return (scatter_max if reduce == "max" else scatter_min)(src, index, dim, dim_size)[0]
-    g = _grouped("scatter", src, index, dim, dim_size)
-    if reduce == "mean" and not (src.is_floating_point() or src.is_complex()):
-        counts = (g.first_idx[1:] - g.first_idx[:-1]).clamp(min=1).view(-1, *[1] * (g.rows.dim() - 1))
-        out = segment_sum(g.rows, g.first_idx).div(counts, rounding_mode="floor")
-    else:
-        out = (segment_mean if reduce == "mean" else segment_sum)(g.rows, g.first_idx)
-    return _ungrouped(out, g.dim)
+    s = _scatter_index("scatter", src, index, dim, dim_size)
+    rows = src.movedim(s.dim, 0)
+    # sparse_coalesce of a 1-D sparse tensor is exactly this: a stable sort of the positions, then each run of
+    # equal positions summed in input order (its autograd sends each output's gradient back to its rows).
+    positions, sums, _, first_idx = _ops.sparse_coalesce(s.index.view(1, -1), rows, [s.dim_size, *rows.shape[1:]],
+                                                         False)
+    if reduce == "mean":
+        counts = (first_idx[1:] - first_idx[:-1]).view(-1, *[1] * (rows.dim() - 1))
+        if src.is_floating_point() or src.is_complex():
+            sums = sums / counts.to(sums.dtype)
+        else:
+            sums = sums.div(counts, rounding_mode="floor")
+    out = rows.new_zeros((s.dim_size, *rows.shape[1:])).index_copy(0, positions[0], sums)
+    return out.movedim(0, s.dim)
 
 
 def _scatter_extremum(op: str, reduction, src, index, dim: int, dim_size) -> tuple[torch.Tensor, torch.Tensor]:
-    g = _grouped(op, src, index, dim, dim_size)
-    values, arg = reduction(g.rows, g.first_idx)
-    # arg: a row of the grouped rows (-1 for an empty position) -> src's row along dim (src.size(dim) when empty)
-    source_row = torch.where(arg >= 0, g.order[arg.clamp(min=0)], src.shape[g.dim])
-    return _ungrouped(values, g.dim), _ungrouped(source_row, g.dim)
+    s = _scatter_index(op, src, index, dim, dim_size)
+    rows = src.movedim(s.dim, 0)
+    # The grouping alone (the same stable radix sort as `scatter`'s sums; no values to carry): the positions rows
+    # reach, the permutation that groups them and the groups' offsets.
+    positions, _, order, first_idx = _ops.sparse_coalesce(s.index.view(1, -1), s.index.new_empty((s.index.numel(), 0)),
+                                                           [s.dim_size, 0], False)
+    values, arg = reduction(rows.index_select(0, order), first_idx)
+    # arg: a row of the grouped rows -> src's row along dim; positions no row reaches: 0 and src.size(dim)
+    out = rows.new_zeros((s.dim_size, *rows.shape[1:])).index_copy(0, positions[0], values)
+    source_row = torch.full(out.shape, src.shape[s.dim], dtype=torch.long, device=src.device)
+    source_row = source_row.index_copy(0, positions[0], order[arg])
+    return out.movedim(0, s.dim), source_row.movedim(0, s.dim)
 
 
 def scatter_max(src: torch.Tensor, index, dim: int = -1,
