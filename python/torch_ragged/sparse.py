@@ -7,14 +7,15 @@ int64 **or int32** (kept as given), ``values (nnz, *dense sizes)``, ``size`` —
 Duplicates are summed in input order, so every result is deterministic. See docs/sparse.md.
 """
 
+import functools
 from collections.abc import Sequence
 
 import torch
 
 from .segment import register_fake
 
-__all__ = ["SparsePlan", "addmm", "bmm", "coalesce", "index_select", "log_softmax", "mm", "plan", "softmax",
-           "sparse_mask", "sum", "to_dense", "to_sparse"]
+__all__ = ["SparsePlan", "add", "addmm", "bmm", "cat", "coalesce", "index_select", "log_softmax", "mm", "mul", "plan",
+           "softmax", "sparse_mask", "sub", "sum", "t", "to_dense", "to_sparse", "transpose"]
 
 _ops = torch.ops.torch_ragged
 
@@ -200,6 +201,169 @@ def log_softmax(s: torch.Tensor, dim: int, dtype: torch.dtype | None = None) -> 
     tensor([-0.6931, -0.6931])
     """
     return _softmax("log_softmax", s, dim, dtype, True)
+
+
+# ---- elementwise between sparse tensors, transpose, cat: on the coalesce core ----
+
+def _same_layout(op: str, a, b) -> torch.dtype:
+    """Checks two sparse COO tensors of one shape and one sparse / dense split; returns their promoted dtype."""
+    _check_sparse(op, a)
+    _check_sparse(op, b)
+    if a.shape != b.shape or a.sparse_dim() != b.sparse_dim():
+        raise ValueError(f"torch_ragged.sparse.{op}: a and b must have the same shape and sparse dims, got "
+                         f"{tuple(a.shape)} (sparse_dim={a.sparse_dim()}) and {tuple(b.shape)} "
+                         f"(sparse_dim={b.sparse_dim()})")
+    if a.device != b.device:
+        raise ValueError(f"torch_ragged.sparse.{op}: a and b must be on one device, got {a.device} and {b.device}")
+    return torch.result_type(a, b)
+
+
+def add(a: torch.Tensor, b: torch.Tensor, *, alpha=1) -> torch.Tensor:
+    """``torch.add(a, b, alpha=alpha)`` of two sparse COO tensors of one shape: the union of their patterns.
+
+    The entries of both are concatenated (b's scaled by ``alpha``) and coalesced: each index's values are summed in
+    a fixed order (a's entries, then b's), so the result is deterministic, and it comes back coalesced (torch's
+    own result is an uncoalesced concatenation with the same values). dtypes promote as torch's do. Differentiable
+    in both values.
+
+    >>> a = torch.sparse_coo_tensor([[0, 2]], [1.0, 2.0], (3,))
+    >>> b = torch.sparse_coo_tensor([[2, 1]], [10.0, 20.0], (3,))
+    >>> add(a, b, alpha=2).to_dense()
+    tensor([ 1., 40., 22.])
+    """
+    dtype = _same_layout("add", a, b)
+    b_values = _values(b).to(dtype)
+    if alpha != 1:
+        b_values = b_values * alpha
+    indices = torch.cat([a._indices(), b._indices()], 1)
+    values = torch.cat([_values(a).to(dtype), b_values])
+    out_indices, out_values, _, _ = _ops.sparse_coalesce(indices, values, a.shape)
+    return _sparse(out_indices, out_values, a.shape, True)
+
+
+def sub(a: torch.Tensor, b: torch.Tensor, *, alpha=1) -> torch.Tensor:
+    """``torch.sub(a, b, alpha=alpha)`` of two sparse COO tensors: `add` of ``-alpha * b``.
+
+    >>> a = torch.sparse_coo_tensor([[0, 2]], [1.0, 2.0], (3,))
+    >>> sub(a, a).to_dense()
+    tensor([0., 0., 0.])
+    """
+    return add(a, b, alpha=-alpha)
+
+
+def mul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """``torch.mul(a, b)`` of two sparse COO tensors of one shape: the intersection of their patterns.
+
+    Both are coalesced; an index stored in both keeps ``a_value * b_value``, every other index is dropped (as
+    torch's result). Coalesced, deterministic, differentiable in both values.
+
+    >>> a = torch.sparse_coo_tensor([[0, 2]], [3.0, 2.0], (3,))
+    >>> b = torch.sparse_coo_tensor([[2, 1]], [10.0, 20.0], (3,))
+    >>> mul(a, b).to_dense()
+    tensor([ 0.,  0., 20.])
+    """
+    dtype = _same_layout("mul", a, b)
+    a_indices, a_values = _coalesced("mul", a)
+    b_indices, b_values = _coalesced("mul", b)
+    sparse_size = list(a.shape[:a.sparse_dim()])
+    a_keys = _ops.sparse_flat_keys(a_indices, sparse_size, False)
+    b_keys = _ops.sparse_flat_keys(b_indices, sparse_size, False)
+    # both key lists rise (coalesced): each of a's keys is found in b's by binary search
+    position = torch.searchsorted(b_keys, a_keys).clamp(max=max(b_keys.numel() - 1, 0))
+    both = b_keys[position] == a_keys if b_keys.numel() else torch.zeros_like(a_keys, dtype=torch.bool)
+    kept = both.nonzero().flatten()
+    values = a_values.index_select(0, kept).to(dtype) * b_values.index_select(0, position[kept]).to(dtype)
+    return _sparse(a_indices.index_select(1, kept), values, a.shape, True)
+
+
+def transpose(s: torch.Tensor, dim0: int, dim1: int) -> torch.Tensor:
+    """``s.transpose(dim0, dim1)``: two sparse dims (their index rows swapped, then re-sorted by the coalesce core)
+    or two dense dims (the values transposed; torch refuses those). A sparse dim with a dense one is refused.
+    The result is coalesced.
+
+    >>> s = torch.sparse_coo_tensor([[0, 1], [2, 0]], [1.0, 2.0], (2, 3))
+    >>> transpose(s, 0, 1).indices()
+    tensor([[0, 2],
+            [1, 0]])
+    """
+    _check_sparse("transpose", s)
+    ndim = s.dim()
+    for name, d in (("dim0", dim0), ("dim1", dim1)):
+        if not -ndim <= d < ndim:
+            raise IndexError(f"torch_ragged.sparse.transpose: {name} = {d} is out of range for a {ndim}-D tensor")
+    dim0, dim1 = dim0 % ndim, dim1 % ndim
+    sparse_dim = s.sparse_dim()
+    shape = list(s.shape)
+    shape[dim0], shape[dim1] = shape[dim1], shape[dim0]
+    if dim0 < sparse_dim and dim1 < sparse_dim:
+        order = list(range(sparse_dim))
+        order[dim0], order[dim1] = order[dim1], order[dim0]
+        indices, values, _, _ = _ops.sparse_coalesce(s._indices()[order], _values(s), shape)
+        return _sparse(indices, values, shape, True)
+    if dim0 >= sparse_dim and dim1 >= sparse_dim:
+        indices, values = _coalesced("transpose", s)
+        values = values.transpose(dim0 - sparse_dim + 1, dim1 - sparse_dim + 1)
+        return _sparse(indices, values, shape, True)
+    raise ValueError(f"torch_ragged.sparse.transpose: dims {dim0} and {dim1} are one sparse and one dense dim "
+                     f"(sparse_dim={sparse_dim}); transpose two sparse or two dense dims")
+
+
+def t(s: torch.Tensor) -> torch.Tensor:
+    """``s.t()``: the transpose of a sparse matrix (a 1-D or 0-d tensor as it is).
+
+    >>> t(torch.sparse_coo_tensor([[0], [1]], [5.0], (2, 3))).indices()
+    tensor([[1],
+            [0]])
+    """
+    _check_sparse("t", s)
+    if s.dim() > 2:
+        raise ValueError(f"torch_ragged.sparse.t: expected a tensor of at most 2 dims, got {s.dim()}; use transpose")
+    return transpose(s, 0, 1) if s.dim() == 2 else coalesce(s)
+
+
+def cat(tensors, dim: int = 0) -> torch.Tensor:
+    """``torch.cat`` of sparse COO tensors along a sparse dim: each tensor's indices along ``dim`` offset by the sizes
+    before it, one concatenation, one coalesce (the result is coalesced). The other dims must agree.
+
+    >>> a = torch.sparse_coo_tensor([[0], [1]], [1.0], (1, 2))
+    >>> cat([a, a], 0).to_dense()
+    tensor([[0., 1.],
+            [0., 1.]])
+    """
+    tensors = list(tensors)
+    if not tensors:
+        raise ValueError("torch_ragged.sparse.cat: expected at least one tensor")
+    for k, x in enumerate(tensors):
+        _check_sparse(f"cat (tensors[{k}])", x)
+    first = tensors[0]
+    ndim, sparse_dim = first.dim(), first.sparse_dim()
+    if not -ndim <= dim < ndim:
+        raise IndexError(f"torch_ragged.sparse.cat: dim {dim} is out of range for {ndim}-D tensors")
+    dim %= ndim
+    if dim >= sparse_dim:
+        raise ValueError(f"torch_ragged.sparse.cat: dim {dim} is a dense dim (sparse_dim={sparse_dim}); "
+                         "only sparse dims are concatenated here")
+    for k, x in enumerate(tensors):
+        same = x.dim() == ndim and x.sparse_dim() == sparse_dim and all(
+            x.shape[d] == first.shape[d] for d in range(ndim) if d != dim)
+        if not same or x.device != first.device:
+            raise ValueError(f"torch_ragged.sparse.cat: tensors[{k}] has shape {tuple(x.shape)} (sparse_dim="
+                             f"{x.sparse_dim()}, {x.device}); expected {tuple(first.shape)} but for dim {dim}, "
+                             f"sparse_dim={sparse_dim}, {first.device}")
+    dtype = functools.reduce(torch.promote_types, (x.dtype for x in tensors))
+    offsets = [0]
+    for x in tensors:
+        offsets.append(offsets[-1] + x.shape[dim])
+    parts = []
+    for x, offset in zip(tensors, offsets, strict=False):
+        indices = x._indices().clone()
+        indices[dim] += offset
+        parts.append(indices)
+    shape = list(first.shape)
+    shape[dim] = offsets[-1]
+    indices, values, _, _ = _ops.sparse_coalesce(torch.cat(parts, 1), torch.cat([_values(x).to(dtype)
+                                                                               for x in tensors]), shape)
+    return _sparse(indices, values, shape, True)
 
 
 # ---- matrix products ----

@@ -1,0 +1,110 @@
+"""add / sub / mul between sparse tensors, transpose / t, cat: against torch.sparse's own operators (values compared
+densely, patterns compared after torch's coalesce), hybrid tensors, uncoalesced inputs, dtype promotion, gradients,
+bad input."""
+
+import pytest
+import torch
+import torch_ragged.sparse as S
+from devices import DEVICES
+from torch.autograd import gradcheck
+
+
+def random_sparse(sizes, sparse_dim, nnz, seed, dtype=torch.float64, coalesced=False):
+    g = torch.Generator().manual_seed(seed)
+    indices = torch.stack([torch.randint(0, sizes[d], (nnz,), generator=g) for d in range(sparse_dim)])
+    values = torch.randn((nnz, *sizes[sparse_dim:]), generator=g, dtype=torch.float64).to(dtype)
+    s = torch.sparse_coo_tensor(indices, values, sizes, check_invariants=True)
+    return s.coalesce() if coalesced else s
+
+
+def same_sparse(ours, theirs):
+    theirs = theirs.coalesce()
+    assert ours.is_coalesced() and ours.shape == theirs.shape and ours.dtype == theirs.dtype
+    assert torch.equal(ours.indices().cpu(), theirs.indices().cpu())
+    torch.testing.assert_close(ours.values().cpu(), theirs.values().cpu())
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("sizes,sparse_dim", [((6, 5), 2), ((4, 5, 3), 2), ((7,), 1), ((3, 4, 2), 3)])
+@pytest.mark.parametrize("coalesced", [True, False])
+def test_add_sub_mul_match_torch(device, sizes, sparse_dim, coalesced):
+    a = random_sparse(sizes, sparse_dim, 12, seed=1, coalesced=coalesced).to(device)
+    b = random_sparse(sizes, sparse_dim, 10, seed=2, coalesced=coalesced).to(device)
+    same_sparse(S.add(a, b), torch.add(a, b))
+    same_sparse(S.add(a, b, alpha=-2.5), torch.add(a, b, alpha=-2.5))
+    same_sparse(S.sub(a, b, alpha=3), torch.sub(a, b, alpha=3))
+    torch.testing.assert_close(S.mul(a, b).to_dense(), torch.mul(a, b).to_dense())
+    same_sparse(S.mul(a, b), torch.mul(a.coalesce(), b.coalesce()))
+
+
+def test_dtypes_promote_as_torch():
+    a = random_sparse((5, 4), 2, 8, seed=3, dtype=torch.float32)
+    b = random_sparse((5, 4), 2, 8, seed=4, dtype=torch.float64)
+    assert S.add(a, b).dtype == torch.add(a, b).dtype == torch.float64
+    assert S.mul(a, b).dtype == torch.float64
+
+
+def test_the_sum_order_is_a_then_b():
+    a = torch.sparse_coo_tensor([[0, 0]], torch.tensor([1e8, 1.0]), (1,))
+    b = torch.sparse_coo_tensor([[0]], torch.tensor([-1e8]), (1,))
+    assert S.add(a, b).values().item() == ((torch.tensor(0.0) + 1e8 + 1.0) - 1e8).item()
+
+
+@pytest.mark.parametrize("op", ["add", "mul"])
+def test_gradients_reach_both_values(op):
+    a = random_sparse((5, 4), 2, 9, seed=5, coalesced=True)
+    b = random_sparse((5, 4), 2, 9, seed=6, coalesced=True)
+    b = torch.sparse_coo_tensor(torch.cat([b.indices(), a.indices()[:, :4]], 1),
+                                torch.cat([b.values(), torch.randn(4, dtype=torch.float64)]), b.shape).coalesce()
+
+    def fn(av, bv):
+        x = torch.sparse_coo_tensor(a.indices(), av, a.shape, is_coalesced=True)
+        y = torch.sparse_coo_tensor(b.indices(), bv, b.shape, is_coalesced=True)
+        return getattr(S, op)(x, y).to_dense()
+
+    assert gradcheck(fn, (a.values().clone().requires_grad_(True), b.values().clone().requires_grad_(True)))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_transpose_and_t_match_torch(device):
+    s = random_sparse((4, 6, 3, 2), 3, 15, seed=7).to(device)
+    same_sparse(S.transpose(s, 0, 2), s.transpose(0, 2))
+    same_sparse(S.transpose(s, -4, 1), s.transpose(-4, 1))
+    hybrid = random_sparse((4, 6, 3, 2), 2, 15, seed=8).to(device)
+    # torch refuses two dense dims ("transposed dimensions must be sparse"); the dense reference:
+    transposed = S.transpose(hybrid, 2, 3)
+    assert transposed.is_coalesced() and transposed.sparse_dim() == 2
+    torch.testing.assert_close(transposed.to_dense(), hybrid.to_dense().transpose(2, 3))
+    matrix = random_sparse((4, 6), 2, 10, seed=9).to(device)
+    same_sparse(S.t(matrix), matrix.t())
+    vector = random_sparse((5,), 1, 4, seed=10).to(device)
+    same_sparse(S.t(vector), vector.t())
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_cat_matches_torch(device):
+    parts = [random_sparse((3, 5, 2), 2, 6, seed=11).to(device), random_sparse((4, 5, 2), 2, 7, seed=12).to(device),
+             random_sparse((1, 5, 2), 2, 2, seed=13).to(device)]
+    same_sparse(S.cat(parts, 0), torch.cat(parts, 0))
+    wide = [random_sparse((3, 2), 2, 4, seed=14).to(device), random_sparse((3, 5), 2, 6, seed=15).to(device)]
+    same_sparse(S.cat(wide, -1), torch.cat(wide, 1))
+
+
+def test_bad_input_is_named():
+    a = random_sparse((4, 5), 2, 6, seed=16)
+    with pytest.raises(ValueError, match=r"torch_ragged.sparse.add: a and b must have the same shape"):
+        S.add(a, random_sparse((4, 6), 2, 6, seed=17))
+    with pytest.raises(TypeError, match="torch_ragged.sparse.mul: expected a sparse COO tensor, got torch.strided"):
+        S.mul(a, torch.zeros(4, 5))
+    with pytest.raises(ValueError, match="torch_ragged.sparse.transpose: dims 1 and 2 are one sparse and one dense"):
+        S.transpose(random_sparse((4, 5, 2), 2, 6, seed=18), 1, 2)
+    with pytest.raises(IndexError, match="torch_ragged.sparse.transpose: dim1 = 2 is out of range"):
+        S.transpose(a, 0, 2)
+    with pytest.raises(ValueError, match="torch_ragged.sparse.t: expected a tensor of at most 2 dims"):
+        S.t(random_sparse((2, 2, 2), 3, 3, seed=19))
+    with pytest.raises(ValueError, match=r"torch_ragged.sparse.cat: tensors\[1\] has shape \(4, 6\)"):
+        S.cat([a, random_sparse((4, 6), 2, 6, seed=20)], 0)
+    with pytest.raises(ValueError, match="torch_ragged.sparse.cat: dim 2 is a dense dim"):
+        S.cat([random_sparse((4, 5, 2), 2, 6, seed=21)] * 2, 2)
+    with pytest.raises(ValueError, match="torch_ragged.sparse.cat: expected at least one tensor"):
+        S.cat([], 0)
