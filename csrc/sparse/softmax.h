@@ -7,6 +7,7 @@
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
+#include "common/checks.h"
 #include "sparse/coalesce.h"
 #include "sparse/sparse_args.h"
 

@@ -217,70 +217,70 @@ SpgemmResult spgemm_rows_cpu(const SpgemmOperands& s) {
   const int64_t* b_first = s.b_first.const_data_ptr<int64_t>();
   std::vector<int64_t> first(s.n + 1, 0);  // C's row offsets
   SpgemmResult c;
-  AT_DISPATCH_V2(s.a_values.scalar_type(), "sparse_spgemm_cpu", AT_WRAP([&] {
-                   using acc_t = at::opmath_type<scalar_t>;
-                   const scalar_t* a_values = s.a_values.const_data_ptr<scalar_t>();
-                   const scalar_t* b_values = s.b_values.const_data_ptr<scalar_t>();
-                   auto run = [&](auto col_zero) {
-                     using col_t = decltype(col_zero);
-                     using Row = RowAccumulator<scalar_t, acc_t, col_t>;
-                     // B's columns in col_t: the loops below read them at random rows, and half the
-                     // bytes are half the cache misses.
-                     const at::Tensor b_cols_narrow =
-                         s.b_cols.to(c10::CppTypeToScalarType<col_t>::value);
-                     const col_t* b_cols = b_cols_narrow.const_data_ptr<col_t>();
-                     // The B row of A's next entry, fetched while the current one is summed.
-                     auto prefetch_next = [&](int64_t e, int64_t end) {
-                       if (e + 1 < end) {
-                         const int64_t next = b_first[a_cols[e + 1]];
-                         __builtin_prefetch(b_cols + next);
-                         __builtin_prefetch(b_values + next);
-                       }
-                     };
-                     at::parallel_for(0, tasks, 1, [&](int64_t task_begin, int64_t task_end) {
-                       Row row(s.m, dense);
-                       for (int64_t i = bounds[task_begin]; i < bounds[task_end]; ++i) {
-                         row.start(i);
-                         for (int64_t e = a_first[i]; e < a_first[i + 1]; ++e) {
-                           prefetch_next(e, a_first[i + 1]);
-                           const int64_t l = a_cols[e];
-                           for (int64_t q = b_first[l]; q < b_first[l + 1]; ++q)
-                             row.touch(b_cols[q]);
-                         }
-                         first[i + 1] = row.count();
-                       }
-                     });
-                     std::partial_sum(first.begin(), first.end(), first.begin());
-                     const int64_t nnz = first[s.n];
-                     c.indices = at::empty({2, nnz}, s.a_cols.options());
-                     c.values = at::empty({nnz}, s.a_values.options());
-                     int64_t* rows = c.indices.mutable_data_ptr<int64_t>();
-                     int64_t* cols = rows + nnz;
-                     scalar_t* values = c.values.mutable_data_ptr<scalar_t>();
-                     at::parallel_for(0, tasks, 1, [&](int64_t task_begin, int64_t task_end) {
-                       Row row(s.m, dense);
-                       for (int64_t i = bounds[task_begin]; i < bounds[task_end]; ++i) {
-                         row.start(i);
-                         for (int64_t e = a_first[i]; e < a_first[i + 1]; ++e) {
-                           prefetch_next(e, a_first[i + 1]);
-                           const int64_t l = a_cols[e];
-                           const scalar_t a = a_values[e];
-                           for (int64_t q = b_first[l]; q < b_first[l + 1]; ++q) {
-                             row.add(b_cols[q], spgemm_product<scalar_t, acc_t>(a, b_values[q]));
-                           }
-                         }
-                         row.finish(rows + first[i], cols + first[i], values + first[i]);
-                       }
-                     });
-                   };
-                   constexpr int64_t kInt32 = std::numeric_limits<int32_t>::max();
-                   if (s.m <= kInt32 && s.n <= kInt32) {
-                     run(int32_t{0});
-                   } else {
-                     run(int64_t{0});
-                   }
-                 }),
-                 AT_EXPAND(AT_ALL_TYPES_AND_COMPLEX), at::kHalf, at::kBFloat16);
+  AT_DISPATCH_V2(
+      s.a_values.scalar_type(), "sparse_spgemm_cpu", AT_WRAP([&] {
+        using acc_t = at::opmath_type<scalar_t>;
+        const scalar_t* a_values = s.a_values.const_data_ptr<scalar_t>();
+        const scalar_t* b_values = s.b_values.const_data_ptr<scalar_t>();
+        auto run = [&](auto col_zero) {
+          using col_t = decltype(col_zero);
+          using Row = RowAccumulator<scalar_t, acc_t, col_t>;
+          // B's columns in col_t: the loops below read them at random rows, and half the
+          // bytes are half the cache misses.
+          const at::Tensor b_cols_narrow = s.b_cols.to(c10::CppTypeToScalarType<col_t>::value);
+          const col_t* b_cols = b_cols_narrow.const_data_ptr<col_t>();
+          // The rows of tasks [task_begin, task_end), each walked product by product: row.start(i),
+          // visit(e, q) for A entry e and B entry q in ascending l (the summation order), then
+          // done(i). The B row of A's next entry is prefetched while the current one is walked.
+          auto walk_rows = [&](int64_t task_begin, int64_t task_end, Row& row, auto&& visit,
+                               auto&& done) {
+            for (int64_t i = bounds[task_begin]; i < bounds[task_end]; ++i) {
+              row.start(i);
+              for (int64_t e = a_first[i]; e < a_first[i + 1]; ++e) {
+                if (e + 1 < a_first[i + 1]) {
+                  const int64_t next = b_first[a_cols[e + 1]];
+                  __builtin_prefetch(b_cols + next);
+                  __builtin_prefetch(b_values + next);
+                }
+                const int64_t l = a_cols[e];
+                for (int64_t q = b_first[l]; q < b_first[l + 1]; ++q) visit(e, q);
+              }
+              done(i);
+            }
+          };
+          at::parallel_for(0, tasks, 1, [&](int64_t task_begin, int64_t task_end) {
+            Row row(s.m, dense);
+            walk_rows(
+                task_begin, task_end, row, [&](int64_t, int64_t q) { row.touch(b_cols[q]); },
+                [&](int64_t i) { first[i + 1] = row.count(); });
+          });
+          std::partial_sum(first.begin(), first.end(), first.begin());
+          const int64_t nnz = first[s.n];
+          c.indices = at::empty({2, nnz}, s.a_cols.options());
+          c.values = at::empty({nnz}, s.a_values.options());
+          int64_t* rows = c.indices.mutable_data_ptr<int64_t>();
+          int64_t* cols = rows + nnz;
+          scalar_t* values = c.values.mutable_data_ptr<scalar_t>();
+          at::parallel_for(0, tasks, 1, [&](int64_t task_begin, int64_t task_end) {
+            Row row(s.m, dense);
+            walk_rows(
+                task_begin, task_end, row,
+                [&](int64_t e, int64_t q) {
+                  row.add(b_cols[q], spgemm_product<scalar_t, acc_t>(a_values[e], b_values[q]));
+                },
+                [&](int64_t i) {
+                  row.finish(rows + first[i], cols + first[i], values + first[i]);
+                });
+          });
+        };
+        constexpr int64_t kInt32 = std::numeric_limits<int32_t>::max();
+        if (s.m <= kInt32 && s.n <= kInt32) {
+          run(int32_t{0});
+        } else {
+          run(int64_t{0});
+        }
+      }),
+      AT_EXPAND(AT_ALL_TYPES_AND_COMPLEX), at::kHalf, at::kBFloat16);
   return c;
 }
 

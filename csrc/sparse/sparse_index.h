@@ -10,6 +10,7 @@
 
 #include <cstdint>
 
+#include "common/search.h"
 #include "segment/portable_math.h"
 
 namespace torch_ragged {
@@ -66,17 +67,8 @@ C10_HOST_DEVICE inline void spgemm_row_numeric(int64_t i, const int64_t* a_first
     const int64_t l = a_cols[e];
     const scalar_t a = a_values[e];
     for (int64_t q = b_first[l]; q < b_first[l + 1]; ++q) {
-      const int64_t j = b_cols[q];
-      int64_t lo = c_begin, hi = c_end;  // the first entry of the row with column >= j
-      while (lo < hi) {
-        const int64_t mid = lo + (hi - lo) / 2;
-        if (c_cols[mid] < j) {
-          lo = mid + 1;
-        } else {
-          hi = mid;
-        }
-      }
-      acc[lo] += spgemm_product<scalar_t, acc_t>(a, b_values[q]);
+      acc[lower_bound_in(c_cols, c_begin, c_end, b_cols[q])] +=
+          spgemm_product<scalar_t, acc_t>(a, b_values[q]);
     }
   }
 }

@@ -369,7 +369,9 @@ class SparseSpgemm : public torch::autograd::Function<SparseSpgemm> {
 std::tuple<at::Tensor, at::Tensor> sparse_spgemm_autograd(
     const at::Tensor& a_indices, const at::Tensor& a_values, const at::Tensor& b_indices,
     const at::Tensor& b_values, c10::SymIntArrayRef a_size, c10::SymIntArrayRef b_size) {
+  check_defined("sparse_spgemm", "a_indices", a_indices);
   check_defined("sparse_spgemm", "a_values", a_values);
+  check_defined("sparse_spgemm", "b_indices", b_indices);
   check_defined("sparse_spgemm", "b_values", b_values);
   TORCH_CHECK_VALUE(a_size.size() == 2 && b_size.size() == 2,
                     "torch_ragged.sparse_spgemm: A and B ",

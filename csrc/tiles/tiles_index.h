@@ -18,6 +18,8 @@
 
 #include <cstdint>
 
+#include "common/search.h"
+
 namespace torch_ragged {
 
 constexpr int kMaxTileDims = 3;
@@ -79,15 +81,7 @@ struct TileCells {
   const int64_t* origins;
 
   C10_HOST_DEVICE int64_t find(int64_t key) const {
-    int64_t lo = 0, hi = num_keys;  // keys[lo..hi) may hold key
-    while (lo < hi) {
-      const int64_t mid = lo + (hi - lo) / 2;
-      if (keys[mid] < key) {
-        lo = mid + 1;
-      } else {
-        hi = mid;
-      }
-    }
+    const int64_t lo = lower_bound_in(keys, 0, num_keys, key);
     return lo < num_keys && keys[lo] == key ? lo : -1;
   }
   C10_HOST_DEVICE bool covers(int64_t t, const int64_t* g, const TileGeometry& geo) const {
