@@ -69,24 +69,17 @@ __global__ void spgemm_numeric_kernel(int64_t n, const int64_t* __restrict__ a_f
   }
 }
 
-// C's pattern: every product's key row * m + col (spgemm_with checked that it fits), sorted and
-// made unique. O(products) memory on the device, for the symbolic step only.
-// C's pattern: (indices (2, nnz), row offsets (n + 1)).
+// C's pattern, (indices (2, nnz), row offsets (n + 1)): every product's key row * m + col
+// (spgemm_with checked that it fits), sorted and made unique. O(products) memory on the device, for
+// the symbolic step only.
 std::pair<at::Tensor, at::Tensor> spgemm_pattern_cuda(const SpgemmOperands& s) {
-  const at::Tensor b_row_lengths = s.b_first.slice(0, 1) - s.b_first.slice(0, 0, -1);
-  const at::Tensor products_first =
-      ops::get_first_idx(b_row_lengths.index_select(0, s.a_cols), false);
-  const at::Tensor a_entry = ops::segment_ids(products_first, std::nullopt);
-  const at::Tensor rank =
-      at::arange(a_entry.size(0), a_entry.options()) - products_first.index_select(0, a_entry);
-  const at::Tensor b_entry = s.b_first.index_select(0, s.a_cols.index_select(0, a_entry)) + rank;
+  const ProductList products = list_products(s.a_cols, s.b_first, s.b_cols.size(0));
   const at::Tensor a_rows = ops::segment_ids(s.a_first, s.a_cols.size(0));
-  const at::Tensor keys = a_rows.index_select(0, a_entry) * s.m + s.b_cols.index_select(0, b_entry);
+  const at::Tensor keys =
+      a_rows.index_select(0, products.a_entry) * s.m + s.b_cols.index_select(0, products.b_entry);
   const at::Tensor unique = std::get<0>(at::unique_consecutive(std::get<0>(at::sort(keys))));
   const at::Tensor rows = at::div(unique, s.m, "floor");
-  const at::Tensor first = ops::get_first_idx(
-      at::zeros({s.n}, rows.options()).index_add(0, rows, at::ones_like(rows)), false);
-  return {at::stack({rows, unique - rows * s.m}), first};
+  return {at::stack({rows, unique - rows * s.m}), offsets_of(rows, s.n)};
 }
 
 SpgemmResult spgemm_rows_cuda(const SpgemmOperands& s) {

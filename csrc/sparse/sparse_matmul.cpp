@@ -21,6 +21,7 @@
 #include "sparse/coalesce.h"
 #include "sparse/sparse_args.h"
 #include "sparse/sparse_ops.h"
+#include "sparse/spgemm.h"
 
 namespace torch_ragged {
 namespace {
@@ -50,7 +51,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> sparse_mm_plan_impl(
                     "torch_ragged.", op, ": the plan of a ", at::IntArrayRef(sizes),
                     " matrix would need more than 2^64 bytes of offsets");
   check_fits_in_memory(op, "the plan's row and column offsets", offsets, indices.device());
-  auto offsets_of = [&](const at::Tensor& keys, int64_t count) {
+  auto checked_offsets = [&](const at::Tensor& keys, int64_t count) {
     const at::Tensor per_key = empty_output(op, "the plan's offsets", {count}, keys.options())
                                    .zero_()
                                    .index_add(0, keys, at::ones_like(keys));
@@ -60,7 +61,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> sparse_mm_plan_impl(
   const at::Tensor row_order =
       at::index_copy(at::empty_like(col_order), 0, col_order,
                      at::arange(c10::Scalar(col_order.sym_size(0)), col_order.options()));
-  return {offsets_of(rows, sizes[0]), offsets_of(cols, sizes[1]), col_order, row_order};
+  return {checked_offsets(rows, sizes[0]), checked_offsets(cols, sizes[1]), col_order, row_order};
 }
 
 // The CSR (transpose = false) or CSC (true) view of S: the gathered index, the weights and the
@@ -120,10 +121,6 @@ void check_plan_matches(std::string_view op, const at::Tensor& indices,
   const at::Tensor cols = indices.select(0, 1).to(at::kLong);
   const at::Tensor by_col = col_order.to(device, at::kLong),
                    inverse = row_order.to(device, at::kLong);
-  auto offsets_of = [](const at::Tensor& keys, int64_t count) {
-    return ops::get_first_idx(
-        at::zeros({count}, keys.options()).index_add(0, keys, at::ones_like(keys)), false);
-  };
   auto in_range = [](const at::Tensor& t, int64_t size) {
     return t.numel() == 0 || ((t >= 0) & (t < size)).all().item<bool>();
   };
@@ -291,12 +288,11 @@ at::Tensor sparse_sddmm_autograd(const at::Tensor& a, const at::Tensor& b,
 
 // ---- sparse x sparse: by rows (Gustavson), each backend's spgemm_rows ----
 
-// The products behind C = A @ B, one per pair (entry a_il of A, entry b_lj of B's row l), grouped
-// by A's entry and then B's: the entries they come from and the C entry they land in. The backward
+// The products behind C = A @ B (list_products) and the C entry each lands in; the backward
 // recomputes them (O(products) memory, only while it runs); the forward never lists them.
 struct Products {
-  at::Tensor a_first;  // (nnz_a + 1): A entry e's products are a_first[e]:a_first[e + 1]
-  at::Tensor a_entry, b_entry, c_entry;
+  ProductList list;
+  at::Tensor c_entry;
   at::Tensor b_first, by_b_entry;  // the products sorted by B entry (stably) and their offsets
 };
 
@@ -304,27 +300,18 @@ Products products_of(const at::Tensor& a_indices, const at::Tensor& b_indices,
                      const at::Tensor& c_indices, int64_t k, int64_t m) {
   const at::Tensor a_rows = a_indices.select(0, 0).to(at::kLong);
   const at::Tensor a_cols = a_indices.select(0, 1).to(at::kLong);
-  const at::Tensor b_rows = b_indices.select(0, 0).to(at::kLong);
   const at::Tensor b_cols = b_indices.select(0, 1).to(at::kLong);
-  const at::Tensor b_row_counts =
-      at::zeros({k}, b_rows.options()).index_add(0, b_rows, at::ones_like(b_rows));
-  const at::Tensor b_row_first = ops::get_first_idx(b_row_counts, false);
+  const int64_t nnz_b = b_indices.size(1);
   Products p;
-  p.a_first = ops::get_first_idx(b_row_counts.index_select(0, a_cols), false);
-  p.a_entry = ops::segment_ids(p.a_first, std::nullopt);
-  const at::Tensor rank =
-      at::arange(p.a_entry.size(0), p.a_entry.options()) - p.a_first.index_select(0, p.a_entry);
-  p.b_entry = b_row_first.index_select(0, a_cols.index_select(0, p.a_entry)) + rank;
+  p.list = list_products(a_cols, offsets_of(b_indices.select(0, 0).to(at::kLong), k), nnz_b);
   // C is coalesced: its keys row * m + col rise, and every product's key is among them.
   const at::Tensor c_keys = c_indices.select(0, 0).to(at::kLong) * m + c_indices.select(0, 1);
   const at::Tensor product_keys =
-      a_rows.index_select(0, p.a_entry) * m + b_cols.index_select(0, p.b_entry);
+      a_rows.index_select(0, p.list.a_entry) * m + b_cols.index_select(0, p.list.b_entry);
   p.c_entry = at::searchsorted(c_keys, product_keys);
   // Products of B entry (l, j): one per A entry in column l, in A's order (stable sort).
-  const at::Tensor a_col_counts =
-      at::zeros({k}, a_cols.options()).index_add(0, a_cols, at::ones_like(a_cols));
-  p.b_first = ops::get_first_idx(a_col_counts.index_select(0, b_rows), false);
-  p.by_b_entry = std::get<1>(at::sort(p.b_entry, /*stable=*/true, 0, false));
+  p.b_first = offsets_of(p.list.b_entry, nnz_b);
+  p.by_b_entry = std::get<1>(at::sort(p.list.b_entry, /*stable=*/true, 0, false));
   return p;
 }
 
@@ -356,10 +343,11 @@ class SparseSpgemm : public torch::autograd::Function<SparseSpgemm> {
     const at::Tensor g_of_product = g.index_select(0, p.c_entry);
     at::Tensor grad_a, grad_b;
     if (ctx->needs_input_grad(1)) {
-      grad_a = ops::segment_sum(g_of_product * b_values.index_select(0, p.b_entry), p.a_first);
+      grad_a =
+          ops::segment_sum(g_of_product * b_values.index_select(0, p.list.b_entry), p.list.a_first);
     }
     if (ctx->needs_input_grad(3)) {
-      const at::Tensor terms = g_of_product * a_values.index_select(0, p.a_entry);
+      const at::Tensor terms = g_of_product * a_values.index_select(0, p.list.a_entry);
       grad_b = ops::segment_sum(terms.index_select(0, p.by_b_entry), p.b_first);
     }
     return {at::Tensor(), grad_a, at::Tensor(), grad_b, at::Tensor(), at::Tensor()};
@@ -382,6 +370,17 @@ std::tuple<at::Tensor, at::Tensor> sparse_spgemm_autograd(
 }
 
 }  // namespace
+
+at::Tensor offsets_of(const at::Tensor& keys, int64_t count) {
+  return ops::get_first_idx(
+      at::zeros({count}, keys.options()).index_add(0, keys, at::ones_like(keys)), false);
+}
+
+ProductList list_products(const at::Tensor& a_cols, const at::Tensor& b_first, int64_t nnz_b) {
+  auto [b_entry, a_first] =
+      ops::ragged_index_select(at::arange(nnz_b, b_first.options()), b_first, a_cols, std::nullopt);
+  return {a_first, ops::segment_ids(a_first, b_entry.size(0)), b_entry};
+}
 
 // sparse_spgemm's kernel, written once (coalesce.h): the operands checked and put in CSR form, the
 // backend's rows as coalesced COO (int64 indices, as torch's sparse tensors hold).
@@ -427,10 +426,7 @@ std::tuple<at::Tensor, at::Tensor> spgemm_with(
     const at::Tensor row = indices.select(0, 0).to(at::kLong);
     TORCH_CHECK_VALUE(row.numel() < 2 || (row.diff() >= 0).all().item<bool>(), "torch_ragged.", op,
                       ": ", name, "'s entries must come in row order (coalesce it first)");
-    const at::Tensor counts =
-        at::zeros({rows}, row.options()).index_add(0, row, at::ones_like(row));
-    return std::pair{ops::get_first_idx(counts, false),
-                     indices.select(0, 1).to(at::kLong).contiguous()};
+    return std::pair{offsets_of(row, rows), indices.select(0, 1).to(at::kLong).contiguous()};
   };
   std::tie(s.a_first, s.a_cols) = csr(a_indices, s.n, "A");
   std::tie(s.b_first, s.b_cols) = csr(b_indices, s.k, "B");

@@ -23,4 +23,16 @@ struct SpgemmResult {
   at::Tensor indices, values;
 };
 
+// CSR-style offsets of grouped keys in [0, count): (count + 1,) int64, group g at
+// offsets[g]:offsets[g + 1] (a count per key, then the segment core's get_first_idx).
+at::Tensor offsets_of(const at::Tensor& keys, int64_t count);
+
+// The products of C = A @ B, one per (entry e of A, entry q of B's row a_cols[e]), grouped by A's
+// entry, then B's: the segment core's ragged_index_select of B's entry numbers by A's columns.
+struct ProductList {
+  at::Tensor a_first;           // (nnz_a + 1,): A entry e's products are a_first[e]:a_first[e + 1]
+  at::Tensor a_entry, b_entry;  // per product
+};
+ProductList list_products(const at::Tensor& a_cols, const at::Tensor& b_first, int64_t nnz_b);
+
 }  // namespace torch_ragged

@@ -355,7 +355,7 @@ def cat(tensors, dim: int = 0) -> torch.Tensor:
     for x in tensors:
         offsets.append(offsets[-1] + x.shape[dim])
     parts = []
-    for x, offset in zip(tensors, offsets, strict=False):
+    for x, offset in zip(tensors, offsets[:-1], strict=True):
         indices = x._indices().clone()
         indices[dim] += offset
         parts.append(indices)
