@@ -365,8 +365,47 @@ def scatter_rows(device, min_run_time):
     return rows
 
 
+def compressed_rows(device, min_run_time):
+    """CSR / CSC taken as they are: conversions against torch's (COO -> CSR, CSR -> CSC, CSC -> COO), CSR @ dense
+    against torch's CSR product (MKL on the CPU), CSC @ dense against torch's, and softmax along CSR rows (the
+    segments as stored) against torch's COO softmax on the same entries (torch has none for CSR).
+    200k x 200k, 2M entries, dense operand 200k x 32."""
+    g = torch.Generator().manual_seed(8)
+    n, nnz, k = 200_000, 2 * 10**6, 32
+    coo = torch.sparse_coo_tensor(torch.randint(0, n, (2, nnz), generator=g), torch.randn(nnz, generator=g),
+                                  (n, n)).coalesce().to(device)
+    csr, csc = coo.to_sparse_csr(), coo.to_sparse_csc()
+    dense = torch.randn(n, k, generator=g).to(device)
+    entries = coo._nnz()
+    memcpy = copy_gbs(entries * 20, device, min_run_time)
+    case = f"200k x 200k, {entries / 1e6:.1f}M entries"
+    sp = torch_ragged.sparse
+    rows = []
+    for op, theirs, ours, nbytes in (
+        ("COO -> CSR", lambda: coo.to_sparse_csr(), lambda: sp.to_sparse_csr(coo), entries * 28),
+        ("CSR -> CSC", lambda: csr.to_sparse_csc(), lambda: sp.to_sparse_csc(csr), entries * 32),
+        ("CSC -> COO", lambda: csc.to_sparse_coo().coalesce(), lambda: sp.to_sparse_coo(csc), entries * 40),
+        ("CSR @ D", lambda: csr @ dense, lambda: sp.mm(csr, dense), entries * 12 + 2 * n * k * 4),
+        ("CSC @ D", lambda: csc @ dense, lambda: sp.mm(csc, dense), entries * 12 + 2 * n * k * 4),
+        ("softmax along CSR rows", lambda: torch.sparse.softmax(coo, 1), lambda: sp.to_sparse_coo(sp.softmax(csr, 1)),
+         entries * 8),
+    ):
+        got, expected = ours(), theirs()
+        if got.layout != torch.strided:  # same entries (compared as coalesced COO: too large to densify)
+            assert got.layout == expected.layout
+            got, expected = sp.to_sparse_coo(got), sp.to_sparse_coo(expected)
+            assert torch.equal(got.indices(), expected.indices())
+            got, expected = got.values(), expected.values()
+        torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-4)
+        base_s, ours_s = paired_medians(synchronized(theirs, device), synchronized(ours, device), min_run_time)
+        baseline = "torch COO softmax" if op.startswith("softmax") else "torch"
+        rows.append(row(case, op, baseline, base_s, ours_s, nbytes, memcpy))
+    return rows
+
+
 def run_all(device, min_run_time):
     np.random.seed(0)
     return (coalesce_rows(device, min_run_time) + sum_rows(device, min_run_time) + softmax_rows(device, min_run_time)
             + wide_softmax_row(device, min_run_time) + matmul_rows(device, min_run_time)
-            + spgemm_rows(device, min_run_time) + scatter_rows(device, min_run_time))
+            + spgemm_rows(device, min_run_time) + scatter_rows(device, min_run_time)
+            + compressed_rows(device, min_run_time))

@@ -9,26 +9,37 @@ Duplicates are summed in input order, so every result is deterministic. See docs
 
 import functools
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import torch
 
 from .segment import register_fake
 
 __all__ = ["SparsePlan", "add", "addmm", "bmm", "cat", "coalesce", "index_select", "log_softmax", "mm", "mul", "plan",
-           "softmax", "sparse_mask", "sub", "sum", "t", "to_dense", "to_sparse", "transpose"]
+           "softmax", "sparse_mask", "sub", "sum", "t", "to_dense", "to_sparse", "to_sparse_coo", "to_sparse_csc",
+           "to_sparse_csr", "transpose"]
 
 _ops = torch.ops.torch_ragged
 
 
-def _check_sparse(op: str, s) -> None:
-    if not isinstance(s, torch.Tensor) or s.layout != torch.sparse_coo:
-        layout = s.layout if isinstance(s, torch.Tensor) else type(s).__name__
-        raise TypeError(f"torch_ragged.sparse.{op}: expected a sparse COO tensor, got {layout}")
+_COMPRESSED = (torch.sparse_csr, torch.sparse_csc)
+
+
+def _layout_name(s) -> str:
+    return str(s.layout) if isinstance(s, torch.Tensor) else type(s).__name__
+
+
+def _check_sparse(op: str, s, compressed: bool = False) -> None:
+    """s is a sparse COO tensor (or, with ``compressed``, a CSR or CSC one); the error names the layout received."""
+    layouts = (torch.sparse_coo, *_COMPRESSED) if compressed else (torch.sparse_coo,)
+    if not isinstance(s, torch.Tensor) or s.layout not in layouts:
+        expected = "a sparse COO, CSR or CSC tensor" if compressed else "a sparse COO tensor"
+        raise TypeError(f"torch_ragged.sparse.{op}: expected {expected}, got {_layout_name(s)}")
 
 
 def _check_matrix(op: str, s) -> None:
-    """A sparse COO matrix for a product: every dim sparse (a hybrid tensor's dense dims have no product rule)."""
-    _check_sparse(op, s)
+    """A sparse matrix for a product: every dim sparse (a hybrid tensor's dense dims have no product rule)."""
+    _check_sparse(op, s, compressed=True)
     if s.dense_dim() != 0:
         raise ValueError(f"torch_ragged.sparse.{op}: S must have only sparse dims, got a hybrid tensor of shape "
                          f"{tuple(s.shape)} with {s.dense_dim()} dense dim(s) (sparse_dim={s.sparse_dim()})")
@@ -68,6 +79,181 @@ def _sparse(indices, values, size, coalesced: bool) -> torch.Tensor:
     return torch.sparse_coo_tensor(indices.long(), values, size, is_coalesced=coalesced, check_invariants=False)
 
 
+# ---- compressed layouts: a CSR matrix's crow_indices is a first_idx, a CSC matrix's ccol_indices too ----
+
+class _Compressed(NamedTuple):
+    """A 2-D CSR or CSC matrix A as the coalesced COO triplet of the matrix whose rows are its compressed dim: A's
+    own entries for CSR, Aᵀ's for CSC (``transposed``). No sort: the rows are the segment ids of the compressed
+    offsets, the columns the plain indices as stored (torch's invariant: strictly increasing in each row)."""
+
+    indices: torch.Tensor  # (2, nnz) in the plain indices' dtype (int32 kept)
+    values: torch.Tensor  # (nnz, *dense), connected to autograd
+    size: tuple  # (rows, cols, *dense) of that row-major view
+    compressed: torch.Tensor  # crow_indices / ccol_indices: the view's first_idx
+    transposed: bool
+
+
+def _compressed(op: str, s: torch.Tensor, validate: bool = True) -> _Compressed:
+    layout = s.layout
+    batch_dims = s.dim() - s.dense_dim() - 2
+    if batch_dims:
+        raise ValueError(f"torch_ragged.sparse.{op}: expected a 2-D {layout} matrix (plus dense dims), got shape "
+                         f"{tuple(s.shape)} with {batch_dims} batch dim(s)")
+    transposed = layout == torch.sparse_csc
+    compressed, plain = (s.ccol_indices(), s.row_indices()) if transposed else (s.crow_indices(), s.col_indices())
+    size = list(s.shape)
+    if transposed:
+        size[0], size[1] = size[1], size[0]
+    if compressed.numel() != size[0] + 1:
+        raise ValueError(f"torch_ragged.sparse.{op}: the compressed indices of a {layout} tensor of shape "
+                         f"{tuple(s.shape)} must hold {size[0] + 1} offsets, got {compressed.numel()}")
+    rows = _ops.segment_ids(compressed, plain.numel())  # checks the offsets: from 0, rising, to nnz
+    indices = torch.stack([rows.to(plain.dtype), plain])
+    if validate and plain.numel() > 1:
+        keys = _ops.sparse_flat_keys(indices, size[:2], True)  # also checks the plain indices' range
+        if not bool((keys[1:] > keys[:-1]).all()):
+            plain_name = "row_indices" if transposed else "col_indices"
+            raise ValueError(f"torch_ragged.sparse.{op}: the {plain_name} of a {layout} tensor must be strictly "
+                             "increasing within each compressed slice (torch's invariant; build it with "
+                             "check_invariants=True to see where)")
+    values = s.values() if s.requires_grad and torch.is_grad_enabled() else s.values().detach()
+    return _Compressed(indices, values, tuple(size), compressed, transposed)
+
+
+def _compressed_like(like: torch.Tensor, compressed, plain, values, size, layout=None) -> torch.Tensor:
+    return torch.sparse_compressed_tensor(compressed, plain, values, size, layout=layout or like.layout,
+                                          check_invariants=False)
+
+
+def _row_major(op: str, s: torch.Tensor, validate: bool = True):
+    """(indices, values) of the sparse matrix s, coalesced in row-major order, for COO, CSR (no sort) or CSC (one
+    sort of the transposed entries)."""
+    if s.layout == torch.sparse_coo:
+        return _coalesced(op, s)
+    c = _compressed(op, s, validate)
+    if not c.transposed:
+        return c.indices, c.values
+    indices, values, _, _ = _ops.sparse_coalesce(c.indices.flip(0), c.values, s.shape, False)
+    return indices, values
+
+
+def _compress(indices, values, size, layout, index_dtype) -> torch.Tensor:
+    """The CSR (``layout`` sparse_csr, ``indices`` coalesced row-major) or CSC (``indices`` coalesced in the
+    transposed order, of size ``size`` transposed) tensor of these entries; ``size`` is the result's."""
+    rows = size[1] if layout == torch.sparse_csc else size[0]
+    compressed = torch._convert_indices_from_coo_to_csr(indices[0], rows, out_int32=index_dtype == torch.int32)
+    return torch.sparse_compressed_tensor(compressed, indices[1].to(index_dtype), values, size, layout=layout,
+                                          check_invariants=False)
+
+
+_BLOCKED = (torch.sparse_bsr, torch.sparse_bsc)
+
+
+def _block_rows(op: str, s: torch.Tensor, transpose: bool, validate: bool):
+    """A 2-D BSR / BSC matrix (or its transpose) as block rows: ``(block_first_idx, block_cols, blocks, (block_rows,
+    block_cols_count, bh, bw))`` with ``blocks`` (nnz, bh, bw) in row-major block order. A BSR matrix is that as
+    stored; BSC, or a transpose, costs one sort of the block indices on the coalesce core."""
+    if s.dim() != 2:
+        raise ValueError(f"torch_ragged.sparse.{op}: expected a 2-D {s.layout} matrix, got shape {tuple(s.shape)}")
+    blocks = s.values() if s.requires_grad and torch.is_grad_enabled() else s.values().detach()
+    bh, bw = blocks.shape[1:3]
+    row_compressed = s.layout == torch.sparse_bsr
+    compressed, plain = (s.crow_indices(), s.col_indices()) if row_compressed else (s.ccol_indices(),
+                                                                                    s.row_indices())
+    segments = _ops.segment_ids(compressed, plain.numel()).to(plain.dtype)
+    indices = torch.stack([segments, plain] if row_compressed else [plain, segments])
+    size = (s.shape[0] // bh, s.shape[1] // bw, bh, bw)
+    _ops.sparse_flat_keys(indices, size[:2], validate)  # the block indices' range
+    if transpose:
+        indices, blocks, size = indices.flip(0), blocks.transpose(1, 2), (size[1], size[0], bw, bh)
+    if row_compressed and not transpose:
+        return compressed, plain, blocks, size
+    indices, blocks, _, _ = _ops.sparse_coalesce(indices, blocks, size, False)
+    first = torch._convert_indices_from_coo_to_csr(indices[0], size[0], out_int32=indices.dtype == torch.int32)
+    return first, indices[1], blocks, size
+
+
+def _blocked_mm(s: torch.Tensor, dense: torch.Tensor, dense_on_left: bool, validate: bool) -> torch.Tensor:
+    """S @ D (D @ S = (Sᵀ @ Dᵀ)ᵀ) for a blocked S: each block times its slice of D, summed over each block row
+    by the segment core (in block order: deterministic)."""
+    first, cols, blocks, (block_rows, block_cols, bh, bw) = _block_rows("mm", s, dense_on_left, validate)
+    operand = dense.t() if dense_on_left else dense
+    gathered = operand.reshape(block_cols, bw, operand.shape[1]).index_select(0, cols.long())
+    out = _ops.segment_sum(torch.bmm(blocks, gathered), first).reshape(block_rows * bh, operand.shape[1])
+    return out.t() if dense_on_left else out
+
+
+def _index_dtype(s: torch.Tensor) -> torch.dtype:
+    if s.layout == torch.sparse_csr:
+        return s.crow_indices().dtype
+    if s.layout == torch.sparse_csc:
+        return s.ccol_indices().dtype
+    return torch.long
+
+
+def to_sparse_csr(x: torch.Tensor, *, validate: bool = True) -> torch.Tensor:
+    """``x.to_sparse_csr()`` for a dense matrix or a sparse COO / CSC one (a CSR one is returned as it is).
+
+    COO is coalesced first (duplicates summed in input order, deterministically); CSC is re-sorted by rows on the
+    coalesce core. Dense dims of a hybrid COO tensor stay dense dims of the CSR one; int32 CSC indices stay int32.
+
+    >>> to_sparse_csr(torch.sparse_coo_tensor([[1, 0, 1], [2, 1, 2]], [1.0, 2.0, 3.0], (2, 3))).crow_indices()
+    tensor([0, 1, 2])
+    """
+    return _convert("to_sparse_csr", x, torch.sparse_csr, validate)
+
+
+def to_sparse_csc(x: torch.Tensor, *, validate: bool = True) -> torch.Tensor:
+    """``x.to_sparse_csc()`` for a dense matrix or a sparse COO / CSR one (see `to_sparse_csr`).
+
+    >>> to_sparse_csc(torch.tensor([[0.0, 2.0], [3.0, 4.0]])).row_indices()
+    tensor([1, 0, 1])
+    """
+    return _convert("to_sparse_csc", x, torch.sparse_csc, validate)
+
+
+def to_sparse_coo(x: torch.Tensor, *, validate: bool = True) -> torch.Tensor:
+    """``x.to_sparse()``: a coalesced sparse COO tensor of a dense, CSR, CSC or uncoalesced COO one (CSR needs no
+    sort).
+
+    >>> to_sparse_coo(torch.tensor([[0.0, 2.0], [3.0, 0.0]]).to_sparse_csc()).indices()
+    tensor([[0, 1],
+            [1, 0]])
+    """
+    return _convert("to_sparse_coo", x, torch.sparse_coo, validate)
+
+
+def _convert(op: str, x, layout, validate: bool) -> torch.Tensor:
+    if not isinstance(x, torch.Tensor) or x.layout not in (torch.strided, torch.sparse_coo, *_COMPRESSED):
+        raise TypeError(f"torch_ragged.sparse.{op}: expected a dense, sparse COO, CSR or CSC tensor, got "
+                        f"{_layout_name(x)}")
+    if x.layout == layout and (layout != torch.sparse_coo or x.is_coalesced()):
+        return x
+    if x.layout == torch.strided:
+        if x.dim() < 2 and layout != torch.sparse_coo:
+            raise ValueError(f"torch_ragged.sparse.{op}: expected a matrix (at least 2 dims), got shape "
+                             f"{tuple(x.shape)}")
+        x = to_sparse(x, None if layout == torch.sparse_coo else 2)
+        if layout == torch.sparse_coo:
+            return x
+    if layout == torch.sparse_coo:
+        indices, values = _row_major(op, x, validate)
+        return _sparse(indices, values, x.shape, True)
+    if x.layout == torch.sparse_coo and x.sparse_dim() != 2:
+        raise ValueError(f"torch_ragged.sparse.{op}: expected a sparse matrix (2 sparse dims), got sparse_dim="
+                         f"{x.sparse_dim()} of shape {tuple(x.shape)}")
+    if layout == torch.sparse_csr:
+        indices, values = _row_major(op, x, validate)
+    else:  # CSC: the entries sorted by (column, row)
+        if x.layout == torch.sparse_coo:
+            indices, values = x._indices(), _values(x)
+        else:
+            indices, values = _row_major(op, x, validate)
+        size_t = (x.shape[1], x.shape[0], *x.shape[2:])
+        indices, values, _, _ = _ops.sparse_coalesce(indices.flip(0), values, size_t, validate)
+    return _compress(indices, values, x.shape, layout, _index_dtype(x))
+
+
 def coalesce(s: torch.Tensor, *, validate: bool = True, return_order: bool = False):
     """``s.coalesce()``: unique, lexicographically sorted indices, duplicates summed in input order.
 
@@ -88,8 +274,9 @@ def coalesce(s: torch.Tensor, *, validate: bool = True, return_order: bool = Fal
 
 
 def sum(s: torch.Tensor, dim=None, *, validate: bool = True) -> torch.Tensor:  # noqa: A001 (torch.sparse.sum)
-    """``torch.sparse.sum(s, dim)``: a coalesced sparse tensor over the kept dims, or a dense tensor when every
-    sparse dim is reduced (``dim=None`` reduces everything to a 0-d tensor).
+    """``torch.sparse.sum(s, dim)``: a coalesced sparse COO tensor over the kept dims, or a dense tensor when every
+    sparse dim is reduced (``dim=None`` reduces everything to a 0-d tensor). ``s`` may be CSR or CSC (torch's own
+    sum takes those only with ``dim=None``).
 
     Reducing trailing sparse dims of a coalesced tensor needs no sort.
 
@@ -99,11 +286,15 @@ def sum(s: torch.Tensor, dim=None, *, validate: bool = True) -> torch.Tensor:  #
            values=tensor([3., 3.]),
            size=(2,), nnz=2, layout=torch.sparse_coo)
     """
-    _check_sparse("sum", s)
+    _check_sparse("sum", s, compressed=True)
     dims = None
     if dim is not None:
         dims = [dim] if isinstance(dim, int) else list(dim)
-    indices, values = _ops.sparse_sum(s._indices(), _values(s), s.shape, dims, validate)
+    if s.layout == torch.sparse_coo:
+        indices, values = s._indices(), _values(s)
+    else:  # the sum's rules are COO's: a CSR matrix is its coalesced entries, a CSC one those re-sorted
+        indices, values = _row_major("sum", s, validate)
+    indices, values = _ops.sparse_sum(indices, values, s.shape, dims, validate)
     reduced = set(range(s.dim())) if dims is None else {d % s.dim() for d in dims}
     kept = [size for d, size in enumerate(s.shape) if d not in reduced]
     if indices.shape[0] == 0:  # every sparse dim reduced: dense
@@ -112,28 +303,44 @@ def sum(s: torch.Tensor, dim=None, *, validate: bool = True) -> torch.Tensor:  #
 
 
 def sparse_mask(dense: torch.Tensor, mask: torch.Tensor, *, validate: bool = True) -> torch.Tensor:
-    """``dense.sparse_mask(mask)``: the values of ``dense`` at ``mask``'s indices (``mask``'s values are ignored).
+    """``dense.sparse_mask(mask)``: the values of ``dense`` at ``mask``'s indices (``mask``'s values are ignored),
+    in the mask's layout (COO, CSR or CSC).
 
     >>> mask = torch.sparse_coo_tensor([[0, 1], [1, 0]], [1.0, 1.0], (2, 2))
     >>> sparse_mask(torch.tensor([[1.0, 2.0], [3.0, 4.0]]), mask).to_dense()
     tensor([[0., 2.],
             [3., 0.]])
     """
-    _check_sparse("sparse_mask", mask)
+    _check_sparse("sparse_mask", mask, compressed=True)
     if tuple(dense.shape) != tuple(mask.shape):
         raise ValueError(f"torch_ragged.sparse.sparse_mask: dense has shape {tuple(dense.shape)} but mask has "
                          f"shape {tuple(mask.shape)}")
+    if mask.layout in _COMPRESSED:  # the result keeps the mask's layout and structure, as torch's
+        c = _compressed("sparse_mask", mask, validate)
+        view = dense.transpose(0, 1) if c.transposed else dense
+        values = _ops.sparse_mask(view, c.indices, validate)
+        return _compressed_like(mask, c.compressed, c.indices[1], values, mask.shape)
     values = _ops.sparse_mask(dense, mask._indices(), validate)
     return _sparse(mask._indices(), values, mask.shape, mask.is_coalesced())
 
 
 def to_dense(s: torch.Tensor, *, validate: bool = True) -> torch.Tensor:
-    """``s.to_dense()``, duplicates summed deterministically (coalesced first).
+    """``s.to_dense()`` of a COO (duplicates summed deterministically), CSR, CSC, BSR or BSC tensor.
 
     >>> to_dense(torch.sparse_coo_tensor([[1, 1]], [3, 4], (3,)))
     tensor([0, 7, 0])
     """
-    _check_sparse("to_dense", s)
+    if isinstance(s, torch.Tensor) and s.layout in _BLOCKED:
+        first, cols, blocks, (block_rows, block_cols, bh, bw) = _block_rows("to_dense", s, False, validate)
+        rows = _ops.segment_ids(first, cols.numel())
+        grid = _ops.sparse_to_dense(torch.stack([rows.to(cols.dtype), cols]), blocks,
+                                    (block_rows, block_cols, bh, bw), False)
+        return grid.permute(0, 2, 1, 3).reshape(s.shape)
+    _check_sparse("to_dense", s, compressed=True)
+    if s.layout in _COMPRESSED:
+        c = _compressed("to_dense", s, validate)
+        dense = _ops.sparse_to_dense(c.indices, c.values, c.size, validate)
+        return dense.transpose(0, 1).contiguous() if c.transposed else dense
     return _ops.sparse_to_dense(s._indices(), _values(s), s.shape, validate)
 
 
@@ -167,7 +374,9 @@ def index_select(s: torch.Tensor, dim: int, index) -> torch.Tensor:
 
 
 def _softmax(op: str, s: torch.Tensor, dim: int, dtype, log: bool) -> torch.Tensor:
-    _check_sparse(op, s)
+    _check_sparse(op, s, compressed=True)
+    if s.layout in _COMPRESSED:
+        return _compressed_softmax(op, s, dim, dtype, log)
     values = _values(s)
     if dtype is not None:
         values = values.to(dtype)  # torch casts before computing
@@ -178,12 +387,31 @@ def _softmax(op: str, s: torch.Tensor, dim: int, dtype, log: bool) -> torch.Tens
     return _sparse(indices, out, s.shape, True)
 
 
+def _compressed_softmax(op: str, s: torch.Tensor, dim: int, dtype, log: bool) -> torch.Tensor:
+    """Along the compressed dim (CSR's dim 1, CSC's dim 0) the pools are the segments of the compressed offsets: a
+    segment softmax, no pool search. Along the other dim it is the COO kernel on the row-major view."""
+    if not -s.dim() <= dim < s.dim():
+        raise IndexError(f"torch_ragged.sparse.{op}: dim {dim} is out of range for a {s.dim()}-D tensor")
+    dim %= s.dim()
+    c = _compressed(op, s)
+    values = c.values if dtype is None else c.values.to(dtype)
+    view_dim = 1 - dim if c.transposed and dim < 2 else dim
+    if view_dim == 1 and s.dense_dim() == 0:
+        segment_op = _ops.segment_log_softmax if log else _ops.segment_softmax
+        out = segment_op(values, c.compressed)
+    else:
+        out = _ops.sparse_softmax(c.indices, values, c.size, view_dim, log)
+    return _compressed_like(s, c.compressed, c.indices[1], out, s.shape)
+
+
 def softmax(s: torch.Tensor, dim: int, dtype: torch.dtype | None = None) -> torch.Tensor:
     """``torch.sparse.softmax(s, dim, dtype)``: each slice along ``dim`` normalised over its specified entries
     (unspecified entries count as -inf); the result keeps the (coalesced) sparsity pattern.
 
     Along a sparse dim the pools are found by a sort of the other indices (none for the last sparse dim of a
     coalesced tensor); along a dense dim it is a dense softmax of the values. Half and bfloat16 accumulate in float.
+    A CSR or CSC ``s`` (which torch refuses) gives a result of its layout; along its compressed dim the pools are
+    its segments.
 
     >>> s = torch.sparse_coo_tensor([[0, 0, 1], [0, 2, 1]], [1.0, 1.0, 5.0], (2, 3))
     >>> softmax(s, 1).to_dense()
@@ -418,7 +646,7 @@ def _coalesced(op: str, s: torch.Tensor):
 
 
 def plan(s: torch.Tensor) -> SparsePlan:
-    """The reusable structure of a 2-D sparse matrix for `mm` / `addmm` (its CSR and CSC orders).
+    """The reusable structure of a 2-D sparse matrix (COO, CSR or CSC) for `mm` / `addmm` (its CSR and CSC orders).
 
     >>> s = torch.sparse_coo_tensor([[0, 1, 1], [2, 0, 2]], [1.0, 2.0, 3.0], (2, 3))
     >>> p = plan(s)
@@ -429,18 +657,19 @@ def plan(s: torch.Tensor) -> SparsePlan:
     _check_matrix("plan", s)
     if s.dim() != 2:
         raise ValueError(f"torch_ragged.sparse.plan: S must be a 2-D sparse matrix, got shape {tuple(s.shape)}")
-    indices, _ = _coalesced("plan", s.detach())
+    indices, _ = _row_major("plan", s.detach())
     return SparsePlan(indices, s.shape, *_ops.sparse_mm_plan(indices, s.shape))
 
 
-def _checked_plan(op: str, s: torch.Tensor, indices, given: SparsePlan | None, validate: bool) -> SparsePlan:
-    if given is None:
-        return SparsePlan(indices, s.shape, *_ops.sparse_mm_plan(indices, s.shape))
+def _check_plan_fits(op: str, s: torch.Tensor, indices, given: SparsePlan, validate: bool) -> None:
     if tuple(given.size) != tuple(s.shape) or given.indices.shape != indices.shape or (
             validate and not torch.equal(given.indices, indices)):
         raise ValueError(f"torch_ragged.sparse.{op}: the plan was built for another sparse matrix "
                          f"({given!r}; S has size {tuple(s.shape)} and {indices.shape[1]} stored entries)")
-    return given
+
+
+def _is_sparse(x) -> bool:
+    return isinstance(x, torch.Tensor) and x.layout in (torch.sparse_coo, *_COMPRESSED, *_BLOCKED)
 
 
 def mm(a: torch.Tensor, b: torch.Tensor, *, plan: SparsePlan | None = None, validate: bool = True) -> torch.Tensor:
@@ -451,36 +680,88 @@ def mm(a: torch.Tensor, b: torch.Tensor, *, plan: SparsePlan | None = None, vali
     product per stored entry) -- never a dense n x m matrix. ``plan`` (from `plan`) skips the sort; with
     ``validate`` it is checked against S (an O(nnz) comparison). Sparse x sparse returns a coalesced sparse matrix.
 
+    The sparse operands may be COO, CSR or CSC. A CSR matrix's ``crow_indices`` are the row segments as stored; a
+    CSC matrix is the transpose of the CSR matrix its ``ccol_indices`` describe, multiplied through the transposed
+    product (no conversion). A BSR / BSC matrix times a dense one multiplies each block by its slice of the dense
+    operand and sums each block row on the segment core (BSC and dense @ BSR re-sort the blocks first). Sparse x sparse is COO when both are COO, else CSR (torch's rule for compressed
+    operands; torch refuses a COO with a CSR one).
+
     >>> s = torch.sparse_coo_tensor([[0, 1], [1, 0]], [2.0, 3.0], (2, 2))
     >>> mm(s, torch.tensor([[1.0], [10.0]]))
     tensor([[20.],
             [ 3.]])
     """
-    if a.layout == torch.sparse_coo and b.layout == torch.sparse_coo:
-        return _spgemm(a, b)
-    transpose = a.layout != torch.sparse_coo
-    s, dense = (b, a) if transpose else (a, b)
+    if _is_sparse(a) and _is_sparse(b):
+        return _spgemm(a, b, validate)
+    dense_on_left = not _is_sparse(a)
+    s, dense = (b, a) if dense_on_left else (a, b)
+    if isinstance(s, torch.Tensor) and s.layout in _BLOCKED and plan is None:
+        if not isinstance(dense, torch.Tensor) or dense.dim() != 2 or s.dim() != 2:
+            raise ValueError(f"torch_ragged.sparse.mm: expected 2-D operands, got {tuple(s.shape)} ({s.layout}) "
+                             f"and {tuple(dense.shape) if isinstance(dense, torch.Tensor) else type(dense).__name__}")
+        return _blocked_mm(s, dense, dense_on_left, validate)
     _check_matrix("mm", s)
-    if s.dim() != 2 or dense.dim() != 2:
-        raise ValueError(f"torch_ragged.sparse.mm: expected 2-D operands, got {tuple(a.shape)} and {tuple(b.shape)}")
-    indices, values = _coalesced("mm", s)
-    p = _checked_plan("mm", s, indices, plan, validate)
-    # The plan is S's own (built here, or plan()'s output matched against S above): the op's O(nnz) check of a
-    # raw plan is skipped.
-    if transpose:  # D @ S = (Sᵀ @ Dᵀ)ᵀ
-        return _ops.sparse_mm(values, dense.t().contiguous(), *p.tensors(), True, False).t()
-    return _ops.sparse_mm(values, dense, *p.tensors(), False, False)
+    if s.dim() != 2 or not isinstance(dense, torch.Tensor) or dense.dim() != 2:
+        shape = tuple(dense.shape) if isinstance(dense, torch.Tensor) else type(dense).__name__
+        raise ValueError(f"torch_ragged.sparse.mm: expected 2-D operands, got {tuple(s.shape)} ({s.layout}) and "
+                         f"{shape}")
+    if s.layout in _COMPRESSED and plan is None:
+        c = _compressed("mm", s, validate)
+        # the stored matrix is S (CSR) or Sᵀ (CSC); D @ S = (Sᵀ @ Dᵀ)ᵀ
+        return _plan_product(c.values, dense, c.indices, c.size, c.transposed != dense_on_left, dense_on_left,
+                             c.compressed)
+    indices, values = _row_major("mm", s, validate)
+    if plan is not None:
+        _check_plan_fits("mm", s, indices, plan, validate)
+    return _plan_product(values, dense, indices, s.shape, dense_on_left, dense_on_left, plan=plan)
 
 
-def _spgemm(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+def _plan_product(values, dense, indices, size, transpose: bool, dense_on_left: bool, row_first_idx=None,
+                  plan: SparsePlan | None = None) -> torch.Tensor:
+    """M @ D (Mᵀ @ D with ``transpose``; of Dᵀ and transposed back with ``dense_on_left``) for the coalesced
+    matrix M = (indices, values) of ``size`` (``row_first_idx``: its row offsets where known), through ``plan``
+    (M's own, checked by the caller: the op's O(nnz) check of a raw plan is skipped) or one built here."""
+    operand = dense.t().contiguous() if dense_on_left else dense
+    needs_grad = torch.is_grad_enabled() and (values.requires_grad or operand.requires_grad)
+    if plan is None and not transpose and not needs_grad and _gather_fits("sparse_mm", values, operand, size[1]):
+        # the rows are segments: no column order is read
+        if row_first_idx is None:
+            row_first_idx = torch._convert_indices_from_coo_to_csr(indices[0], size[0])
+        product = _ops.segment_gather_sum(operand, indices[1], values, row_first_idx)
+        return product.t() if dense_on_left else product
+    tensors = plan.tensors() if plan is not None else (indices, *_ops.sparse_mm_plan(indices, size))
+    product = _ops.sparse_mm(values, operand, *tensors, transpose, False)
+    return product.t() if dense_on_left else product
+
+
+def _gather_fits(op: str, values, operand, inner: int) -> bool:
+    """sparse_mm's checks of S's values against D, with its messages, for the path that gathers D's rows without
+    it (segment_gather_sum would take mismatched dtypes or read only the rows the indices name)."""
+    if values.dtype != operand.dtype:
+        raise TypeError(f"torch_ragged.{op}: S and D must share a dtype, got {values.dtype} and {operand.dtype} "
+                        "(cast one: there is no implicit promotion)")
+    if values.is_complex():
+        raise TypeError(f"torch_ragged.{op}: complex S @ D is not supported (values are {values.dtype}); use "
+                        "torch.sparse.mm")
+    if operand.shape[0] != inner:
+        raise ValueError(f"torch_ragged.{op}: the inner dimensions differ: S has {inner} columns but D has shape "
+                         f"{tuple(operand.shape)}")
+    return True
+
+
+def _spgemm(a: torch.Tensor, b: torch.Tensor, validate: bool = True) -> torch.Tensor:
     _check_matrix("mm", a)
     _check_matrix("mm", b)
     if a.dim() != 2 or b.dim() != 2:
         raise ValueError(f"torch_ragged.sparse.mm: expected 2-D operands, got {tuple(a.shape)} and {tuple(b.shape)}")
-    a_indices, a_values = _coalesced("mm", a)
-    b_indices, b_values = _coalesced("mm", b)
+    a_indices, a_values = _row_major("mm", a, validate)
+    b_indices, b_values = _row_major("mm", b, validate)
     indices, values = _ops.sparse_spgemm(a_indices, a_values, b_indices, b_values, a.shape, b.shape)
-    return _sparse(indices, values, (a.shape[0], b.shape[1]), True)
+    size = (a.shape[0], b.shape[1])
+    if a.layout == torch.sparse_coo and b.layout == torch.sparse_coo:
+        return _sparse(indices, values, size, True)
+    index_dtype = _index_dtype(a) if a.layout != torch.sparse_coo else _index_dtype(b)
+    return _compress(indices, values, size, torch.sparse_csr, index_dtype)
 
 
 def addmm(input: torch.Tensor, s: torch.Tensor, dense: torch.Tensor, *, beta=1, alpha=1,  # noqa: A002 (torch's name)
@@ -509,7 +790,9 @@ def _broadcasts_to(shape, target) -> bool:
 
 
 def bmm(s: torch.Tensor, dense: torch.Tensor) -> torch.Tensor:
-    """``torch.bmm`` of a 3-D sparse (batch, n, m) — the batch as the first sparse dim — and a dense (batch, m, k).
+    """``torch.bmm`` of a 3-D sparse (batch, n, m) and a dense (batch, m, k): a COO tensor with the batch as its
+    first sparse dim, or a batched CSR tensor (``crow_indices`` (batch, n + 1), the same nnz per matrix; torch's
+    own bmm refuses CSR on the CPU).
 
     The batch is a block-diagonal 2-D matrix (batch * n, batch * m): one product, balanced over all entries.
 
@@ -518,19 +801,37 @@ def bmm(s: torch.Tensor, dense: torch.Tensor) -> torch.Tensor:
     tensor([[2., 0.],
             [0., 3.]])
     """
-    _check_matrix("bmm", s)
-    if s.dim() != 3 or s.sparse_dim() != 3 or not isinstance(dense, torch.Tensor) or dense.dim() != 3 or \
-            dense.shape[0] != s.shape[0] or dense.shape[1] != s.shape[2]:
+    _check_sparse("bmm", s, compressed=True)
+    if s.dim() != 3 or s.dense_dim() != 0 or s.layout == torch.sparse_csc or not isinstance(dense, torch.Tensor) \
+            or dense.dim() != 3 or dense.shape[0] != s.shape[0] or dense.shape[1] != s.shape[2]:
         shape = tuple(dense.shape) if isinstance(dense, torch.Tensor) else type(dense).__name__
-        raise ValueError(f"torch_ragged.sparse.bmm: expected a 3-D sparse (batch, n, m) and a dense (batch, m, k), "
-                         f"got {tuple(s.shape)} and dense {shape}")
+        raise ValueError(f"torch_ragged.sparse.bmm: expected a 3-D sparse COO or CSR (batch, n, m) without dense "
+                         f"dims and a dense (batch, m, k), got {tuple(s.shape)} ({s.layout}, dense_dim="
+                         f"{s.dense_dim()}) and dense {shape}")
     batch, n, m = s.shape
-    indices, values = _coalesced("bmm", s)
-    flat = torch.stack([indices[0] * n + indices[1], indices[0] * m + indices[2]])  # still in row order
-    blocks = torch.sparse_coo_tensor(flat, values, (batch * n, batch * m), is_coalesced=True, check_invariants=False)
-    product = _ops.sparse_mm(values, dense.reshape(batch * m, dense.shape[2]), flat,
-                             *_ops.sparse_mm_plan(flat, blocks.shape), False, False)
+    if s.layout == torch.sparse_csr:
+        flat, values = _block_diagonal_csr(s)
+    else:
+        indices, values = _coalesced("bmm", s)
+        flat = torch.stack([indices[0] * n + indices[1], indices[0] * m + indices[2]])  # still in row order
+    product = _plan_product(values, dense.reshape(batch * m, dense.shape[2]), flat, (batch * n, batch * m), False,
+                            False)
     return product.view(batch, n, dense.shape[2])
+
+
+def _block_diagonal_csr(s: torch.Tensor):
+    """The coalesced entries (indices, values) of a batched CSR tensor's block-diagonal 2-D matrix."""
+    batch, n, m = s.shape
+    crow, col = s.crow_indices(), s.col_indices()
+    nnz = col.shape[-1]
+    offsets = torch.arange(batch, device=crow.device, dtype=crow.dtype).unsqueeze(1)
+    flat_crow = torch.cat([(crow[:, :-1] + offsets * nnz).flatten(), crow.new_full((1,), batch * nnz)])
+    if batch and not bool((crow[:, -1] == nnz).all()):  # segment_ids checks the joined offsets only
+        raise ValueError(f"torch_ragged.sparse.bmm: crow_indices[:, -1] must be nnz = {nnz} for every matrix")
+    flat = torch.sparse_csr_tensor(flat_crow, (col + offsets * m).flatten(), s.values().flatten(),
+                                   (batch * n, batch * m), check_invariants=False)
+    c = _compressed("bmm", flat)
+    return c.indices, c.values
 
 
 # ---- fake kernels (torch.compile / torch.export): the number of unique entries is data-dependent ----

@@ -246,8 +246,9 @@ def test_bmm_with_an_empty_inner_dimension_gives_zeros_as_torch():
     dense = torch.ones(2, 0, 4)
     out = torch_ragged.sparse.bmm(s, dense)
     assert torch.equal(out, torch.bmm(s, dense)) and out.shape == (2, 3, 4)
-    with pytest.raises(ValueError, match=r"torch_ragged.sparse.bmm: expected a 3-D sparse \(batch, n, m\) and a "
-                                         r"dense \(batch, m, k\), got \(2, 3, 0\) and dense \(2, 5, 4\)"):
+    with pytest.raises(ValueError, match=r"torch_ragged.sparse.bmm: expected a 3-D sparse COO or CSR \(batch, n, m\) "
+                                         r"without dense dims and a dense \(batch, m, k\), got \(2, 3, 0\) "
+                                         r"\(torch.sparse_coo, dense_dim=0\) and dense \(2, 5, 4\)"):
         torch_ragged.sparse.bmm(s, torch.ones(2, 5, 4))
 
 

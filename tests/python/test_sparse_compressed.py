@@ -1,0 +1,263 @@
+"""CSR and CSC tensors as segments: every op that takes them against torch's own CSR / CSC results, dense float64
+math and torch.sparse on the equivalent COO tensor; int32 compressed indices kept; gradients to the values; the
+conversions against torch's; bad input named by layout."""
+
+import pytest
+import torch
+import torch_ragged
+from devices import DEVICES
+from torch.autograd import gradcheck
+
+sparse = torch_ragged.sparse
+COMPRESSED = [torch.sparse_csr, torch.sparse_csc]
+
+
+def random_dense(n, m, density=0.4, seed=0, dtype=torch.float64, dense_dims=()):
+    g = torch.Generator().manual_seed(seed)
+    keep = torch.rand(n, m, generator=g) < density
+    values = torch.randn(n, m, *dense_dims, generator=g, dtype=torch.float64).to(dtype)
+    return values * keep.reshape(n, m, *([1] * len(dense_dims)))
+
+
+def compressed(dense, layout, index_dtype=torch.long, dense_dim=None):
+    """torch's own conversion (with its invariants checked), indices cast to index_dtype."""
+    x = dense.to_sparse(layout=layout, dense_dim=dense_dim)
+    if layout == torch.sparse_csr:
+        parts = x.crow_indices(), x.col_indices()
+    else:
+        parts = x.ccol_indices(), x.row_indices()
+    return torch.sparse_compressed_tensor(*(p.to(index_dtype) for p in parts), x.values(), x.shape, layout=layout,
+                                          check_invariants=True)
+
+
+def compressed_parts(x):
+    if x.layout == torch.sparse_csr:
+        return x.crow_indices(), x.col_indices(), x.values()
+    return x.ccol_indices(), x.row_indices(), x.values()
+
+
+SHAPES = [(5, 4, 0.5), (40, 30, 0.1), (6, 6, 0.0), (1, 9, 0.7), (30, 1, 0.5), (0, 3, 0.5)]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("layout", COMPRESSED)
+@pytest.mark.parametrize("n,m,density", SHAPES)
+@pytest.mark.parametrize("index_dtype", [torch.long, torch.int32])
+def test_to_dense_and_products_against_dense_math(device, layout, n, m, density, index_dtype):
+    d = random_dense(n, m, density).to(device)
+    x = compressed(d, layout, index_dtype)
+    assert torch.equal(sparse.to_dense(x), d)
+    right = torch.randn(m, 3, dtype=torch.float64, device=device)
+    left = torch.randn(2, n, dtype=torch.float64, device=device)
+    torch.testing.assert_close(sparse.mm(x, right), d @ right)
+    torch.testing.assert_close(sparse.mm(left, x), left @ d)
+    torch.testing.assert_close(sparse.mm(x, right, plan=sparse.plan(x)), d @ right)
+    bias = torch.randn(n, 1, dtype=torch.float64, device=device)
+    torch.testing.assert_close(sparse.addmm(bias, x, right, beta=0.5, alpha=2.0), 0.5 * bias + 2.0 * (d @ right))
+    if n and m:  # torch's CSR product refuses empty operands; the dense math is the reference
+        torch.testing.assert_close(sparse.mm(x, right), torch.mm(x, right))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("layout", COMPRESSED)
+@pytest.mark.parametrize("n,m,density", SHAPES)
+def test_sum_and_sparse_mask_against_torch(device, layout, n, m, density):
+    d = random_dense(n, m, density, seed=1).to(device)
+    x = compressed(d, layout)
+    torch.testing.assert_close(sparse.sum(x), d.sum())
+    for dim in (0, 1, -1):
+        expected = torch.sparse.sum(d.to_sparse(), dim) if d.count_nonzero() else None
+        got = sparse.sum(x, dim)
+        assert got.layout == torch.sparse_coo and got.is_coalesced()
+        if expected is not None:
+            assert torch.equal(got.indices(), expected.coalesce().indices())
+            torch.testing.assert_close(got.values(), expected.coalesce().values())
+        else:
+            assert got._nnz() == 0
+    source = torch.randn(n, m, dtype=torch.float64, device=device)
+    masked = sparse.sparse_mask(source, x)
+    expected = source.sparse_mask(x)  # torch keeps the mask's layout and structure
+    assert masked.layout == layout == expected.layout
+    for got_part, expected_part in zip(compressed_parts(masked), compressed_parts(expected), strict=True):
+        assert torch.equal(got_part, expected_part)
+
+
+def coo_softmax_reference(d, dim, log):
+    """torch.sparse's softmax of the COO tensor with the same entries, as a dense tensor (zeros off the pattern)."""
+    op = torch.sparse.log_softmax if log else torch.sparse.softmax
+    return op(d.to_sparse(), dim).to_dense()
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("layout", COMPRESSED)
+@pytest.mark.parametrize("n,m,density", SHAPES)
+@pytest.mark.parametrize("log", [False, True])
+def test_softmax_along_either_dim_against_torch_on_coo(device, layout, n, m, density, log):
+    d = random_dense(n, m, density, seed=2).to(device)
+    x = compressed(d, layout)
+    op = sparse.log_softmax if log else sparse.softmax
+    for dim in (0, 1, -2):
+        out = op(x, dim)
+        assert out.layout == layout
+        for got_part, kept in zip(compressed_parts(out)[:2], compressed_parts(x)[:2], strict=True):
+            assert torch.equal(got_part, kept)  # the pattern is kept
+        mask = d != 0
+        torch.testing.assert_close(out.to_dense()[mask], coo_softmax_reference(d.cpu(), dim, log).to(device)[mask])
+
+
+@pytest.mark.parametrize("layout", COMPRESSED)
+def test_softmax_at_large_magnitudes_and_with_dtype(layout):
+    d = random_dense(20, 30, 0.5, seed=3) * 1e6
+    x = compressed(d.float(), layout)
+    mask = d != 0
+    for dim in (0, 1):
+        out = sparse.softmax(x, dim, dtype=torch.float64)
+        assert out.dtype == torch.float64 and torch.isfinite(out.values()).all()
+        expected = torch.sparse.softmax(d.float().to_sparse(), dim, dtype=torch.float64).to_dense()
+        torch.testing.assert_close(out.to_dense()[mask], expected[mask])
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("source", ["dense", "coo", "uncoalesced_coo", "csr", "csc"])
+@pytest.mark.parametrize("target", ["csr", "csc", "coo"])
+def test_conversions_match_torch(device, source, target):
+    d = random_dense(12, 9, 0.3, seed=4).to(device)
+    if source == "dense":
+        x = d
+    elif source == "coo":
+        x = d.to_sparse()
+    elif source == "uncoalesced_coo":  # every entry split in two halves, shuffled
+        c = d.to_sparse()
+        order = torch.randperm(2 * c._nnz(), generator=torch.Generator().manual_seed(0)).to(device)
+        x = torch.sparse_coo_tensor(torch.cat([c.indices()] * 2, 1)[:, order],
+                                    torch.cat([c.values() / 2] * 2)[order], c.shape)
+    else:
+        x = compressed(d, getattr(torch, f"sparse_{source}"))
+    got = getattr(sparse, f"to_sparse_{target}")(x)
+    expected = d.to_sparse() if target == "coo" else d.to_sparse(layout=getattr(torch, f"sparse_{target}"))
+    assert got.layout == expected.layout
+    if target == "coo":
+        assert got.is_coalesced()
+        assert torch.equal(got.indices(), expected.indices())
+        torch.testing.assert_close(got.values(), expected.values())
+    else:
+        got_parts, expected_parts = compressed_parts(got), compressed_parts(expected)
+        assert torch.equal(got_parts[0], expected_parts[0]) and torch.equal(got_parts[1], expected_parts[1])
+        torch.testing.assert_close(got_parts[2], expected_parts[2])
+
+
+def test_int32_indices_are_kept_end_to_end():
+    d = random_dense(10, 8, 0.4, seed=5)
+    for layout in COMPRESSED:
+        x = compressed(d, layout, torch.int32)
+        for out in (sparse.softmax(x, 0), sparse.sparse_mask(d, x), sparse.to_sparse_csr(x), sparse.to_sparse_csc(x),
+                    sparse.mm(x, compressed(d.t().contiguous(), torch.sparse_csr, torch.int32))):
+            assert all(part.dtype == torch.int32 for part in compressed_parts(out)[:2]), out.layout
+
+
+def test_sparse_times_sparse_in_every_layout_pair():
+    a_dense, b_dense = random_dense(9, 7, 0.4, seed=6), random_dense(7, 5, 0.4, seed=7)
+    layouts = [torch.sparse_coo, *COMPRESSED]
+    for a_layout in layouts:
+        for b_layout in layouts:
+            a, b = a_dense.to_sparse(layout=a_layout), b_dense.to_sparse(layout=b_layout)
+            c = sparse.mm(a, b)
+            compressed_operand = a_layout != torch.sparse_coo or b_layout != torch.sparse_coo
+            assert c.layout == (torch.sparse_csr if compressed_operand else torch.sparse_coo)
+            torch.testing.assert_close(c.to_dense(), a_dense @ b_dense)
+            if a_layout in COMPRESSED and b_layout in COMPRESSED:  # torch's own product, pattern included
+                # torch's columns are not sorted within a row (its COO conversion then even claims coalesced
+                # indices that are not); ours are: the patterns are compared as sets of flat keys
+                expected = torch.mm(a, b)
+                assert torch.equal(c.crow_indices(), expected.crow_indices())
+                keys = [x.to_sparse_coo()._indices() for x in (c, expected)]
+                flat = [(k[0] * 5 + k[1]).sort().values for k in keys]
+                assert torch.equal(flat[0], flat[1]) and torch.equal(flat[0], keys[0][0] * 5 + keys[0][1])
+
+
+@pytest.mark.parametrize("layout", COMPRESSED)
+def test_gradients_reach_the_values(layout):
+    d = random_dense(6, 5, 0.5, seed=8)
+    base = compressed(d, layout)
+    compressed_indices, plain_indices, values = compressed_parts(base)
+
+    def build(v):
+        return torch.sparse_compressed_tensor(compressed_indices, plain_indices, v, d.shape, layout=layout)
+
+    dense = torch.randn(5, 3, dtype=torch.float64, requires_grad=True)
+    v = values.clone().requires_grad_()
+    assert gradcheck(lambda v, dense: sparse.mm(build(v), dense), (v, dense))
+    assert gradcheck(lambda v: sparse.softmax(build(v), 0).values(), (v,))
+    assert gradcheck(lambda v: sparse.log_softmax(build(v), 1).values(), (v,))
+    assert gradcheck(lambda v: sparse.to_dense(build(v)), (v,))
+    assert gradcheck(lambda v: sparse.sum(build(v), 1).values(), (v,))
+    # dense @ S's gradient to the dense operand only: S's values never asked for one
+    left = torch.randn(2, 6, dtype=torch.float64, requires_grad=True)
+    grad_left, = torch.autograd.grad(sparse.mm(left, base).sum(), left)
+    torch.testing.assert_close(grad_left, torch.ones(2, 5, dtype=torch.float64) @ d.t())
+
+
+def test_batched_csr_bmm_matches_dense_math():
+    g = torch.Generator().manual_seed(9)
+    batch, n, m, k, per_matrix = 3, 4, 6, 2, 7
+    dense = torch.zeros(batch, n, m, dtype=torch.float64)
+    for b in range(batch):  # the same number of entries in each matrix, as a batched CSR tensor requires
+        flat = torch.randperm(n * m, generator=g)[:per_matrix]
+        dense[b].view(-1)[flat] = torch.randn(per_matrix, generator=g, dtype=torch.float64)
+    x = dense.to_sparse_csr()
+    right = torch.randn(batch, m, k, dtype=torch.float64)
+    torch.testing.assert_close(sparse.bmm(x, right), dense @ right)
+
+
+def test_bad_input_names_the_layout_and_the_argument():
+    d = random_dense(4, 4, 0.5, seed=10)
+    bsr = d.to_sparse_bsr((2, 2))
+    with pytest.raises(TypeError, match=r"torch_ragged.sparse.softmax: .*got torch.sparse_bsr"):
+        sparse.softmax(bsr, 0)
+    with pytest.raises(TypeError, match=r"torch_ragged.sparse.coalesce: expected a sparse COO tensor, "
+                                        r"got torch.sparse_csr"):
+        sparse.coalesce(d.to_sparse_csr())
+    with pytest.raises(TypeError, match=r"to_sparse_csr: expected a dense, sparse COO, CSR or CSC tensor, got "
+                                        r"torch.sparse_bsr"):
+        sparse.to_sparse_csr(bsr)
+    unsorted = torch.sparse_csr_tensor(torch.tensor([0, 2, 2]), torch.tensor([1, 0]), torch.ones(2), (2, 2),
+                                       check_invariants=False)
+    with pytest.raises(ValueError, match=r"torch_ragged.sparse.to_dense: the col_indices of a torch.sparse_csr "
+                                         r"tensor must be strictly increasing"):
+        sparse.to_dense(unsorted)
+    out_of_range = torch.sparse_csc_tensor(torch.tensor([0, 1, 2]), torch.tensor([0, 5]), torch.ones(2), (2, 2),
+                                           check_invariants=False)
+    with pytest.raises(IndexError, match=r"torch_ragged.sparse_flat_keys: indices\[1\]\[1\] = 5 is out of range"):
+        sparse.mm(out_of_range, torch.ones(2, 1))
+    bad_offsets = torch.sparse_csr_tensor(torch.tensor([0, 2, 1]), torch.tensor([0, 1]), torch.ones(2), (2, 2),
+                                          check_invariants=False)
+    with pytest.raises(ValueError, match=r"torch_ragged.segment_ids"):
+        sparse.softmax(bad_offsets, 1)
+    batched = torch.stack([d, d]).to_sparse_csr()
+    with pytest.raises(ValueError, match=r"torch_ragged.sparse.softmax: expected a 2-D torch.sparse_csr matrix "
+                                         r"\(plus dense dims\), got shape \(2, 4, 4\) with 1 batch dim"):
+        sparse.softmax(batched, 1)
+    with pytest.raises(ValueError, match=r"torch_ragged.sparse.mm: expected 2-D operands"):
+        sparse.mm(batched, torch.ones(4, 1))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("layout", [torch.sparse_bsr, torch.sparse_bsc])
+@pytest.mark.parametrize("blocksize", [(1, 1), (2, 3), (3, 2)])
+def test_blocked_layouts_to_dense_and_products(device, layout, blocksize):
+    bh, bw = blocksize
+    g = torch.Generator().manual_seed(11)
+    keep = (torch.rand(4, 3, generator=g) < 0.5).repeat_interleave(bh, 0).repeat_interleave(bw, 1)
+    d = (torch.randn(4 * bh, 3 * bw, generator=g, dtype=torch.float64) * keep).to(device)
+    x = d.to_sparse(layout=layout, blocksize=blocksize)
+    assert torch.equal(sparse.to_dense(x), d)
+    right = torch.randn(3 * bw, 5, dtype=torch.float64, device=device)
+    left = torch.randn(2, 4 * bh, dtype=torch.float64, device=device)
+    torch.testing.assert_close(sparse.mm(x, right), d @ right)
+    torch.testing.assert_close(sparse.mm(left, x), left @ d)
+    blocks = x.values().clone().requires_grad_()
+    parts = (x.crow_indices(), x.col_indices()) if layout == torch.sparse_bsr else (x.ccol_indices(),
+                                                                                    x.row_indices())
+    if device == "cpu":
+        assert gradcheck(lambda v, r: sparse.mm(torch.sparse_compressed_tensor(*parts, v, x.shape, layout=layout), r),
+                         (blocks, right.clone().requires_grad_()))
