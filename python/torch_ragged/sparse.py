@@ -683,8 +683,9 @@ def mm(a: torch.Tensor, b: torch.Tensor, *, plan: SparsePlan | None = None, vali
     The sparse operands may be COO, CSR or CSC. A CSR matrix's ``crow_indices`` are the row segments as stored; a
     CSC matrix is the transpose of the CSR matrix its ``ccol_indices`` describe, multiplied through the transposed
     product (no conversion). A BSR / BSC matrix times a dense one multiplies each block by its slice of the dense
-    operand and sums each block row on the segment core (BSC and dense @ BSR re-sort the blocks first). Sparse x sparse is COO when both are COO, else CSR (torch's rule for compressed
-    operands; torch refuses a COO with a CSR one).
+    operand and sums each block row on the segment core (BSC and dense @ BSR re-sort the blocks first). Sparse x
+    sparse is COO when both are COO, else CSR (torch's rule for compressed operands; torch refuses a COO with a CSR
+    one).
 
     >>> s = torch.sparse_coo_tensor([[0, 1], [1, 0]], [2.0, 3.0], (2, 2))
     >>> mm(s, torch.tensor([[1.0], [10.0]]))

@@ -170,7 +170,8 @@ def test_bad_input():
         ops.sparse_softmax(INDICES, torch.ones(5, 2), SIZE, 3)
     with pytest.raises(TypeError, match="torch_ragged.sparse_softmax: values must be floating"):
         ops.sparse_softmax(INDICES, torch.ones(5, 2, dtype=torch.long), SIZE, 0)
-    with pytest.raises(TypeError, match="torch_ragged.sparse.softmax: expected a sparse COO, CSR or CSC tensor, got torch.strided"):
+    with pytest.raises(TypeError, match="torch_ragged.sparse.softmax: expected a sparse COO, CSR or CSC tensor, "
+                                        "got torch.strided"):
         torch_ragged.sparse.softmax(torch.ones(3), 0)
     with pytest.raises(IndexError, match="out of range"):
         torch_ragged.sparse.softmax(torch.sparse_coo_tensor([[0, 5]], [1.0, 2.0], (3,), check_invariants=False), 0)
