@@ -19,6 +19,12 @@ at::Tensor softmax_with(const CoalesceBackend& backend, const at::Tensor& indice
 at::Tensor pool_sum_with(const CoalesceBackend& backend, const at::Tensor& indices,
                          const at::Tensor& values, c10::SymIntArrayRef size, int64_t dim);
 
+// The gradient of sparse_softmax's values (log_softmax's with `log`) from its output's values and
+// the gradient of the output, both on the same coalesced `indices`.
+at::Tensor sparse_softmax_backward(const at::Tensor& indices, const at::Tensor& output,
+                                   const at::Tensor& grad, c10::SymIntArrayRef size, int64_t dim,
+                                   bool log);
+
 // The kernels of the sparse family's ops on one backend, under a guard for the inputs' device:
 //   TORCH_LIBRARY_IMPL(torch_ragged, CPU, m) { register_sparse_kernels<kCpuBackend>(m); }
 template <const CoalesceBackend& kBackend>

@@ -136,6 +136,17 @@ class SparsePoolSum : public torch::autograd::Function<SparsePoolSum> {
   }
 };
 
+}  // namespace
+
+at::Tensor sparse_softmax_backward(const at::Tensor& indices, const at::Tensor& output,
+                                   const at::Tensor& grad, c10::SymIntArrayRef size, int64_t dim,
+                                   bool log) {
+  auto pool_sum = [&](const at::Tensor& t) { return ops::sparse_pool_sum(indices, t, size, dim); };
+  return log ? grad - output.exp() * pool_sum(grad) : output * (grad - pool_sum(grad * output));
+}
+
+namespace {
+
 class SparseSoftmax : public torch::autograd::Function<SparseSoftmax> {
  public:
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& indices,
@@ -155,12 +166,8 @@ class SparseSoftmax : public torch::autograd::Function<SparseSoftmax> {
     const variable_list saved = ctx->get_saved_variables();
     const at::Tensor &indices = saved[0], &y = saved[1], &g = grads[0];
     const std::vector<c10::SymInt> size = ctx->saved_data["size"].toSymIntVector();
-    const int64_t dim = ctx->saved_data["dim"].toInt();
-    auto pool_sum = [&](const at::Tensor& t) {
-      return ops::sparse_pool_sum(indices, t, size, dim);
-    };
-    const at::Tensor grad =
-        ctx->saved_data["log"].toBool() ? g - y.exp() * pool_sum(g) : y * (g - pool_sum(g * y));
+    const at::Tensor grad = sparse_softmax_backward(
+        indices, y, g, size, ctx->saved_data["dim"].toInt(), ctx->saved_data["log"].toBool());
     return {at::Tensor(), grad, at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };

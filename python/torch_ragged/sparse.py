@@ -8,6 +8,7 @@ Duplicates are summed in input order, so every result is deterministic. See docs
 """
 
 import functools
+import warnings
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -15,7 +16,8 @@ import torch
 
 from .segment import register_fake
 
-__all__ = ["SparsePlan", "add", "addmm", "bmm", "cat", "coalesce", "index_select", "log_softmax", "mm", "mul", "plan",
+__all__ = ["SparsePlan", "accelerate", "add", "addmm", "bmm", "cat", "coalesce", "index_select", "is_accelerated",
+           "log_softmax", "mm", "mul", "plan",
            "softmax", "sparse_mask", "sub", "sum", "t", "to_dense", "to_sparse", "to_sparse_coo", "to_sparse_csc",
            "to_sparse_csr", "transpose"]
 
@@ -833,6 +835,48 @@ def _block_diagonal_csr(s: torch.Tensor):
                                    (batch * n, batch * m), check_invariants=False)
     c = _compressed("bmm", flat)
     return c.indices, c.values
+
+
+# ---- torch's own sparse ops on these kernels ----
+
+class accelerate:  # noqa: N801 (used like torch.set_grad_enabled: a call and a context manager)
+    """Runs torch's own sparse COO ops on this library's kernels: ``x.coalesce()``, ``x.to_dense()``,
+    ``torch.sparse.softmax`` / ``log_softmax`` (and their backwards), ``torch.sparse.sum`` over dims and
+    ``torch.mm`` / ``torch.sparse.mm`` / ``@`` of a sparse matrix with a dense or a sparse one, on the CPU and CUDA.
+
+    ``accelerate()`` turns it on for the process, ``accelerate(False)`` off; as a context manager it restores the
+    previous state on exit. The kernels replace torch's below its autograd, so gradients are torch's formulas (which
+    call these ops again); arguments these kernels do not take (a hybrid operand of mm, complex or integer
+    products) go to torch's own implementation. Results are torch's in layout, flags and dtype; duplicates are
+    summed in input order (deterministic). C++: ``torch_ragged::accelerate_torch_sparse(bool)``.
+
+    >>> s = torch.sparse_coo_tensor([[1, 0, 1]], [1.0, 2.0, 3.0], (2,))
+    >>> with accelerate():
+    ...     s.coalesce().values()
+    tensor([2., 4.])
+    >>> is_accelerated()
+    False
+    """
+
+    def __init__(self, enabled: bool = True):
+        with warnings.catch_warnings():  # torch warns once that a kernel of an aten op is overridden: intended
+            warnings.filterwarnings("ignore", message=".*Overriding a previously registered kernel")
+            self._previous = _ops.accelerate_torch_sparse(bool(enabled))
+
+    def __enter__(self) -> "accelerate":
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        _ops.accelerate_torch_sparse(self._previous)
+
+
+def is_accelerated() -> bool:
+    """Whether `accelerate` is in effect.
+
+    >>> is_accelerated()
+    False
+    """
+    return _ops.torch_sparse_accelerated()
 
 
 # ---- fake kernels (torch.compile / torch.export): the number of unique entries is data-dependent ----

@@ -66,4 +66,29 @@ TEST(Sparse, MatmulWithAPlanAndItsGradients) {
   EXPECT_TRUE(torch::allclose(torch_ragged::mm(s, dense.detach()), out.detach()));
 }
 
+TEST(Sparse, AccelerateRunsTorchsOwnOpsOnTheseKernelsAndRestoresTorchs) {
+  ASSERT_FALSE(torch_ragged::torch_sparse_accelerated());
+  const auto s = torch::sparse_coo_tensor(longs({2, 0, 2, 1}).view({1, 4}),
+                                          torch::tensor({1.0, 2.0, 3.0, 4.0}), {3});
+  const at::Tensor expected = s.coalesce();
+  EXPECT_FALSE(torch_ragged::accelerate_torch_sparse(true));
+  EXPECT_TRUE(torch_ragged::torch_sparse_accelerated());
+  const at::Tensor got = s.coalesce();  // aten::_coalesce, now this library's kernel
+  EXPECT_TRUE(got.is_coalesced());
+  EXPECT_TRUE(torch::equal(got._indices(), expected._indices()));
+  EXPECT_TRUE(torch::equal(got._values(), expected._values()));
+  // torch does not check the indices here; this library's kernel does, by name
+  const auto out_of_range =
+      at::_sparse_coo_tensor_unsafe(longs({0, 7}).view({1, 2}), torch::tensor({1.0, 2.0}), {3});
+  try {
+    (void)out_of_range.coalesce();
+    ADD_FAILURE() << "expected torch_ragged's IndexError";
+  } catch (const c10::IndexError& error) {
+    EXPECT_NE(std::string(error.what()).find("torch_ragged.sparse_coalesce"), std::string::npos);
+  }
+  EXPECT_TRUE(torch_ragged::accelerate_torch_sparse(false));
+  EXPECT_FALSE(torch_ragged::torch_sparse_accelerated());
+  EXPECT_TRUE(torch::equal(s.coalesce()._values(), expected._values()));
+}
+
 }  // namespace

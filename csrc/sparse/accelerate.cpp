@@ -1,0 +1,200 @@
+// accelerate_torch_sparse: this library's kernels as torch's own SparseCPU / SparseCUDA kernels of
+// the aten ops they cover, registered on demand and removed again.
+//
+// The kernels sit below torch's autograd (its derivative formulas, which call these same ops, stay
+// in charge of gradients) and compute the forward of each op from the tensor's COO triplet. Where
+// an op receives arguments these kernels do not take (a hybrid or non-matrix operand of mm, a dtype
+// the kernel has no product for), the kernel calls torch's own implementation of that op by its
+// other name (aten::_sparse_mm is what torch registers for mm), so every input keeps torch's
+// behaviour and errors.
+
+#include <ATen/ATen.h>
+#include <ATen/WrapDimUtils.h>
+#include <torch/library.h>
+
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "segment/segment_ops.h"
+#include "sparse/softmax.h"
+#include "sparse/sparse_ops.h"
+#include "torch_ragged/sparse.h"
+
+namespace torch_ragged {
+namespace {
+
+at::Tensor sparse_tensor(const at::Tensor& indices, const at::Tensor& values,
+                         at::IntArrayRef size) {
+  return at::_sparse_coo_tensor_unsafe(indices.to(at::kLong), values, size,
+                                       values.options().layout(at::kSparse), /*is_coalesced=*/true);
+}
+
+// (indices, values) of a sparse COO tensor, coalesced by this library when torch has not flagged
+// them so.
+std::pair<at::Tensor, at::Tensor> coalesced_parts(const at::Tensor& sparse) {
+  if (sparse.is_coalesced()) return {sparse._indices(), sparse._values()};
+  auto [indices, values, permutation, first_idx] =
+      ops::sparse_coalesce(sparse._indices(), sparse._values(), sparse.sym_sizes(), true);
+  return {indices, values};
+}
+
+// from_values (on the coalesced from_indices) read at the coalesced to_indices; zero where from has
+// no entry. Both key lists rise, so one binary search per target entry finds its source.
+at::Tensor values_on_pattern(const at::Tensor& from_indices, const at::Tensor& from_values,
+                             const at::Tensor& to_indices, at::IntArrayRef sparse_size) {
+  if (from_indices.sizes() == to_indices.sizes() && at::equal(from_indices, to_indices)) {
+    return from_values;
+  }
+  std::vector<int64_t> value_shape = from_values.sizes().vec();
+  value_shape[0] = to_indices.size(1);
+  if (from_indices.size(1) == 0) return at::zeros(value_shape, from_values.options());
+  const c10::SymIntArrayRef size = c10::fromIntArrayRefSlow(sparse_size);
+  const at::Tensor from_keys = ops::sparse_flat_keys(from_indices, size, false);
+  const at::Tensor to_keys = ops::sparse_flat_keys(to_indices, size, false);
+  const at::Tensor position = at::searchsorted(from_keys, to_keys).clamp_max(from_keys.size(0) - 1);
+  std::vector<int64_t> found_shape(value_shape.size(), 1);
+  found_shape[0] = value_shape[0];
+  const at::Tensor found = from_keys.index_select(0, position).eq(to_keys).view(found_shape);
+  return at::where(found, from_values.index_select(0, position),
+                   at::zeros({}, from_values.options()));
+}
+
+// ---- the aten kernels ----
+
+at::Tensor coalesce_kernel(const at::Tensor& self) {
+  auto [indices, values, permutation, first_idx] =
+      ops::sparse_coalesce(self._indices(), self._values(), self.sym_sizes(), true);
+  return sparse_tensor(indices, values, self.sizes());
+}
+
+at::Tensor to_dense_kernel(const at::Tensor& self, std::optional<at::ScalarType> dtype,
+                           std::optional<bool> /*masked_grad: read by torch's autograd*/) {
+  TORCH_CHECK(!dtype.has_value(), "dtype argument is not supported by sparse_to_dense");
+  return ops::sparse_to_dense(self._indices(), self._values(), self.sym_sizes(), true);
+}
+
+template <bool kLog>
+at::Tensor softmax_kernel(const at::Tensor& self, int64_t dim, bool half_to_float) {
+  constexpr const char* name = kLog ? "log_softmax" : "softmax";
+  TORCH_CHECK(!(half_to_float && self.is_cpu()),
+              "softmax with half to float conversion is not supported on CPU");
+  // torch's CPU kernels exist for float and double only; ours would accept more, torch's refusal is
+  // kept
+  const at::ScalarType dtype = self.scalar_type();
+  TORCH_CHECK_NOT_IMPLEMENTED(!self.is_cpu() || dtype == at::kFloat || dtype == at::kDouble, "\"",
+                              name, "\" not implemented for '", dtype, "'");
+  const int64_t d = at::maybe_wrap_dim(dim, self.dim());
+  auto [indices, values] = coalesced_parts(self);
+  if (half_to_float) values = values.to(at::kFloat);
+  return sparse_tensor(indices, ops::sparse_softmax(indices, values, self.sym_sizes(), d, kLog),
+                       self.sizes());
+}
+
+template <bool kLog>
+at::Tensor softmax_backward_kernel(const at::Tensor& grad_output, const at::Tensor& output,
+                                   int64_t dim, const at::Tensor& /*self*/) {
+  const int64_t d = at::maybe_wrap_dim(dim, output.dim());
+  auto [indices, out_values] = coalesced_parts(output);
+  auto [grad_indices, grad_values] = coalesced_parts(grad_output);
+  const at::Tensor grad = values_on_pattern(grad_indices, grad_values, indices,
+                                            output.sizes().slice(0, output.sparse_dim()));
+  return sparse_tensor(
+      indices, sparse_softmax_backward(indices, out_values, grad, output.sym_sizes(), d, kLog),
+      output.sizes());
+}
+
+at::Tensor sum_kernel(const at::Tensor& self, at::IntArrayRef dim) {
+  auto [indices, values] =
+      ops::sparse_sum(self._indices(), self._values(), self.sym_sizes(), dim, true);
+  if (indices.size(0) == 0) return values[0];  // every sparse dim reduced: dense
+  std::vector<bool> reduced(self.dim(), false);
+  for (const int64_t d : dim) reduced[at::maybe_wrap_dim(d, self.dim())] = true;
+  std::vector<int64_t> kept;
+  for (int64_t d = 0; d < self.dim(); ++d) {
+    if (!reduced[d]) kept.push_back(self.size(d));
+  }
+  return sparse_tensor(indices, values, kept);
+}
+
+bool has_products(at::ScalarType dtype) {
+  return dtype == at::kFloat || dtype == at::kDouble || dtype == at::kHalf ||
+         dtype == at::kBFloat16;
+}
+
+bool is_plain_matrix(const at::Tensor& t) {
+  return t.layout() == at::kSparse && t.dim() == 2 && t.dense_dim() == 0;
+}
+
+at::Tensor mm_kernel(const at::Tensor& self, const at::Tensor& mat2) {
+  const bool same_kind = self.scalar_type() == mat2.scalar_type() &&
+                         has_products(self.scalar_type()) && self.device() == mat2.device() &&
+                         self.dim() == 2 && mat2.dim() == 2 && self.size(1) == mat2.size(0);
+  if (same_kind && is_plain_matrix(self) && is_plain_matrix(mat2)) {
+    auto [a_indices, a_values] = coalesced_parts(self);
+    auto [b_indices, b_values] = coalesced_parts(mat2);
+    auto [indices, values] = ops::sparse_spgemm(a_indices, a_values, b_indices, b_values,
+                                                self.sym_sizes(), mat2.sym_sizes());
+    return sparse_tensor(indices, values, {self.size(0), mat2.size(1)});
+  }
+  if (same_kind && is_plain_matrix(self) && mat2.layout() == at::kStrided) {
+    // the rows of a coalesced matrix are segments of its entries: one weighted gather-sum
+    auto [indices, values] = coalesced_parts(self);
+    const at::Tensor row_first_idx =
+        at::_convert_indices_from_coo_to_csr(indices.select(0, 0), self.size(0));
+    return ops::segment_gather_sum(mat2.contiguous(), indices.select(0, 1), values, row_first_idx);
+  }
+  return at::_sparse_mm(self, mat2);  // torch's own kernel for everything else
+}
+
+// ---- registration ----
+
+struct Registration {
+  std::vector<std::unique_ptr<torch::Library>> libraries;
+};
+
+void register_kernels(torch::Library& m) {
+  m.impl("_coalesce", &coalesce_kernel);
+  m.impl("_to_dense", &to_dense_kernel);
+  m.impl("_sparse_softmax", &softmax_kernel<false>);
+  m.impl("_sparse_log_softmax", &softmax_kernel<true>);
+  m.impl("_sparse_softmax_backward_data", &softmax_backward_kernel<false>);
+  m.impl("_sparse_log_softmax_backward_data", &softmax_backward_kernel<true>);
+  m.impl("_sparse_sum.dim", &sum_kernel);
+  m.impl("mm", &mm_kernel);
+}
+
+std::mutex registration_mutex;
+std::unique_ptr<Registration> registration;  // present while accelerated
+
+}  // namespace
+
+bool accelerate_torch_sparse(bool enabled) {
+  const std::lock_guard<std::mutex> lock(registration_mutex);
+  const bool was_enabled = registration != nullptr;
+  if (enabled && !was_enabled) {
+    auto fresh = std::make_unique<Registration>();
+    for (const c10::DispatchKey key : {c10::DispatchKey::SparseCPU, c10::DispatchKey::SparseCUDA}) {
+      fresh->libraries.push_back(std::make_unique<torch::Library>(
+          torch::Library::IMPL, "aten", key, __FILE__, static_cast<uint32_t>(__LINE__)));
+      register_kernels(*fresh->libraries.back());
+    }
+    registration = std::move(fresh);
+  } else if (!enabled) {
+    registration.reset();  // the libraries' destructors remove the kernels: torch's come back
+  }
+  return was_enabled;
+}
+
+bool torch_sparse_accelerated() {
+  const std::lock_guard<std::mutex> lock(registration_mutex);
+  return registration != nullptr;
+}
+
+TORCH_LIBRARY_FRAGMENT(torch_ragged, m) {
+  m.def("accelerate_torch_sparse(bool enabled) -> bool",
+        [](bool enabled) { return accelerate_torch_sparse(enabled); });
+  m.def("torch_sparse_accelerated() -> bool", [] { return torch_sparse_accelerated(); });
+}
+
+}  // namespace torch_ragged

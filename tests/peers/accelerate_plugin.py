@@ -1,0 +1,15 @@
+"""A pytest plugin that runs a test session with ``torch_ragged.sparse.accelerate()`` on, for PyTorch's own
+test/test_sparse.py (``-p accelerate_plugin``, this folder on PYTHONPATH; see scripts/peer_test_sparse.py)."""
+
+import torch_ragged
+
+
+def pytest_configure(config):
+    torch_ragged.sparse.accelerate(True)
+    assert torch_ragged.sparse.is_accelerated()
+
+
+def pytest_unconfigure(config):
+    # still on at the end: no test turned it off behind the session's back
+    assert torch_ragged.sparse.is_accelerated(), "accelerate() was turned off during the session"
+    torch_ragged.sparse.accelerate(False)

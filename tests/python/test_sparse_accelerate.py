@@ -1,0 +1,244 @@
+"""torch_ragged.sparse.accelerate(): torch's own sparse ops on this library's kernels. Every result is compared
+with torch's own, computed in the same test with the acceleration off (layout, coalesced flag, dtype, values,
+gradients); the kernels are shown to be this library's (the dispatcher's registration, and errors that only they
+raise); inputs they do not take keep torch's behaviour and exception types."""
+
+import pytest
+import torch
+import torch_ragged
+from devices import DEVICES
+from torch.autograd import gradcheck
+
+sparse = torch_ragged.sparse
+
+
+@pytest.fixture(autouse=True)
+def off_after_each_test():
+    yield
+    sparse.accelerate(False)
+
+
+def registered_from_here(op: str) -> bool:
+    return "accelerate.cpp" in torch._C._dispatch_dump(op)
+
+
+def random_sparse(shape, sparse_dim, nnz, dtype=torch.float64, seed=0, coalesced=False, device="cpu"):
+    g = torch.Generator().manual_seed(seed)
+    indices = torch.stack([torch.randint(0, shape[d], (nnz,), generator=g) for d in range(sparse_dim)])
+    values = torch.randn(nnz, *shape[sparse_dim:], generator=g, dtype=torch.float64)
+    if dtype == torch.bool:
+        values = values > 0
+    else:
+        values = (values * 4).to(dtype) if not dtype.is_floating_point and not dtype.is_complex else values.to(dtype)
+    s = torch.sparse_coo_tensor(indices, values, shape, check_invariants=True).to(device)
+    return s.coalesce() if coalesced else s
+
+
+def both_ways(fn):
+    """fn() with torch alone and with the acceleration on."""
+    sparse.accelerate(False)
+    alone = fn()
+    with sparse.accelerate():
+        accelerated = fn()
+    return alone, accelerated
+
+
+def assert_same(alone, accelerated, exact=False):
+    assert type(alone) is type(accelerated)
+    if isinstance(alone, tuple | list):
+        for a, b in zip(alone, accelerated, strict=True):
+            assert_same(a, b, exact)
+        return
+    if alone is None:
+        assert accelerated is None
+        return
+    assert accelerated.layout == alone.layout and accelerated.dtype == alone.dtype
+    assert accelerated.shape == alone.shape and accelerated.device == alone.device
+    if alone.layout == torch.sparse_coo:
+        assert accelerated.is_coalesced() == alone.is_coalesced()
+        assert accelerated.sparse_dim() == alone.sparse_dim()
+        if alone.is_coalesced():
+            assert torch.equal(accelerated._indices(), alone._indices())
+            alone, accelerated = alone._values(), accelerated._values()
+        else:
+            alone, accelerated = alone.to_dense(), accelerated.to_dense()
+    if exact or not (alone.dtype.is_floating_point or alone.dtype.is_complex):
+        assert torch.equal(accelerated, alone)
+    elif alone.dtype in (torch.float16, torch.bfloat16):
+        # duplicates are summed in float and rounded once here; torch rounds after every addition
+        torch.testing.assert_close(accelerated.double(), alone.double(), rtol=2e-2, atol=1e-2)
+    else:
+        torch.testing.assert_close(accelerated, alone)
+
+
+def test_on_off_and_as_a_context_manager_restore_torchs_kernels():
+    assert not sparse.is_accelerated() and not registered_from_here("aten::_coalesce")
+    sparse.accelerate()
+    assert sparse.is_accelerated() and registered_from_here("aten::_coalesce")
+    with sparse.accelerate(False):
+        assert not sparse.is_accelerated() and not registered_from_here("aten::_coalesce")
+        with sparse.accelerate():
+            assert registered_from_here("aten::mm")
+        assert not registered_from_here("aten::mm")
+    assert sparse.is_accelerated()
+    sparse.accelerate(False)
+    for op in ("aten::_coalesce", "aten::_to_dense", "aten::_sparse_softmax", "aten::_sparse_log_softmax",
+               "aten::_sparse_softmax_backward_data", "aten::_sparse_log_softmax_backward_data",
+               "aten::_sparse_sum.dim", "aten::mm"):
+        assert not registered_from_here(op), op
+
+
+def test_the_kernels_are_this_librarys():
+    out_of_range = torch.sparse_coo_tensor([[0, 7]], [1.0, 2.0], (3,), check_invariants=False)
+    with sparse.accelerate(), pytest.raises(IndexError, match=r"torch_ragged.sparse_coalesce: indices\[0\]\[1\] = 7"):
+        out_of_range.coalesce()
+
+
+COALESCE_DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.complex64, torch.int64,
+                   torch.int32, torch.int8, torch.uint8, torch.bool]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", COALESCE_DTYPES)
+@pytest.mark.parametrize("shape,sparse_dim,nnz", [((6, 5), 2, 40), ((4, 3, 2), 2, 20), ((7,), 1, 30),
+                                                  ((3, 4), 2, 0), ((5, 2, 3), 1, 12)])
+def test_coalesce_and_to_dense_match_torch(device, dtype, shape, sparse_dim, nnz):
+    s = random_sparse(shape, sparse_dim, nnz, dtype, device=device)
+    assert_same(*both_ways(lambda: s.coalesce()))  # sums of floats: torch adds duplicates in another order
+    assert_same(*both_ways(lambda: s.to_dense()))
+    assert_same(*both_ways(lambda: s.coalesce().to_dense()))
+
+
+def test_to_dense_keeps_torchs_refusal_of_a_dtype():
+    s = random_sparse((3, 3), 2, 4)
+    with sparse.accelerate(), pytest.raises(RuntimeError, match="dtype argument is not supported"):
+        torch.ops.aten._to_dense(s, torch.float32)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("shape,sparse_dim", [((6, 5), 2), ((4, 3, 5), 2), ((5, 4, 3), 3), ((8,), 1)])
+@pytest.mark.parametrize("coalesced", [True, False])
+def test_softmax_log_softmax_and_their_gradients_match_torch(device, shape, sparse_dim, coalesced):
+    s = random_sparse(shape, sparse_dim, 25, seed=1, coalesced=coalesced, device=device) * 100
+    for op in (torch.sparse.softmax, torch.sparse.log_softmax):
+        for dim in range(-len(shape), len(shape)):
+            assert_same(*both_ways(lambda op=op, dim=dim: op(s, dim)))
+
+            positive_dim = dim % len(shape)
+
+            def forward_backward(op=op, dim=positive_dim):
+                # torch's own log_softmax backward does not wrap a negative dim (its gradient for dim=-2 is not
+                # dim=0's), so the gradients are compared at the positive dim; test_negative_dims_... below
+                values = s.coalesce().values().clone().requires_grad_()
+                x = torch.sparse_coo_tensor(s.coalesce().indices(), values, s.shape)
+                out = op(x, dim)
+                weight = torch.sin(torch.arange(out.values().numel(), dtype=values.dtype, device=device))
+                (out.values().flatten() * weight).sum().backward()
+                return out, values.grad
+
+            assert_same(*both_ways(forward_backward))
+
+
+def test_softmax_at_large_magnitudes_and_gradcheck_while_accelerated():
+    s = random_sparse((20, 30), 2, 200, seed=2, coalesced=True) * 1e6
+    for op in (torch.sparse.softmax, torch.sparse.log_softmax):
+        for dim in (0, 1):
+            alone, accelerated = both_ways(lambda op=op, dim=dim: op(s, dim))
+            assert torch.isfinite(accelerated.values()).all()
+            assert_same(alone, accelerated)
+    indices = s.indices()
+    with sparse.accelerate():
+        assert gradcheck(lambda v: torch.sparse.softmax(torch.sparse_coo_tensor(indices, v, s.shape), 1).to_dense(),
+                         (s.values()[:].clone().div(1e6).requires_grad_(),))
+
+
+def test_softmax_backward_with_a_gradient_on_another_pattern():
+    s = random_sparse((6, 5), 2, 12, seed=3, coalesced=True)
+    out = torch.sparse.softmax(s, 1)
+    grad = random_sparse((6, 5), 2, 9, seed=4, coalesced=True)  # some entries on out's pattern, some not
+    for backward in (torch.ops.aten._sparse_softmax_backward_data, torch.ops.aten._sparse_log_softmax_backward_data):
+        assert_same(*both_ways(lambda backward=backward: backward(grad, out, 1, s)))
+
+
+def test_softmax_keeps_torchs_refusals_on_the_cpu():
+    half = random_sparse((4, 4), 2, 6, torch.float16, coalesced=True)
+    for fn, error in ((lambda: torch.sparse.softmax(half, 0), NotImplementedError),
+                      (lambda: torch.ops.aten._sparse_softmax(half.double(), 0, True), RuntimeError)):
+        with pytest.raises(error) as alone:
+            fn()
+        with sparse.accelerate(), pytest.raises(error) as accelerated:
+            fn()
+        assert type(alone.value) is type(accelerated.value)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.int64])
+def test_sparse_sum_over_dims_matches_torch(device, dtype):
+    s = random_sparse((5, 4, 3, 2), 3, 30, dtype, seed=5, device=device)
+    for dim in ([0], [1], [2], [3], [0, 2], [1, 3], [0, 1, 2], [0, 1, 2, 3], [-1], [2, 1]):
+        assert_same(*both_ways(lambda dim=dim: torch.sparse.sum(s, dim)))
+    assert_same(*both_ways(lambda: torch.sparse.sum(s)))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+@pytest.mark.parametrize("coalesced", [True, False])
+def test_mm_of_sparse_with_dense_and_sparse_matches_torch_with_gradients(device, dtype, coalesced):
+    a = random_sparse((9, 7), 2, 30, dtype, seed=6, coalesced=coalesced, device=device)
+    b = random_sparse((7, 5), 2, 20, dtype, seed=7, coalesced=coalesced, device=device)
+    d = torch.randn(7, 4, dtype=dtype, device=device)
+    for fn in (lambda: torch.mm(a, d), lambda: a @ d, lambda: torch.sparse.mm(a, d), lambda: torch.mm(a, b)):
+        assert_same(*both_ways(fn))
+
+    def forward_backward():
+        values = a.coalesce().values().clone().requires_grad_()
+        dense = d.clone().requires_grad_()
+        out = torch.sparse.mm(torch.sparse_coo_tensor(a.coalesce().indices(), values, a.shape), dense)
+        out.pow(2).sum().backward()
+        return out, values.grad, dense.grad
+
+    assert_same(*both_ways(forward_backward))
+
+
+def test_mm_arguments_the_kernels_do_not_take_keep_torchs_behaviour():
+    hybrid = random_sparse((4, 3, 2), 2, 5, seed=8)
+    complex_matrix = random_sparse((4, 3), 2, 5, torch.complex128, seed=9)
+    integer = random_sparse((4, 3), 2, 5, torch.int64, seed=10)
+    d = torch.randn(3, 2, dtype=torch.float64)
+    assert_same(*both_ways(lambda: torch.mm(complex_matrix, d.to(torch.complex128))))
+    for fn in (lambda: torch.mm(hybrid, d), lambda: torch.mm(integer, d), lambda: torch.mm(complex_matrix, d),
+               lambda: torch.mm(random_sparse((4, 3), 2, 5), torch.randn(4, 2, dtype=torch.float64))):
+        try:
+            fn()
+            alone = None
+        except Exception as error:  # noqa: BLE001 (the exception type is what is compared)
+            alone = type(error)
+        with sparse.accelerate():
+            if alone is None:
+                fn()
+            else:
+                with pytest.raises(alone):
+                    fn()
+
+
+def test_negative_dims_give_the_gradient_of_the_positive_dim():
+    """torch's own _sparse_log_softmax_backward_data takes dim=-2 of a matrix for something else than dim 0 (its
+    gradient differs from dim 0's); the accelerated kernel wraps the dim as the forward does."""
+    s = random_sparse((6, 5), 2, 25, seed=1, coalesced=True) * 100
+
+    def gradient(dim):
+        values = s.values().clone().requires_grad_()
+        out = torch.sparse.log_softmax(torch.sparse_coo_tensor(s.indices(), values, s.shape), dim)
+        (out.values() * torch.sin(torch.arange(out._nnz(), dtype=values.dtype))).sum().backward()
+        return values.grad
+
+    with sparse.accelerate():
+        torch.testing.assert_close(gradient(-2), gradient(0))
+        torch.testing.assert_close(gradient(-1), gradient(1))
+    dense_values = s.to_dense().requires_grad_()
+    masked = dense_values.masked_fill(s.to_dense() == 0, float("-inf"))
+    weight = torch.sparse_coo_tensor(s.indices(), torch.sin(torch.arange(s._nnz(), dtype=torch.float64)), s.shape)
+    expected = torch.autograd.grad((torch.log_softmax(masked, 0).nan_to_num(0, 0, 0) * weight.to_dense()).sum(),
+                                   dense_values)[0]
+    with sparse.accelerate():
+        torch.testing.assert_close(gradient(-2), expected[tuple(s.indices())])
