@@ -403,9 +403,59 @@ def compressed_rows(device, min_run_time):
     return rows
 
 
+def accelerate_rows(device, min_run_time):
+    """torch's own calls, unchanged, with torch_ragged.sparse.accelerate() off (baseline) and on (ours): coalesce
+    of 2M entries with 30% duplicates, torch.sparse.softmax forward and forward+backward along dim 1, the sum over
+    dim 0, torch.sparse.mm with a dense 32-column matrix, on a 200k x 200k matrix."""
+    g = torch.Generator().manual_seed(9)
+    n, nnz, k = 200_000, 2 * 10**6, 32
+    raw = torch.sparse_coo_tensor(duplicated_entries(nnz, n, 0.3, g), torch.randn(nnz, generator=g), (n, n),
+                                  check_invariants=False).to(device)
+    coalesced = raw.coalesce()
+    dense = torch.randn(n, k, generator=g).to(device)
+    leaf = coalesced.values().clone().requires_grad_()
+
+    def softmax_forward_backward():
+        out = torch.sparse.softmax(torch.sparse_coo_tensor(coalesced.indices(), leaf, coalesced.shape), 1)
+        out.values().sum().backward()
+        return leaf.grad
+
+    entries = coalesced._nnz()
+    memcpy = copy_gbs(nnz * 20, device, min_run_time)
+    case = f"torch's own calls, 200k x 200k, {entries / 1e6:.1f}M entries"
+    rows = []
+    for op, fn, nbytes in (
+        ("x.coalesce() (2M, 30% dup)", lambda: raw.coalesce(), nnz * 20 + entries * 20),
+        ("torch.sparse.softmax dim 1", lambda: torch.sparse.softmax(coalesced, 1), entries * 8),
+        ("softmax fwd+bwd dim 1", softmax_forward_backward, entries * 16),
+        ("torch.sparse.sum dim 0", lambda: torch.sparse.sum(coalesced, 0), entries * 20),
+        ("torch.sparse.mm(S, D 32 cols)", lambda: torch.sparse.mm(coalesced, dense), entries * 12 + 2 * n * k * 4),
+    ):
+        with torch_ragged.sparse.accelerate(False):
+            expected = fn()
+        with torch_ragged.sparse.accelerate():
+            got = fn()
+        if got.is_sparse:  # coalesced on both sides: the same entries
+            assert torch.equal(got._indices(), expected._indices())
+            got, expected = got._values(), expected._values()
+        torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-4)
+
+        def alone(fn=fn):
+            with torch_ragged.sparse.accelerate(False):
+                return fn()
+
+        def accelerated(fn=fn):
+            with torch_ragged.sparse.accelerate():
+                return fn()
+
+        base_s, ours_s = paired_medians(synchronized(alone, device), synchronized(accelerated, device), min_run_time)
+        rows.append(row(case, op, "same call, torch alone", base_s, ours_s, nbytes, memcpy))
+    return rows
+
+
 def run_all(device, min_run_time):
     np.random.seed(0)
     return (coalesce_rows(device, min_run_time) + sum_rows(device, min_run_time) + softmax_rows(device, min_run_time)
             + wide_softmax_row(device, min_run_time) + matmul_rows(device, min_run_time)
             + spgemm_rows(device, min_run_time) + scatter_rows(device, min_run_time)
-            + compressed_rows(device, min_run_time))
+            + compressed_rows(device, min_run_time) + accelerate_rows(device, min_run_time))

@@ -10,8 +10,12 @@
 
 #include <ATen/ATen.h>
 #include <ATen/WrapDimUtils.h>
+#include <ATen/ops/addmm_native.h>
+#include <ATen/ops/sparse_mask_native.h>
+#include <c10/util/safe_numerics.h>
 #include <torch/library.h>
 
+#include <algorithm>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -96,20 +100,32 @@ at::Tensor softmax_backward_kernel(const at::Tensor& grad_output, const at::Tens
                                    int64_t dim, const at::Tensor& /*self*/) {
   const int64_t d = at::maybe_wrap_dim(dim, output.dim());
   auto [indices, out_values] = coalesced_parts(output);
-  auto [grad_indices, grad_values] = coalesced_parts(grad_output);
-  const at::Tensor grad = values_on_pattern(grad_indices, grad_values, indices,
-                                            output.sizes().slice(0, output.sparse_dim()));
+  const at::Tensor& given = grad_output._indices();
+  at::Tensor grad;
+  if (given.sizes() == indices.sizes() && at::equal(given, indices)) {
+    grad = grad_output._values();  // the output's own pattern (autograd's usual case): no sort
+  } else {
+    auto [grad_indices, grad_values] = coalesced_parts(grad_output);
+    grad = values_on_pattern(grad_indices, grad_values, indices,
+                             output.sizes().slice(0, output.sparse_dim()));
+  }
   return sparse_tensor(
       indices, sparse_softmax_backward(indices, out_values, grad, output.sym_sizes(), d, kLog),
       output.sizes());
 }
 
 at::Tensor sum_kernel(const at::Tensor& self, at::IntArrayRef dim) {
+  // torch's errors for the dims: IndexError out of range, RuntimeError repeated (the op's own would
+  // be a ValueError)
+  std::vector<bool> reduced(self.dim(), false);
+  for (const int64_t d : dim) {
+    const int64_t wrapped = at::maybe_wrap_dim(d, self.dim());
+    TORCH_CHECK(!reduced[wrapped], "dim ", wrapped, " appears multiple times in the list of dims");
+    reduced[wrapped] = true;
+  }
   auto [indices, values] =
       ops::sparse_sum(self._indices(), self._values(), self.sym_sizes(), dim, true);
   if (indices.size(0) == 0) return values[0];  // every sparse dim reduced: dense
-  std::vector<bool> reduced(self.dim(), false);
-  for (const int64_t d : dim) reduced[at::maybe_wrap_dim(d, self.dim())] = true;
   std::vector<int64_t> kept;
   for (int64_t d = 0; d < self.dim(); ++d) {
     if (!reduced[d]) kept.push_back(self.size(d));
@@ -126,10 +142,23 @@ bool is_plain_matrix(const at::Tensor& t) {
   return t.layout() == at::kSparse && t.dim() == 2 && t.dense_dim() == 0;
 }
 
+// Operands of one device and one dtype with a product here, of a 2-D product's shapes.
+bool multipliable(const at::Tensor& self, const at::Tensor& mat2) {
+  return self.scalar_type() == mat2.scalar_type() && has_products(self.scalar_type()) &&
+         self.device() == mat2.device() && self.dim() == 2 && mat2.dim() == 2 &&
+         self.size(1) == mat2.size(0);
+}
+
+// A coalesced matrix's rows are segments of its entries: S @ D is one weighted gather-sum.
+at::Tensor sparse_times_dense(const at::Tensor& sparse, const at::Tensor& dense) {
+  auto [indices, values] = coalesced_parts(sparse);
+  const at::Tensor row_first_idx =
+      at::_convert_indices_from_coo_to_csr(indices.select(0, 0), sparse.size(0));
+  return ops::segment_gather_sum(dense.contiguous(), indices.select(0, 1), values, row_first_idx);
+}
+
 at::Tensor mm_kernel(const at::Tensor& self, const at::Tensor& mat2) {
-  const bool same_kind = self.scalar_type() == mat2.scalar_type() &&
-                         has_products(self.scalar_type()) && self.device() == mat2.device() &&
-                         self.dim() == 2 && mat2.dim() == 2 && self.size(1) == mat2.size(0);
+  const bool same_kind = multipliable(self, mat2);
   if (same_kind && is_plain_matrix(self) && is_plain_matrix(mat2)) {
     auto [a_indices, a_values] = coalesced_parts(self);
     auto [b_indices, b_values] = coalesced_parts(mat2);
@@ -138,13 +167,61 @@ at::Tensor mm_kernel(const at::Tensor& self, const at::Tensor& mat2) {
     return sparse_tensor(indices, values, {self.size(0), mat2.size(1)});
   }
   if (same_kind && is_plain_matrix(self) && mat2.layout() == at::kStrided) {
-    // the rows of a coalesced matrix are segments of its entries: one weighted gather-sum
-    auto [indices, values] = coalesced_parts(self);
-    const at::Tensor row_first_idx =
-        at::_convert_indices_from_coo_to_csr(indices.select(0, 0), self.size(0));
-    return ops::segment_gather_sum(mat2.contiguous(), indices.select(0, 1), values, row_first_idx);
+    return sparse_times_dense(self, mat2);
   }
   return at::_sparse_mm(self, mat2);  // torch's own kernel for everything else
+}
+
+// beta * self + alpha * (mat1 @ mat2) for a dense self that broadcasts to the product; beta = 0
+// ignores self (NaN included), as torch.
+at::Tensor addmm_kernel(const at::Tensor& self, const at::Tensor& mat1, const at::Tensor& mat2,
+                        const at::Scalar& beta, const at::Scalar& alpha) {
+  const bool ours = self.layout() == at::kStrided && mat2.layout() == at::kStrided &&
+                    is_plain_matrix(mat1) && multipliable(mat1, mat2) &&
+                    self.scalar_type() == mat1.scalar_type() && self.device() == mat1.device() &&
+                    at::is_expandable_to(self.sizes(), {mat1.size(0), mat2.size(1)});
+  if (!ours) {
+    if (self.is_cpu()) return at::native::addmm_sparse_dense_cpu(self, mat1, mat2, beta, alpha);
+    // torch's CUDA kernel is not linked here (a CPU-only torch has none): the same sum, densely
+    return at::addmm(self, mat1.to_dense(), mat2, beta, alpha);
+  }
+  at::Tensor out = sparse_times_dense(mat1, mat2).mul_(alpha);
+  if (beta.toComplexDouble() != 0.0) out.add_(self.expand_as(out), beta);
+  return out;
+}
+
+// Whether the row-major flat index of every position of these sparse sizes fits in an int64.
+bool has_flat_keys(at::IntArrayRef sparse_size) {
+  uint64_t positions = 1;
+  for (const int64_t size : sparse_size) {
+    if (c10::mul_overflows(positions, static_cast<uint64_t>(std::max<int64_t>(size, 1)),
+                           &positions) ||
+        positions > (uint64_t{1} << 62)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+at::Tensor sparse_mask_kernel(const at::Tensor& self, const at::Tensor& mask) {
+  const bool same_frame = mask.layout() == at::kSparse && self.sizes() == mask.sizes() &&
+                          self.device() == mask.device();
+  at::Tensor values;
+  if (same_frame && self.layout() == at::kStrided) {
+    values = ops::sparse_mask(self, mask._indices(), true);
+  } else if (same_frame && self.layout() == at::kSparse && self.sparse_dim() == mask.sparse_dim() &&
+             has_flat_keys(mask.sizes().slice(0, mask.sparse_dim()))) {
+    // self's (summed) values read at the mask's entries, zero where self has none: what torch's
+    // autograd asks for the gradient of a sparse tensor's construction
+    auto [indices, self_values] = coalesced_parts(self);
+    values = values_on_pattern(indices, self_values, mask._indices(),
+                               mask.sizes().slice(0, mask.sparse_dim()));
+  } else {
+    return at::native::sparse_mask(self, mask);  // torch's own kernel: its checks, its errors
+  }
+  // the mask's entries as they are (an uncoalesced mask gives an uncoalesced result, as torch)
+  return at::_sparse_coo_tensor_unsafe(mask._indices(), values, mask.sizes(),
+                                       values.options().layout(at::kSparse), mask.is_coalesced());
 }
 
 // ---- registration ----
@@ -162,6 +239,8 @@ void register_kernels(torch::Library& m) {
   m.impl("_sparse_log_softmax_backward_data", &softmax_backward_kernel<true>);
   m.impl("_sparse_sum.dim", &sum_kernel);
   m.impl("mm", &mm_kernel);
+  m.impl("addmm", &addmm_kernel);
+  m.impl("sparse_mask", &sparse_mask_kernel);
 }
 
 std::mutex registration_mutex;

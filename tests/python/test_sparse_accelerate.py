@@ -84,7 +84,7 @@ def test_on_off_and_as_a_context_manager_restore_torchs_kernels():
     sparse.accelerate(False)
     for op in ("aten::_coalesce", "aten::_to_dense", "aten::_sparse_softmax", "aten::_sparse_log_softmax",
                "aten::_sparse_softmax_backward_data", "aten::_sparse_log_softmax_backward_data",
-               "aten::_sparse_sum.dim", "aten::mm"):
+               "aten::_sparse_sum.dim", "aten::mm", "aten::addmm", "aten::sparse_mask"):
         assert not registered_from_here(op), op
 
 
@@ -242,3 +242,73 @@ def test_negative_dims_give_the_gradient_of_the_positive_dim():
                                    dense_values)[0]
     with sparse.accelerate():
         torch.testing.assert_close(gradient(-2), expected[tuple(s.indices())])
+
+
+def test_sparse_sum_keeps_torchs_exception_types_for_bad_dims():
+    s = random_sparse((4, 3, 2), 2, 6, seed=11)
+    for dim, error in (([0, 0], RuntimeError), ([1, -2], RuntimeError), (5, IndexError), ([-4], IndexError)):
+        with pytest.raises(error):
+            torch.sparse.sum(s, dim)
+        with sparse.accelerate(), pytest.raises(error):
+            torch.sparse.sum(s, dim)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("coalesced", [True, False])
+def test_addmm_matches_torch_with_gradients(device, coalesced):
+    a = random_sparse((9, 7), 2, 30, seed=12, coalesced=coalesced, device=device)
+    d = torch.randn(7, 4, dtype=torch.float64, device=device)
+    for bias in (torch.randn(9, 4, dtype=torch.float64, device=device), torch.randn(4, dtype=torch.float64,
+                                                                                   device=device)):
+        for beta, alpha in ((1, 1), (0.5, -2.0), (0, 3)):
+            assert_same(*both_ways(lambda bias=bias, beta=beta, alpha=alpha: torch.addmm(bias, a, d, beta=beta,
+                                                                                        alpha=alpha)))
+            assert_same(*both_ways(lambda bias=bias, beta=beta, alpha=alpha: torch.sparse.addmm(
+                bias, a, d, beta=beta, alpha=alpha)))
+    nan_bias = torch.full((9, 4), float("nan"), dtype=torch.float64, device=device)
+    assert_same(*both_ways(lambda: torch.addmm(nan_bias, a, d, beta=0)))  # beta = 0 ignores NaN
+
+    def forward_backward():
+        values = a.coalesce().values().clone().requires_grad_()
+        dense = d.clone().requires_grad_()
+        bias = torch.linspace(-1, 1, 36, dtype=torch.float64, device=device).view(9, 4).requires_grad_()
+        out = torch.addmm(bias, torch.sparse_coo_tensor(a.coalesce().indices(), values, a.shape), dense, beta=0.5)
+        out.pow(2).sum().backward()
+        return values.grad, dense.grad, bias.grad
+
+    assert_same(*both_ways(forward_backward))
+
+
+def test_addmm_arguments_the_kernel_does_not_take_keep_torchs_behaviour():
+    a = random_sparse((4, 3), 2, 5, seed=13)
+    d = torch.randn(3, 2, dtype=torch.float64)
+    for fn in (lambda: torch.addmm(torch.zeros(4, 2), a, d),  # dtypes differ
+               lambda: torch.addmm(torch.zeros(5, 2, dtype=torch.float64), a, d),  # bias does not broadcast
+               lambda: torch.addmm(torch.zeros(4, 2, dtype=torch.int64), a.long(), d.long())):
+        try:
+            expected = (fn(), None)
+        except Exception as error:  # noqa: BLE001 (the exception type is what is compared)
+            expected = (None, type(error))
+        with sparse.accelerate():
+            if expected[1] is None:
+                assert_same(expected[0], fn())
+            else:
+                with pytest.raises(expected[1]):
+                    fn()
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("coalesced", [True, False])
+@pytest.mark.parametrize("shape,sparse_dim", [((6, 5), 2), ((4, 3, 2), 2), ((7,), 1)])
+def test_sparse_mask_matches_torch(device, coalesced, shape, sparse_dim):
+    mask = random_sparse(shape, sparse_dim, 12, seed=14, coalesced=coalesced, device=device)
+    dense = torch.randn(shape, dtype=torch.float64, device=device)
+    assert_same(*both_ways(lambda: dense.sparse_mask(mask)), exact=True)
+    assert_same(*both_ways(lambda: dense.long().sparse_mask(mask)), exact=True)
+    for other_coalesced in (True, False):  # a sparse self: its values read at the mask's entries, zero elsewhere
+        other = random_sparse(shape, sparse_dim, 9, seed=15, coalesced=other_coalesced, device=device)
+        assert_same(*both_ways(lambda other=other: other.sparse_mask(mask)))
+        assert_same(*both_ways(lambda other=other: other.sparse_mask(mask.coalesce())))
+    hybrid_self = random_sparse((*shape, 3), sparse_dim, 9, seed=16, coalesced=True, device=device)
+    hybrid_mask = random_sparse((*shape, 3), sparse_dim, 5, seed=17, coalesced=coalesced, device=device)
+    assert_same(*both_ways(lambda: hybrid_self.sparse_mask(hybrid_mask)))
