@@ -17,9 +17,9 @@ import torch
 from .segment import register_fake
 
 __all__ = ["SparsePlan", "accelerate", "add", "addmm", "bmm", "cat", "coalesce", "index_select", "is_accelerated",
-           "log_softmax", "mm", "mul", "plan",
-           "softmax", "sparse_mask", "sub", "sum", "t", "to_dense", "to_sparse", "to_sparse_coo", "to_sparse_csc",
-           "to_sparse_csr", "transpose"]
+           "log_softmax", "matmul", "mm", "mul", "mv", "plan",
+           "softmax", "sparse_mask", "stack", "sub", "sum", "t", "to_dense", "to_sparse", "to_sparse_coo",
+           "to_sparse_csc", "to_sparse_csr", "transpose", "unsqueeze"]
 
 _ops = torch.ops.torch_ragged
 
@@ -449,7 +449,8 @@ def _same_layout(op: str, a, b) -> torch.dtype:
 
 
 def add(a: torch.Tensor, b: torch.Tensor, *, alpha=1) -> torch.Tensor:
-    """``torch.add(a, b, alpha=alpha)`` of two sparse COO tensors of one shape: the union of their patterns.
+    """``torch.add(a, b, alpha=alpha)`` of two sparse COO tensors of one shape: the union of their patterns; with
+    one dense operand (either side; torch takes only a dense ``a``) the result is dense.
 
     The entries of both are concatenated (b's scaled by ``alpha``) and coalesced: each index's values are summed in
     a fixed order (a's entries, then b's), so the result is deterministic, and it comes back coalesced (torch's
@@ -461,6 +462,8 @@ def add(a: torch.Tensor, b: torch.Tensor, *, alpha=1) -> torch.Tensor:
     >>> add(a, b, alpha=2).to_dense()
     tensor([ 1., 40., 22.])
     """
+    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and torch.strided in (a.layout, b.layout):
+        return _add_dense("add", a, b, alpha)
     dtype = _same_layout("add", a, b)
     b_values = _values(b).to(dtype)
     if alpha != 1:
@@ -482,7 +485,8 @@ def sub(a: torch.Tensor, b: torch.Tensor, *, alpha=1) -> torch.Tensor:
 
 
 def mul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """``torch.mul(a, b)`` of two sparse COO tensors of one shape: the intersection of their patterns.
+    """``torch.mul(a, b)`` of two sparse COO tensors of one shape: the intersection of their patterns; with one
+    dense operand of the same shape (either side), the sparse one's (coalesced) pattern times the dense values there.
 
     Both are coalesced; an index stored in both keeps ``a_value * b_value``, every other index is dropped (as
     torch's result). Coalesced, deterministic, differentiable in both values.
@@ -492,6 +496,8 @@ def mul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     >>> mul(a, b).to_dense()
     tensor([ 0.,  0., 20.])
     """
+    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and torch.strided in (a.layout, b.layout):
+        return _mul_dense(a, b)
     dtype = _same_layout("mul", a, b)
     a_indices, a_values = _coalesced("mul", a)
     b_indices, b_values = _coalesced("mul", b)
@@ -504,6 +510,92 @@ def mul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     kept = both.nonzero().flatten()
     values = a_values.index_select(0, kept).to(dtype) * b_values.index_select(0, position[kept]).to(dtype)
     return _sparse(a_indices.index_select(1, kept), values, a.shape, True)
+
+
+def _sparse_and_dense(op: str, a, b):
+    """(sparse, dense) of a mixed pair of one shape and one device; the sparse one COO."""
+    s, dense = (a, b) if a.layout != torch.strided else (b, a)
+    _check_sparse(op, s)
+    if tuple(dense.shape) != tuple(s.shape) or dense.device != s.device:
+        raise ValueError(f"torch_ragged.sparse.{op}: the dense operand must have the sparse one's shape and device, "
+                         f"got {tuple(dense.shape)} ({dense.device}) and {tuple(s.shape)} ({s.device})")
+    return s, dense
+
+
+def _add_dense(op: str, a, b, alpha) -> torch.Tensor:
+    s, dense = _sparse_and_dense(op, a, b)
+    dtype = torch.result_type(a, b)
+    scaled = (alpha if b is s else 1, alpha if b is dense else 1)
+    sparse_part = to_dense(s).to(dtype)
+    return sparse_part * scaled[0] + dense.to(dtype) * scaled[1]
+
+
+def _mul_dense(a, b) -> torch.Tensor:
+    s, dense = _sparse_and_dense("mul", a, b)
+    dtype = torch.result_type(a, b)
+    indices, values = _coalesced("mul", s)
+    at_entries = _ops.sparse_mask(dense, indices, True)
+    return _sparse(indices, values.to(dtype) * at_entries.to(dtype), s.shape, True)
+
+
+def unsqueeze(s: torch.Tensor, dim: int) -> torch.Tensor:
+    """``s.unsqueeze(dim)``: a new sparse dim of size 1 (an index row of zeros) where ``dim`` falls among the
+    sparse dims, or a new dense dim of the values after them. Keeps the coalesced flag.
+
+    >>> unsqueeze(torch.sparse_coo_tensor([[0, 2]], [1.0, 2.0], (3,)), 0)._indices()
+    tensor([[0, 0],
+            [0, 2]])
+    """
+    _check_sparse("unsqueeze", s)
+    if not -s.dim() - 1 <= dim <= s.dim():
+        raise IndexError(f"torch_ragged.sparse.unsqueeze: dim {dim} is out of range for a {s.dim()}-D tensor")
+    dim %= s.dim() + 1
+    shape = [*s.shape[:dim], 1, *s.shape[dim:]]
+    indices, values = s._indices(), _values(s)
+    if dim <= s.sparse_dim():
+        indices = torch.cat([indices[:dim], indices.new_zeros(1, indices.shape[1]), indices[dim:]])
+    else:
+        values = values.unsqueeze(dim - s.sparse_dim() + 1)
+    return _sparse(indices, values, shape, s.is_coalesced())
+
+
+def stack(tensors, dim: int = 0) -> torch.Tensor:
+    """``torch.stack`` of sparse COO tensors of one shape: `unsqueeze` then `cat` along the new dim (a sparse dim,
+    or a dense one when ``dim`` is past the sparse dims). The result is coalesced.
+
+    >>> a = torch.sparse_coo_tensor([[1]], [5.0], (2,))
+    >>> stack([a, a]).to_dense()
+    tensor([[0., 5.],
+            [0., 5.]])
+    """
+    tensors = list(tensors)
+    if not tensors:
+        raise ValueError("torch_ragged.sparse.stack: expected at least one tensor")
+    for k, x in enumerate(tensors):
+        _check_sparse(f"stack (tensors[{k}])", x)
+        if x.shape != tensors[0].shape or x.sparse_dim() != tensors[0].sparse_dim():
+            raise ValueError(f"torch_ragged.sparse.stack: tensors[{k}] has shape {tuple(x.shape)} (sparse_dim="
+                             f"{x.sparse_dim()}); expected {tuple(tensors[0].shape)} (sparse_dim="
+                             f"{tensors[0].sparse_dim()})")
+    ndim = tensors[0].dim() + 1
+    if not -ndim <= dim < ndim:
+        raise IndexError(f"torch_ragged.sparse.stack: dim {dim} is out of range for {ndim - 1}-D tensors")
+    dim %= ndim
+    if dim <= tensors[0].sparse_dim():
+        return cat([unsqueeze(x, dim) for x in tensors], dim)
+    # a new dense dim: the union of the patterns, each tensor's values in its own slot
+    dtype = functools.reduce(torch.promote_types, (x.dtype for x in tensors))
+    slot = dim - tensors[0].sparse_dim() + 1
+    parts = []
+    for k, x in enumerate(tensors):
+        values = _values(x).to(dtype)
+        zeros = [torch.zeros_like(values)] * len(tensors)
+        zeros[k] = values
+        parts.append(torch.stack(zeros, slot))
+    shape = [*tensors[0].shape[:dim], len(tensors), *tensors[0].shape[dim:]]
+    indices, values, _, _ = _ops.sparse_coalesce(torch.cat([x._indices() for x in tensors], 1), torch.cat(parts),
+                                                 shape)
+    return _sparse(indices, values, shape, True)
 
 
 def transpose(s: torch.Tensor, dim0: int, dim1: int) -> torch.Tensor:
@@ -820,6 +912,35 @@ def bmm(s: torch.Tensor, dense: torch.Tensor) -> torch.Tensor:
     product = _plan_product(values, dense.reshape(batch * m, dense.shape[2]), flat, (batch * n, batch * m), False,
                             False)
     return product.view(batch, n, dense.shape[2])
+
+
+def mv(s: torch.Tensor, vector: torch.Tensor) -> torch.Tensor:
+    """``torch.mv``: a sparse matrix (COO, CSR or CSC) times a dense vector.
+
+    >>> mv(torch.sparse_coo_tensor([[0, 1], [1, 0]], [2.0, 3.0], (2, 2)), torch.tensor([1.0, 10.0]))
+    tensor([20.,  3.])
+    """
+    if not isinstance(vector, torch.Tensor) or vector.dim() != 1:
+        shape = tuple(vector.shape) if isinstance(vector, torch.Tensor) else type(vector).__name__
+        raise ValueError(f"torch_ragged.sparse.mv: expected a 1-D dense vector, got {shape}")
+    return mm(s, vector.unsqueeze(1)).squeeze(1)
+
+
+def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """``torch.matmul`` with a sparse operand: matrix @ vector (`mv`), vector @ matrix, matrix @ matrix (`mm`,
+    either side sparse, or both), and a 3-D sparse batch @ a 3-D dense one (`bmm`).
+
+    >>> s = torch.sparse_coo_tensor([[0, 1], [1, 0]], [2.0, 3.0], (2, 2))
+    >>> matmul(torch.tensor([1.0, 10.0]), s)
+    tensor([30.,  2.])
+    """
+    if _is_sparse(a) and a.dim() == 3:
+        return bmm(a, b)
+    if isinstance(b, torch.Tensor) and b.dim() == 1 and _is_sparse(a):
+        return mv(a, b)
+    if isinstance(a, torch.Tensor) and a.dim() == 1 and _is_sparse(b):
+        return mm(a.unsqueeze(0), b).squeeze(0)
+    return mm(a, b)
 
 
 def _block_diagonal_csr(s: torch.Tensor):

@@ -95,7 +95,10 @@ def test_bad_input_is_named():
     with pytest.raises(ValueError, match=r"torch_ragged.sparse.add: a and b must have the same shape"):
         S.add(a, random_sparse((4, 6), 2, 6, seed=17))
     with pytest.raises(TypeError, match="torch_ragged.sparse.mul: expected a sparse COO tensor, got torch.strided"):
-        S.mul(a, torch.zeros(4, 5))
+        S.mul(torch.zeros(4, 5), torch.zeros(4, 5))
+    with pytest.raises(ValueError, match=r"torch_ragged.sparse.mul: the dense operand must have the sparse one's "
+                                         r"shape and device, got \(4, 6\)"):
+        S.mul(a, torch.zeros(4, 6))
     with pytest.raises(ValueError, match="torch_ragged.sparse.transpose: dims 1 and 2 are one sparse and one dense"):
         S.transpose(random_sparse((4, 5, 2), 2, 6, seed=18), 1, 2)
     with pytest.raises(IndexError, match="torch_ragged.sparse.transpose: dim1 = 2 is out of range"):
@@ -108,3 +111,53 @@ def test_bad_input_is_named():
         S.cat([random_sparse((4, 5, 2), 2, 6, seed=21)] * 2, 2)
     with pytest.raises(ValueError, match="torch_ragged.sparse.cat: expected at least one tensor"):
         S.cat([], 0)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("sizes,sparse_dim", [((6, 5), 2), ((4, 5, 3), 2), ((7,), 1)])
+@pytest.mark.parametrize("coalesced", [True, False])
+def test_sparse_with_dense_operands_match_torch(device, sizes, sparse_dim, coalesced):
+    a = random_sparse(sizes, sparse_dim, 12, seed=3, coalesced=coalesced).to(device)
+    d = torch.randn(sizes, dtype=torch.float64, device=device)
+    same_sparse(S.mul(a, d), a * d)
+    same_sparse(S.mul(d, a), d * a)
+    same_sparse(S.mul(a, d.float()), a * d.float())  # promotion as torch
+    torch.testing.assert_close(S.add(d, a, alpha=2), torch.add(d, a, alpha=2))
+    torch.testing.assert_close(S.add(a, d, alpha=-3), a.to_dense() - 3 * d)  # torch refuses a sparse a here
+    torch.testing.assert_close(S.sub(d, a), d - a.to_dense())
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("sizes,sparse_dim", [((6, 5), 2), ((4, 5, 3), 2), ((7,), 1)])
+def test_unsqueeze_and_stack_match_torch(device, sizes, sparse_dim):
+    a = random_sparse(sizes, sparse_dim, 9, seed=4).to(device)
+    b = random_sparse(sizes, sparse_dim, 7, seed=5, coalesced=True).to(device)
+    for dim in range(-len(sizes) - 1, len(sizes) + 1):
+        ours, theirs = S.unsqueeze(a, dim), a.unsqueeze(dim)
+        assert ours.sparse_dim() == theirs.sparse_dim() and ours.shape == theirs.shape
+        assert not ours.is_coalesced() and S.unsqueeze(b, dim).is_coalesced()
+        torch.testing.assert_close(ours.to_dense(), theirs.to_dense())
+        stacked, expected = S.stack([a, b, a], dim), torch.stack([a, b, a], dim)
+        assert stacked.is_coalesced() and stacked.sparse_dim() == expected.sparse_dim()
+        torch.testing.assert_close(stacked.to_dense(), expected.to_dense())
+    with pytest.raises(ValueError, match=r"torch_ragged.sparse.stack: tensors\[1\] has shape"):
+        S.stack([a, random_sparse((2, 2), 2, 1, seed=6)])
+
+
+def test_mv_and_matmul_dispatch_match_dense_math():
+    a = random_sparse((6, 5), 2, 12, seed=7, coalesced=True)
+    dense = a.to_dense()
+    v, w = torch.randn(5, dtype=torch.float64), torch.randn(6, dtype=torch.float64)
+    m = torch.randn(5, 3, dtype=torch.float64)
+    torch.testing.assert_close(S.mv(a, v), dense @ v)
+    torch.testing.assert_close(S.mv(a.to_sparse_csr(), v), dense @ v)
+    torch.testing.assert_close(S.matmul(a, v), dense @ v)
+    torch.testing.assert_close(S.matmul(w, a), w @ dense)
+    torch.testing.assert_close(S.matmul(a, m), dense @ m)
+    torch.testing.assert_close(S.matmul(a, a.t().coalesce()).to_dense(), dense @ dense.t())
+    batch = random_sparse((2, 4, 5), 3, 10, seed=8, coalesced=True)
+    right = torch.randn(2, 5, 3, dtype=torch.float64)
+    torch.testing.assert_close(S.matmul(batch, right), batch.to_dense() @ right)
+    assert gradcheck(lambda v: S.mv(a, v), (v.clone().requires_grad_(),))
+    with pytest.raises(ValueError, match="torch_ragged.sparse.mv: expected a 1-D dense vector"):
+        S.mv(a, m)
