@@ -11,6 +11,7 @@
 #include <ATen/ATen.h>
 #include <ATen/WrapDimUtils.h>
 #include <ATen/ops/addmm_native.h>
+#include <ATen/ops/bmm_native.h>
 #include <ATen/ops/sparse_mask_native.h>
 #include <c10/util/safe_numerics.h>
 #include <torch/library.h>
@@ -203,6 +204,27 @@ bool has_flat_keys(at::IntArrayRef sparse_size) {
   return true;
 }
 
+// A batch of sparse matrices (batch, n, m) times a dense (batch, m, k): the batch is one
+// block-diagonal (batch * n, batch * m) matrix, whose coalesced entries are the batch's in order.
+at::Tensor bmm_kernel(const at::Tensor& self, const at::Tensor& mat2) {
+  const bool ours = self.layout() == at::kSparse && mat2.layout() == at::kStrided &&
+                    self.dim() == 3 && self.sparse_dim() == 3 && mat2.dim() == 3 &&
+                    self.scalar_type() == mat2.scalar_type() && has_products(self.scalar_type()) &&
+                    self.device() == mat2.device() && self.size(0) == mat2.size(0) &&
+                    self.size(2) == mat2.size(1);
+  if (!ours) {
+    if (self.is_cpu()) return at::native::bmm_sparse_cpu(self, mat2);
+    return at::bmm(self.to_dense(), mat2);  // torch's CUDA kernel is not linked here (see addmm)
+  }
+  const int64_t batch = self.size(0), n = self.size(1), m = self.size(2), k = mat2.size(2);
+  auto [indices, values] = coalesced_parts(self);
+  const at::Tensor rows = indices.select(0, 0) * n + indices.select(0, 1);
+  const at::Tensor cols = indices.select(0, 0) * m + indices.select(0, 2);
+  const at::Tensor row_first_idx = at::_convert_indices_from_coo_to_csr(rows, batch * n);
+  return ops::segment_gather_sum(mat2.reshape({batch * m, k}), cols, values, row_first_idx)
+      .view({batch, n, k});
+}
+
 at::Tensor sparse_mask_kernel(const at::Tensor& self, const at::Tensor& mask) {
   const bool same_frame = mask.layout() == at::kSparse && self.sizes() == mask.sizes() &&
                           self.device() == mask.device();
@@ -240,6 +262,7 @@ void register_kernels(torch::Library& m) {
   m.impl("_sparse_sum.dim", &sum_kernel);
   m.impl("mm", &mm_kernel);
   m.impl("addmm", &addmm_kernel);
+  m.impl("bmm", &bmm_kernel);
   m.impl("sparse_mask", &sparse_mask_kernel);
 }
 

@@ -84,7 +84,7 @@ def test_on_off_and_as_a_context_manager_restore_torchs_kernels():
     sparse.accelerate(False)
     for op in ("aten::_coalesce", "aten::_to_dense", "aten::_sparse_softmax", "aten::_sparse_log_softmax",
                "aten::_sparse_softmax_backward_data", "aten::_sparse_log_softmax_backward_data",
-               "aten::_sparse_sum.dim", "aten::mm", "aten::addmm", "aten::sparse_mask"):
+               "aten::_sparse_sum.dim", "aten::mm", "aten::addmm", "aten::bmm", "aten::sparse_mask"):
         assert not registered_from_here(op), op
 
 
@@ -312,3 +312,31 @@ def test_sparse_mask_matches_torch(device, coalesced, shape, sparse_dim):
     hybrid_self = random_sparse((*shape, 3), sparse_dim, 9, seed=16, coalesced=True, device=device)
     hybrid_mask = random_sparse((*shape, 3), sparse_dim, 5, seed=17, coalesced=coalesced, device=device)
     assert_same(*both_ways(lambda: hybrid_self.sparse_mask(hybrid_mask)))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("coalesced", [True, False])
+def test_bmm_matches_torch_with_gradients(device, coalesced):
+    s = random_sparse((3, 5, 4), 3, 25, seed=18, coalesced=coalesced, device=device)
+    d = torch.randn(3, 4, 2, dtype=torch.float64, device=device)
+    assert_same(*both_ways(lambda: torch.bmm(s, d)))
+
+    def forward_backward():
+        values = s.coalesce().values().clone().requires_grad_()
+        dense = d.clone().requires_grad_()
+        torch.bmm(torch.sparse_coo_tensor(s.coalesce().indices(), values, s.shape), dense).pow(2).sum().backward()
+        return values.grad, dense.grad
+
+    assert_same(*both_ways(forward_backward))
+    for fn in (lambda: torch.bmm(s, d.float()), lambda: torch.bmm(s, torch.randn(2, 4, 2, dtype=torch.float64)),
+               lambda: torch.bmm(s.long(), d.long())):
+        try:
+            expected = (fn(), None)
+        except Exception as error:  # noqa: BLE001 (the exception type is what is compared)
+            expected = (None, type(error))
+        with sparse.accelerate():
+            if expected[1] is None:
+                assert_same(expected[0], fn())
+            else:
+                with pytest.raises(expected[1]):
+                    fn()
