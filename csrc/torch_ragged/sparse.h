@@ -79,7 +79,7 @@ TORCH_RAGGED_API at::Tensor mm(const at::Tensor& sparse, const at::Tensor& dense
 
 // Runs torch's own sparse COO ops on this library's kernels while enabled, on the CPU and CUDA:
 // coalesce (aten::_coalesce), to_dense, torch.sparse.softmax / log_softmax and their backwards,
-// torch.sparse.sum over dims, and mm of a sparse matrix with a dense or sparse one. torch's
+// torch.sparse.sum over dims, mm / addmm / bmm with a sparse operand, and sparse_mask. torch's
 // autograd formulas stay in charge of gradients; inputs these kernels do not take go to torch's own
 // implementation. Returns whether it was enabled before (to restore it). Thread-safe; the
 // registration is process-wide.
