@@ -67,61 +67,89 @@ def get_first_idx(numel_per_tensor, validate: bool = True) -> torch.Tensor:
     return _ops.get_first_idx(numel_per_tensor, validate)
 
 
-def segment_sum(data: torch.Tensor, first_idx) -> torch.Tensor:
-    """Sum of each segment's rows: (rows, ...) -> (B, ...); empty segments give 0.
+def _on_dim(op: str, data, dim: int, call):
+    """``call`` (an op over dim 0) applied along ``dim`` of ``data``: that dim moved first, the result's first dim
+    moved back (every output of a tuple). dim 0 costs nothing; another dim costs the op a contiguous copy."""
+    if dim == 0 or not isinstance(data, torch.Tensor):
+        return call(data)
+    ndim = data.dim()
+    if not -ndim <= dim < ndim:
+        raise IndexError(f"torch_ragged.{op}: dim {dim} is out of range for data of {ndim} dim(s)")
+    dim %= ndim
+    if dim == 0:
+        return call(data)
+    out = call(data.movedim(dim, 0))
+    if isinstance(out, tuple):
+        return type(out)(*(t.movedim(0, dim) for t in out))
+    return out.movedim(0, dim)
+
+
+def segment_sum(data: torch.Tensor, first_idx, *, dim: int = 0) -> torch.Tensor:
+    """Sum of each segment's rows: (rows, ...) -> (B, ...); empty segments give 0. ``dim`` picks the dim of
+    ``data`` the segments cut (the result has B entries there).
 
     >>> segment_sum(torch.arange(5.0), torch.tensor([0, 2, 2, 5]))
     tensor([1., 0., 9.])
+    >>> segment_sum(torch.ones(2, 5), torch.tensor([0, 2, 5]), dim=1)
+    tensor([[2., 3.],
+            [2., 3.]])
     """
-    return _ops.segment_sum(data, _first_idx("segment_sum", first_idx))
+    first_idx = _first_idx("segment_sum", first_idx)
+    return _on_dim("segment_sum", data, dim, lambda d: _ops.segment_sum(d, first_idx))
 
 
-def segment_mean(data: torch.Tensor, first_idx) -> torch.Tensor:
-    """Mean of each segment's rows; empty segments give 0. Integer data gives the integer sum divided by the row
-    count, truncating toward zero (as torch_scatter's ``segment_csr(..., reduce="mean")``).
+def segment_mean(data: torch.Tensor, first_idx, *, dim: int = 0) -> torch.Tensor:
+    """Mean of each segment's rows (along ``dim``); empty segments give 0. Integer data gives the integer sum divided
+    by the row count, truncating toward zero (as torch_scatter's ``segment_csr(..., reduce="mean")``).
 
     >>> segment_mean(torch.arange(5.0), torch.tensor([0, 2, 2, 5]))
     tensor([0.5000, 0.0000, 3.0000])
     """
-    return _ops.segment_mean(data, _first_idx("segment_mean", first_idx))
+    first_idx = _first_idx("segment_mean", first_idx)
+    return _on_dim("segment_mean", data, dim, lambda d: _ops.segment_mean(d, first_idx))
 
 
-def segment_max(data: torch.Tensor, first_idx) -> SegmentExtremum:
-    """Max of each segment per column and the row of ``data`` holding it (first on ties, NaN wins).
+def segment_max(data: torch.Tensor, first_idx, *, dim: int = 0) -> SegmentExtremum:
+    """Max of each segment per column and the row of ``data`` holding it (first on ties, NaN wins); along ``dim``,
+    ``arg`` is a position along that dim.
 
     Empty segments give value 0 and arg -1. The gradient flows to the ``arg`` rows.
 
     >>> segment_max(torch.tensor([1.0, 3.0, 3.0, 2.0]), torch.tensor([0, 3, 3, 4]))
     SegmentExtremum(values=tensor([3., 0., 2.]), arg=tensor([ 1, -1,  3]))
     """
-    return SegmentExtremum(*_ops.segment_max(data, _first_idx("segment_max", first_idx)))
+    first_idx = _first_idx("segment_max", first_idx)
+    return _on_dim("segment_max", data, dim, lambda d: SegmentExtremum(*_ops.segment_max(d, first_idx)))
 
 
-def segment_min(data: torch.Tensor, first_idx) -> SegmentExtremum:
+def segment_min(data: torch.Tensor, first_idx, *, dim: int = 0) -> SegmentExtremum:
     """Min of each segment per column and the row of ``data`` holding it (see `segment_max`).
 
     >>> segment_min(torch.tensor([1.0, 3.0, 0.5]), torch.tensor([0, 2, 3]))
     SegmentExtremum(values=tensor([1.0000, 0.5000]), arg=tensor([0, 2]))
     """
-    return SegmentExtremum(*_ops.segment_min(data, _first_idx("segment_min", first_idx)))
+    first_idx = _first_idx("segment_min", first_idx)
+    return _on_dim("segment_min", data, dim, lambda d: SegmentExtremum(*_ops.segment_min(d, first_idx)))
 
 
-def segment_softmax(data: torch.Tensor, first_idx) -> torch.Tensor:
-    """Softmax within each segment, per column: same shape as ``data`` (floating dtypes).
+def segment_softmax(data: torch.Tensor, first_idx, *, dim: int = 0) -> torch.Tensor:
+    """Softmax within each segment (of ``dim``), per column: same shape as ``data`` (floating dtypes).
 
     >>> segment_softmax(torch.tensor([0.0, 0.0, 5.0]), torch.tensor([0, 2, 3]))
     tensor([0.5000, 0.5000, 1.0000])
     """
-    return _ops.segment_softmax(data, _first_idx("segment_softmax", first_idx))
+    first_idx = _first_idx("segment_softmax", first_idx)
+    return _on_dim("segment_softmax", data, dim, lambda d: _ops.segment_softmax(d, first_idx))
 
 
-def segment_log_softmax(data: torch.Tensor, first_idx) -> torch.Tensor:
-    """Log-softmax within each segment, per column: same shape as ``data`` (floating dtypes).
+def segment_log_softmax(data: torch.Tensor, first_idx, *, dim: int = 0) -> torch.Tensor:
+    """Log-softmax within each segment (of ``dim``), per column: same shape as ``data`` (floating dtypes).
 
     >>> segment_log_softmax(torch.tensor([0.0, 0.0, 5.0]), torch.tensor([0, 2, 3]))
     tensor([-0.6931, -0.6931,  0.0000])
     """
-    return _ops.segment_log_softmax(data, _first_idx("segment_log_softmax", first_idx))
+    first_idx = _first_idx("segment_log_softmax", first_idx)
+    return _on_dim("segment_log_softmax", data, dim, lambda d: _ops.segment_log_softmax(d, first_idx))
 
 
 def segment_expand(values: torch.Tensor, first_idx, num_rows: int | None = None) -> torch.Tensor:

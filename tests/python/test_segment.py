@@ -267,3 +267,40 @@ def test_list_offsets_with_non_integers_are_refused_not_truncated(op):
         with pytest.raises(TypeError, match=f"torch_ragged.{op}: first_idx must hold integers"):
             _call_with_first_idx(op, bad)
     _call_with_first_idx(op, [0, 2, 5])  # ints are fine
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dim", [1, 2, -1, -3])
+def test_reductions_along_another_dim_match_per_slice_loops(device, dim):
+    """dim= cuts another dim of data: the result equals a loop over the segments with torch's own reductions."""
+    first_idx = [0, 2, 2, 5, 6]
+    shape = [3, 4, 6]
+    shape[dim] = first_idx[-1]
+    data = random_data(shape[0], tuple(shape[1:]), torch.float64, seed=3).to(device)
+    offsets = torch.tensor(first_idx, device=device)
+    slices = [data.narrow(dim, a, b - a) for a, b in zip(first_idx[:-1], first_idx[1:], strict=True)]
+
+    def stacked(values):
+        return torch.stack(values, dim % data.dim())
+
+    torch.testing.assert_close(torch_ragged.segment_sum(data, offsets, dim=dim), stacked([x.sum(dim) for x in slices]))
+    mean = torch_ragged.segment_mean(data, offsets, dim=dim)
+    torch.testing.assert_close(mean, stacked([x.mean(dim) if x.shape[dim] else x.sum(dim) for x in slices]))
+    values, arg = torch_ragged.segment_max(data, offsets, dim=dim)
+    for k, x in enumerate(slices):
+        if x.shape[dim]:
+            expected = x.max(dim)
+            torch.testing.assert_close(values.select(dim, k), expected.values)
+            assert torch.equal(arg.select(dim, k), expected.indices + first_idx[k])
+        else:
+            assert (arg.select(dim, k) == -1).all()
+    values, _ = torch_ragged.segment_min(data, offsets, dim=dim)
+    torch.testing.assert_close(values.select(dim, 0), slices[0].min(dim).values)
+    softmax = torch_ragged.segment_softmax(data, offsets, dim=dim)
+    torch.testing.assert_close(softmax, torch.cat([x.softmax(dim) for x in slices], dim))
+    log_softmax = torch_ragged.segment_log_softmax(data, offsets, dim=dim)
+    torch.testing.assert_close(log_softmax, torch.cat([x.log_softmax(dim) for x in slices], dim))
+    grad, = torch.autograd.grad(torch_ragged.segment_sum(data.requires_grad_(), offsets, dim=dim).sum(), data)
+    torch.testing.assert_close(grad, torch.ones_like(data))
+    with pytest.raises(IndexError, match="torch_ragged.segment_sum: dim 3 is out of range for data of 3 dim"):
+        torch_ragged.segment_sum(data, offsets, dim=3)
