@@ -17,7 +17,7 @@ import torch
 from .segment import register_fake
 
 __all__ = ["SparsePlan", "accelerate", "add", "addmm", "bmm", "cat", "coalesce", "index_select", "is_accelerated",
-           "log_softmax", "matmul", "mm", "mul", "mv", "plan",
+           "log_softmax", "matmul", "mm", "mul", "mv", "narrow_copy", "plan", "select",
            "softmax", "sparse_mask", "stack", "sub", "sum", "t", "to_dense", "to_sparse", "to_sparse_coo",
            "to_sparse_csc", "to_sparse_csr", "transpose", "unsqueeze"]
 
@@ -596,6 +596,68 @@ def stack(tensors, dim: int = 0) -> torch.Tensor:
     indices, values, _, _ = _ops.sparse_coalesce(torch.cat([x._indices() for x in tensors], 1), torch.cat(parts),
                                                  shape)
     return _sparse(indices, values, shape, True)
+
+
+def _checked_dim(op: str, s: torch.Tensor, dim: int) -> int:
+    if not -s.dim() <= dim < s.dim():
+        raise IndexError(f"torch_ragged.sparse.{op}: dim {dim} is out of range for a {s.dim()}-D tensor")
+    return dim % s.dim()
+
+
+def select(s: torch.Tensor, dim: int, index: int) -> torch.Tensor:
+    """``s.select(dim, index)`` (``s[index]`` for dim 0): along a sparse dim, the entries at ``index`` without that
+    dim (a dense tensor, their sum, when it was the only sparse dim); along a dense dim, the values' slice. A
+    coalesced input gives a coalesced result (torch's is flagged uncoalesced).
+
+    >>> s = torch.sparse_coo_tensor([[0, 2, 2], [1, 0, 1]], [1.0, 2.0, 3.0], (3, 2))
+    >>> select(s, 0, 2).to_dense()
+    tensor([2., 3.])
+    """
+    _check_sparse("select", s)
+    dim = _checked_dim("select", s, dim)
+    if not -s.shape[dim] <= index < s.shape[dim]:
+        raise IndexError(f"torch_ragged.sparse.select: index {index} is out of range for size {s.shape[dim]} of dim "
+                         f"{dim}")
+    index %= s.shape[dim]
+    shape = [size for d, size in enumerate(s.shape) if d != dim]
+    indices, values = s._indices(), _values(s)
+    if dim >= s.sparse_dim():
+        return _sparse(indices, values.select(dim - s.sparse_dim() + 1, index), shape, s.is_coalesced())
+    kept = (indices[dim] == index).nonzero().flatten()
+    values = values.index_select(0, kept)
+    if s.sparse_dim() == 1:  # no sparse dim left: the dense sum of the selected entries, in input order
+        return _ops.segment_sum(values, kept.new_tensor([0, kept.numel()]))[0]
+    rest = [d for d in range(s.sparse_dim()) if d != dim]
+    return _sparse(indices[rest].index_select(1, kept), values, shape, s.is_coalesced())
+
+
+def narrow_copy(s: torch.Tensor, dim: int, start: int, length: int) -> torch.Tensor:
+    """``s.narrow_copy(dim, start, length)``: the entries with ``start <= index < start + length`` along a sparse
+    dim, renumbered from 0, or the values' slice along a dense dim. Keeps the coalesced flag.
+
+    >>> s = torch.sparse_coo_tensor([[0, 2, 2], [1, 0, 1]], [1.0, 2.0, 3.0], (3, 2))
+    >>> narrow_copy(s, 0, 1, 2).to_dense()
+    tensor([[0., 0.],
+            [2., 3.]])
+    """
+    _check_sparse("narrow_copy", s)
+    dim = _checked_dim("narrow_copy", s, dim)
+    size = s.shape[dim]
+    if start < 0:
+        start += size
+    if not (0 <= start <= size and 0 <= length <= size - start):
+        raise IndexError(f"torch_ragged.sparse.narrow_copy: start {start} and length {length} do not fit size "
+                         f"{size} of dim {dim}")
+    shape = list(s.shape)
+    shape[dim] = length
+    indices, values = s._indices(), _values(s)
+    if dim >= s.sparse_dim():
+        return _sparse(indices, values.narrow(dim - s.sparse_dim() + 1, start, length), shape, s.is_coalesced())
+    position = indices[dim]
+    kept = ((position >= start) & (position < start + length)).nonzero().flatten()
+    indices = indices.index_select(1, kept).clone()
+    indices[dim] -= start
+    return _sparse(indices, values.index_select(0, kept), shape, s.is_coalesced())
 
 
 def transpose(s: torch.Tensor, dim0: int, dim1: int) -> torch.Tensor:

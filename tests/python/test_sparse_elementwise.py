@@ -161,3 +161,34 @@ def test_mv_and_matmul_dispatch_match_dense_math():
     assert gradcheck(lambda v: S.mv(a, v), (v.clone().requires_grad_(),))
     with pytest.raises(ValueError, match="torch_ragged.sparse.mv: expected a 1-D dense vector"):
         S.mv(a, m)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("sizes,sparse_dim", [((6, 5), 2), ((4, 5, 3), 2), ((7,), 1), ((5, 3), 1), ((3, 4, 2), 3)])
+@pytest.mark.parametrize("coalesced", [True, False])
+def test_select_and_narrow_copy_match_torch(device, sizes, sparse_dim, coalesced):
+    a = random_sparse(sizes, sparse_dim, 14, seed=9, coalesced=coalesced).to(device)
+    dense = a.to_dense()
+    for dim in range(-len(sizes), len(sizes)):
+        for index in (0, sizes[dim] - 1, -1):
+            ours = S.select(a, dim, index)
+            expected = dense.select(dim, index)
+            torch.testing.assert_close(ours.to_dense() if ours.is_sparse else ours, expected)
+            if ours.is_sparse:
+                assert ours.is_coalesced() == a.is_coalesced()
+                assert ours.sparse_dim() == a.select(dim, index).sparse_dim()
+        for start, length in ((0, sizes[dim]), (1, sizes[dim] - 1), (sizes[dim] - 1, 1), (-2, 2), (2, 0)):
+            if not 0 <= start % sizes[dim] <= sizes[dim] - length:
+                continue
+            ours = S.narrow_copy(a, dim, start, length)
+            assert ours.is_coalesced() == a.is_coalesced()
+            torch.testing.assert_close(ours.to_dense(), dense.narrow(dim, start, length))
+    with pytest.raises(IndexError, match="torch_ragged.sparse.select: index 9 is out of range for size"):
+        S.select(a, 0, 9)
+    with pytest.raises(IndexError, match="torch_ragged.sparse.narrow_copy: start 1 and length 9 do not fit"):
+        S.narrow_copy(a, 0, 1, 9)
+    c = a.coalesce()
+    selected = S.select(torch.sparse_coo_tensor(c.indices(), c.values(), c.shape), 0, 1)
+    to_dense = S.to_dense if selected.is_sparse else (lambda x: x)
+    assert gradcheck(lambda v: to_dense(S.select(torch.sparse_coo_tensor(c.indices(), v, c.shape), 0, 1)),
+                     (c.values().clone().requires_grad_(),))
