@@ -16,10 +16,10 @@ import torch
 
 from .segment import register_fake
 
-__all__ = ["SparsePlan", "accelerate", "add", "addmm", "bmm", "cat", "coalesce", "index_select", "is_accelerated",
-           "log_softmax", "matmul", "mm", "mul", "mv", "narrow_copy", "plan", "select",
-           "softmax", "sparse_mask", "stack", "sub", "sum", "t", "to_dense", "to_sparse", "to_sparse_coo",
-           "to_sparse_csc", "to_sparse_csr", "transpose", "unsqueeze"]
+__all__ = ["SparsePlan", "accelerate", "add", "addmm", "bmm", "cat", "coalesce", "hspmm", "index_select",
+           "is_accelerated", "log_softmax", "matmul", "mm", "mul", "mv", "narrow_copy", "plan", "select", "smm",
+           "softmax", "sparse_mask", "sspaddmm", "stack", "sub", "sum", "t", "to_dense", "to_sparse",
+           "to_sparse_coo", "to_sparse_csc", "to_sparse_csr", "transpose", "unsqueeze"]
 
 _ops = torch.ops.torch_ragged
 
@@ -1003,6 +1003,54 @@ def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     if isinstance(a, torch.Tensor) and a.dim() == 1 and _is_sparse(b):
         return mm(a.unsqueeze(0), b).squeeze(0)
     return mm(a, b)
+
+
+def hspmm(s: torch.Tensor, dense: torch.Tensor) -> torch.Tensor:
+    """``torch.hspmm``: S @ D as a hybrid sparse tensor (sparse_dim 1): one dense row of the product for every row
+    of S that holds an entry, coalesced.
+
+    >>> s = torch.sparse_coo_tensor([[0, 2], [1, 0]], [1.0, 2.0], (4, 2))
+    >>> hspmm(s, torch.ones(2, 3)).indices()
+    tensor([[0, 2]])
+    """
+    product = mm(s, dense)
+    indices, _ = _row_major("hspmm", s.detach())
+    rows = torch.unique_consecutive(indices[0].long())  # coalesced: the rows come sorted
+    return _sparse(rows.unsqueeze(0), product.index_select(0, rows), product.shape, True)
+
+
+def smm(s: torch.Tensor, dense: torch.Tensor) -> torch.Tensor:
+    """``torch.smm``: S @ D as a sparse COO matrix holding every column of each row of S that has an entry
+    (`hspmm`'s rows spread over their columns), coalesced.
+
+    >>> s = torch.sparse_coo_tensor([[0, 2], [1, 0]], [1.0, 2.0], (4, 2))
+    >>> smm(s, torch.ones(2, 3)).to_dense()
+    tensor([[1., 1., 1.],
+            [0., 0., 0.],
+            [2., 2., 2.],
+            [0., 0., 0.]])
+    """
+    rows = hspmm(s, dense)
+    row_index, values = rows._indices()[0], _values(rows)
+    columns = values.shape[1]
+    indices = torch.stack([row_index.repeat_interleave(columns),
+                           torch.arange(columns, device=values.device).repeat(row_index.numel())])
+    return _sparse(indices, values.reshape(-1), rows.shape, True)
+
+
+def sspaddmm(input: torch.Tensor, s: torch.Tensor, dense: torch.Tensor, *, beta=1,  # noqa: A002 (torch's name)
+             alpha=1) -> torch.Tensor:
+    """``torch.sspaddmm``: ``beta * input + alpha * (s @ dense)`` with a sparse ``input``, as a sparse matrix (the
+    union of input's pattern and `smm`'s), coalesced.
+
+    >>> s = torch.sparse_coo_tensor([[0], [1]], [2.0], (2, 2))
+    >>> sspaddmm(torch.sparse_coo_tensor([[1], [0]], [5.0], (2, 1)), s, torch.ones(2, 1), beta=2).to_dense()
+    tensor([[ 2.],
+            [10.]])
+    """
+    _check_sparse("sspaddmm", input)
+    indices, values = _coalesced("sspaddmm", input)
+    return add(_sparse(indices, values * beta, input.shape, True), smm(s, dense), alpha=alpha)
 
 
 def _block_diagonal_csr(s: torch.Tensor):

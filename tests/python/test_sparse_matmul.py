@@ -261,3 +261,22 @@ def test_products_of_hybrid_tensors_are_refused_by_name():
                  lambda: torch_ragged.sparse.plan(hybrid)):
         with pytest.raises(ValueError, match="S must have only sparse dims, got a hybrid tensor"):
             call()
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("coalesced", [True, False])
+def test_hspmm_smm_sspaddmm_match_torch(device, coalesced):
+    s = random_matrix(9, 7, 14, coalesced=coalesced).to(device)
+    d = torch.randn(7, 4, dtype=torch.float64, device=device)
+    bias = random_matrix(9, 4, 6, seed=3, coalesced=coalesced).to(device)
+    for ours, theirs in ((torch_ragged.sparse.hspmm(s, d), torch.hspmm(s, d)),
+                         (torch_ragged.sparse.smm(s, d), torch.smm(s, d)),
+                         (torch_ragged.sparse.sspaddmm(bias, s, d, beta=0.5, alpha=-2.0),
+                          torch.sspaddmm(bias, s, d, beta=0.5, alpha=-2.0))):
+        theirs = theirs.coalesce()
+        assert ours.is_coalesced() and ours.sparse_dim() == theirs.sparse_dim() and ours.shape == theirs.shape
+        assert torch.equal(ours.indices(), theirs.indices())
+        torch.testing.assert_close(ours.values(), theirs.values())
+    values = s.coalesce().values().clone().requires_grad_()
+    assert gradcheck(lambda v, d: torch_ragged.sparse.smm(torch.sparse_coo_tensor(s.coalesce().indices(), v, s.shape),
+                                                         d).values(), (values, d.clone().requires_grad_()))
