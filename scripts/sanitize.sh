@@ -2,7 +2,8 @@
 # The CPU tests under AddressSanitizer + UndefinedBehaviorSanitizer (issue 16 item 19): the op library
 # and the GoogleTest suite built in their own directory (build/asan) with -fsanitize=address,undefined,
 # then the GoogleTest suite and a subset of pytest (the bad-input fuzz and the error tests, whose odd
-# arguments are where out-of-bounds accesses would hide) with that library loaded in place of the
+# arguments are where out-of-bounds accesses would hide, and the kernels accelerate() lends torch's own
+# sparse ops, which receive whatever torch hands them) with that library loaded in place of the
 # package's own (TORCH_RAGGED_LIBRARY). Any ASan report or UB aborts the process and fails the run.
 # Called by scripts/test.sh after scripts/build.sh; usable alone once build.sh has run.
 set -euo pipefail
@@ -37,4 +38,4 @@ LD_PRELOAD="$runtime" TORCH_RAGGED_LIBRARY="$PWD/build/asan/libtorch_ragged.so" 
   "$PYTHON" -m pytest -q -p no:cacheprovider tests/python/test_fuzz_bad_input.py \
   tests/python/test_batch_errors.py tests/python/test_pad_errors.py tests/python/test_segment_errors.py \
   tests/python/test_sparse_errors.py tests/python/test_tiles_errors.py tests/python/test_container_errors.py \
-  -k "not cuda" | tail -n 2
+  tests/python/test_sparse_accelerate.py -k "not cuda" | tail -n 2
