@@ -340,3 +340,16 @@ def test_bmm_matches_torch_with_gradients(device, coalesced):
             else:
                 with pytest.raises(expected[1]):
                     fn()
+
+
+def test_torch_compile_of_torchs_own_calls_while_accelerated():
+    s = random_sparse((6, 5), 2, 12, seed=19)
+    d = torch.randn(5, 3, dtype=torch.float64)
+
+    def model(s, d):
+        return torch.sparse.mm(s, d).relu() + torch.sparse.softmax(s, 1).to_dense().sum(1, keepdim=True)
+
+    expected = model(s, d)
+    torch._dynamo.reset()
+    with sparse.accelerate():
+        torch.testing.assert_close(torch.compile(model)(s, d), expected)
