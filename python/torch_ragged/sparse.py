@@ -17,8 +17,8 @@ import torch
 from .segment import register_fake
 
 __all__ = ["SparsePlan", "accelerate", "add", "addmm", "bmm", "cat", "coalesce", "hspmm", "index_select",
-           "is_accelerated", "log_softmax", "matmul", "mm", "mul", "mv", "narrow_copy", "plan", "select", "smm",
-           "softmax", "sparse_mask", "sspaddmm", "stack", "sub", "sum", "t", "to_dense", "to_sparse",
+           "is_accelerated", "log_softmax", "matmul", "mm", "mul", "mv", "narrow_copy", "permute", "plan", "select",
+           "smm", "softmax", "sparse_mask", "sspaddmm", "stack", "sub", "sum", "t", "to_dense", "to_sparse",
            "to_sparse_coo", "to_sparse_csc", "to_sparse_csr", "transpose", "unsqueeze"]
 
 _ops = torch.ops.torch_ragged
@@ -561,7 +561,7 @@ def unsqueeze(s: torch.Tensor, dim: int) -> torch.Tensor:
 
 def stack(tensors, dim: int = 0) -> torch.Tensor:
     """``torch.stack`` of sparse COO tensors of one shape: `unsqueeze` then `cat` along the new dim (a sparse dim,
-    or a dense one when ``dim`` is past the sparse dims). The result is coalesced.
+    or a dense one when ``dim`` is past the sparse dims: the union of the patterns). The result is coalesced.
 
     >>> a = torch.sparse_coo_tensor([[1]], [5.0], (2,))
     >>> stack([a, a]).to_dense()
@@ -580,22 +580,7 @@ def stack(tensors, dim: int = 0) -> torch.Tensor:
     ndim = tensors[0].dim() + 1
     if not -ndim <= dim < ndim:
         raise IndexError(f"torch_ragged.sparse.stack: dim {dim} is out of range for {ndim - 1}-D tensors")
-    dim %= ndim
-    if dim <= tensors[0].sparse_dim():
-        return cat([unsqueeze(x, dim) for x in tensors], dim)
-    # a new dense dim: the union of the patterns, each tensor's values in its own slot
-    dtype = functools.reduce(torch.promote_types, (x.dtype for x in tensors))
-    slot = dim - tensors[0].sparse_dim() + 1
-    parts = []
-    for k, x in enumerate(tensors):
-        values = _values(x).to(dtype)
-        zeros = [torch.zeros_like(values)] * len(tensors)
-        zeros[k] = values
-        parts.append(torch.stack(zeros, slot))
-    shape = [*tensors[0].shape[:dim], len(tensors), *tensors[0].shape[dim:]]
-    indices, values, _, _ = _ops.sparse_coalesce(torch.cat([x._indices() for x in tensors], 1), torch.cat(parts),
-                                                 shape)
-    return _sparse(indices, values, shape, True)
+    return cat([unsqueeze(x, dim) for x in tensors], dim % ndim)
 
 
 def _checked_dim(op: str, s: torch.Tensor, dim: int) -> int:
@@ -677,19 +662,43 @@ def transpose(s: torch.Tensor, dim0: int, dim1: int) -> torch.Tensor:
             raise IndexError(f"torch_ragged.sparse.transpose: {name} = {d} is out of range for a {ndim}-D tensor")
     dim0, dim1 = dim0 % ndim, dim1 % ndim
     sparse_dim = s.sparse_dim()
-    shape = list(s.shape)
-    shape[dim0], shape[dim1] = shape[dim1], shape[dim0]
-    if dim0 < sparse_dim and dim1 < sparse_dim:
-        order = list(range(sparse_dim))
-        order[dim0], order[dim1] = order[dim1], order[dim0]
-        indices, values, _, _ = _ops.sparse_coalesce(s._indices()[order], _values(s), shape)
+    if (dim0 < sparse_dim) != (dim1 < sparse_dim):
+        raise ValueError(f"torch_ragged.sparse.transpose: dims {dim0} and {dim1} are one sparse and one dense dim "
+                         f"(sparse_dim={sparse_dim}); transpose two sparse or two dense dims")
+    order = list(range(ndim))
+    order[dim0], order[dim1] = order[dim1], order[dim0]
+    return permute(s, order)
+
+
+def permute(s: torch.Tensor, dims) -> torch.Tensor:
+    """``s.permute(dims)``: the sparse dims among themselves (their index rows reordered, then re-sorted by the
+    coalesce core) and the dense dims among themselves (the values permuted). The result is coalesced.
+
+    >>> s = torch.sparse_coo_tensor([[0, 1], [2, 0], [1, 1]], [1.0, 2.0], (2, 3, 2))
+    >>> permute(s, (2, 0, 1)).indices()
+    tensor([[1, 1],
+            [0, 1],
+            [2, 0]])
+    """
+    _check_sparse("permute", s)
+    ndim, sparse_dim = s.dim(), s.sparse_dim()
+    dims = [int(d) for d in dims]
+    if sorted(d % ndim if -ndim <= d < ndim else d for d in dims) != list(range(ndim)):
+        raise IndexError(f"torch_ragged.sparse.permute: dims {dims} are not a permutation of the {ndim} dims")
+    dims = [d % ndim for d in dims]
+    if sorted(dims[:sparse_dim]) != list(range(sparse_dim)):
+        raise ValueError(f"torch_ragged.sparse.permute: dims {dims} move a sparse dim among the dense ones "
+                         f"(sparse_dim={sparse_dim}); permute the sparse and the dense dims separately")
+    shape = [s.shape[d] for d in dims]
+    values = _values(s)
+    if sparse_dim < ndim:
+        values = values.permute(0, *(d - sparse_dim + 1 for d in dims[sparse_dim:]))
+    if dims[:sparse_dim] == list(range(sparse_dim)):  # only dense dims move: the keys stay sorted
+        indices, values = (s._indices(), values) if s.is_coalesced() else _ops.sparse_coalesce(
+            s._indices(), values, shape)[:2]
         return _sparse(indices, values, shape, True)
-    if dim0 >= sparse_dim and dim1 >= sparse_dim:
-        indices, values = _coalesced("transpose", s)
-        values = values.transpose(dim0 - sparse_dim + 1, dim1 - sparse_dim + 1)
-        return _sparse(indices, values, shape, True)
-    raise ValueError(f"torch_ragged.sparse.transpose: dims {dim0} and {dim1} are one sparse and one dense dim "
-                     f"(sparse_dim={sparse_dim}); transpose two sparse or two dense dims")
+    indices, values, _, _ = _ops.sparse_coalesce(s._indices()[dims[:sparse_dim]], values, shape)
+    return _sparse(indices, values, shape, True)
 
 
 def t(s: torch.Tensor) -> torch.Tensor:
@@ -706,8 +715,10 @@ def t(s: torch.Tensor) -> torch.Tensor:
 
 
 def cat(tensors, dim: int = 0) -> torch.Tensor:
-    """``torch.cat`` of sparse COO tensors along a sparse dim: each tensor's indices along ``dim`` offset by the sizes
-    before it, one concatenation, one coalesce (the result is coalesced). The other dims must agree.
+    """``torch.cat`` of sparse COO tensors. Along a sparse dim each tensor's indices are offset by the sizes before
+    it; along a dense dim each tensor's values fill their own slice of the joined dim, zeros elsewhere, so the
+    result holds the union of the patterns. One concatenation, one coalesce: the result is coalesced. The other dims
+    must agree.
 
     >>> a = torch.sparse_coo_tensor([[0], [1]], [1.0], (1, 2))
     >>> cat([a, a], 0).to_dense()
@@ -724,9 +735,6 @@ def cat(tensors, dim: int = 0) -> torch.Tensor:
     if not -ndim <= dim < ndim:
         raise IndexError(f"torch_ragged.sparse.cat: dim {dim} is out of range for {ndim}-D tensors")
     dim %= ndim
-    if dim >= sparse_dim:
-        raise ValueError(f"torch_ragged.sparse.cat: dim {dim} is a dense dim (sparse_dim={sparse_dim}); "
-                         "only sparse dims are concatenated here")
     for k, x in enumerate(tensors):
         same = x.dim() == ndim and x.sparse_dim() == sparse_dim and all(
             x.shape[d] == first.shape[d] for d in range(ndim) if d != dim)
@@ -738,15 +746,21 @@ def cat(tensors, dim: int = 0) -> torch.Tensor:
     offsets = [0]
     for x in tensors:
         offsets.append(offsets[-1] + x.shape[dim])
-    parts = []
-    for x, offset in zip(tensors, offsets[:-1], strict=True):
-        indices = x._indices().clone()
-        indices[dim] += offset
-        parts.append(indices)
     shape = list(first.shape)
     shape[dim] = offsets[-1]
-    indices, values, _, _ = _ops.sparse_coalesce(torch.cat(parts, 1), torch.cat([_values(x).to(dtype)
-                                                                               for x in tensors]), shape)
+    indices, values = [], []
+    for x, offset in zip(tensors, offsets[:-1], strict=True):
+        x_indices, x_values = x._indices(), _values(x).to(dtype)
+        if dim < sparse_dim:
+            x_indices = x_indices.clone()
+            x_indices[dim] += offset
+        else:  # the values widened to the joined dense dim: this tensor's slice, zeros around it
+            value_dim = dim - sparse_dim + 1
+            pad = [0, 0] * (x_values.dim() - value_dim - 1) + [offset, offsets[-1] - offset - x.shape[dim]]
+            x_values = torch.nn.functional.pad(x_values, pad)
+        indices.append(x_indices)
+        values.append(x_values)
+    indices, values, _, _ = _ops.sparse_coalesce(torch.cat(indices, 1), torch.cat(values), shape)
     return _sparse(indices, values, shape, True)
 
 

@@ -107,8 +107,8 @@ def test_bad_input_is_named():
         S.t(random_sparse((2, 2, 2), 3, 3, seed=19))
     with pytest.raises(ValueError, match=r"torch_ragged.sparse.cat: tensors\[1\] has shape \(4, 6\)"):
         S.cat([a, random_sparse((4, 6), 2, 6, seed=20)], 0)
-    with pytest.raises(ValueError, match="torch_ragged.sparse.cat: dim 2 is a dense dim"):
-        S.cat([random_sparse((4, 5, 2), 2, 6, seed=21)] * 2, 2)
+    with pytest.raises(ValueError, match=r"torch_ragged.sparse.cat: tensors\[1\] has shape \(4, 5, 2\) \(sparse_dim=1"):
+        S.cat([random_sparse((4, 5, 2), 2, 6, seed=21), random_sparse((4, 5, 2), 1, 6, seed=21)], 2)
     with pytest.raises(ValueError, match="torch_ragged.sparse.cat: expected at least one tensor"):
         S.cat([], 0)
 
@@ -192,3 +192,26 @@ def test_select_and_narrow_copy_match_torch(device, sizes, sparse_dim, coalesced
     to_dense = S.to_dense if selected.is_sparse else (lambda x: x)
     assert gradcheck(lambda v: to_dense(S.select(torch.sparse_coo_tensor(c.indices(), v, c.shape), 0, 1)),
                      (c.values().clone().requires_grad_(),))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_permute_and_cat_along_dense_dims_match_torch(device):
+    a = random_sparse((4, 5, 3, 2), 2, 10, seed=10).to(device)
+    b = random_sparse((4, 5, 3, 2), 2, 8, seed=11, coalesced=True).to(device)
+    for dims in ((1, 0, 2, 3), (0, 1, 3, 2), (1, 0, 3, 2), (-3, -4, -1, -2)):
+        ours, theirs = S.permute(a, dims), a.permute(dims)
+        assert ours.is_coalesced() and ours.sparse_dim() == 2 and ours.shape == theirs.shape
+        torch.testing.assert_close(ours.to_dense(), theirs.to_dense())
+    for dim in (2, 3, -1):
+        wider = random_sparse((4, 5, 3, 4), 2, 6, seed=12).to(device)
+        others = [a, b] if dim == 2 else [a, wider]
+        ours = S.cat(others, dim)
+        assert ours.is_coalesced() and ours.sparse_dim() == 2
+        torch.testing.assert_close(ours.to_dense(), torch.cat([x.to_dense() for x in others], dim))
+    with pytest.raises(ValueError, match="torch_ragged.sparse.permute: dims .* move a sparse dim among the dense"):
+        S.permute(a, (2, 1, 0, 3))
+    with pytest.raises(IndexError, match="torch_ragged.sparse.permute: dims .* are not a permutation"):
+        S.permute(a, (0, 0, 1, 2))
+    values = a.coalesce().values().clone().requires_grad_()
+    assert gradcheck(lambda v: S.cat([torch.sparse_coo_tensor(a.coalesce().indices(), v, a.shape)] * 2, 3).values(),
+                     (values,))
