@@ -16,10 +16,13 @@ import torch
 
 from .segment import register_fake
 
-__all__ = ["SparsePlan", "accelerate", "add", "addmm", "bmm", "cat", "coalesce", "hspmm", "index_select",
-           "is_accelerated", "log_softmax", "matmul", "mm", "mul", "mv", "narrow_copy", "permute", "plan", "select",
-           "smm", "softmax", "sparse_mask", "sspaddmm", "stack", "sub", "sum", "t", "to_dense", "to_sparse",
-           "to_sparse_coo", "to_sparse_csc", "to_sparse_csr", "transpose", "unsqueeze"]
+__all__ = ["SparsePlan", "abs", "accelerate", "add", "addmm", "asin", "asinh", "atan", "atanh", "bmm", "cat", "ceil",
+           "coalesce", "deg2rad", "div", "erf", "erfinv", "expm1", "floor", "frac", "hspmm", "index_select",
+           "is_accelerated", "log1p", "log_softmax", "matmul", "mm", "mul", "mv", "narrow_copy", "neg", "permute",
+           "plan", "pow", "rad2deg", "relu", "round", "select", "sgn", "sign", "signbit", "sin", "sinh", "smm",
+           "softmax", "sparse_mask", "sqrt", "square", "sspaddmm", "stack", "sub", "sum", "t", "tan", "tanh",
+           "to_dense", "to_sparse", "to_sparse_coo", "to_sparse_csc", "to_sparse_csr", "transpose", "trunc",
+           "unsqueeze"]
 
 _ops = torch.ops.torch_ragged
 
@@ -486,7 +489,8 @@ def sub(a: torch.Tensor, b: torch.Tensor, *, alpha=1) -> torch.Tensor:
 
 def mul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """``torch.mul(a, b)`` of two sparse COO tensors of one shape: the intersection of their patterns; with one
-    dense operand of the same shape (either side), the sparse one's (coalesced) pattern times the dense values there.
+    dense operand of the same shape (either side), the sparse one's (coalesced) pattern times the dense values there;
+    with a scalar (number or 0-d tensor), the values scaled, the entries and the coalesced flag kept.
 
     Both are coalesced; an index stored in both keeps ``a_value * b_value``, every other index is dropped (as
     torch's result). Coalesced, deterministic, differentiable in both values.
@@ -496,6 +500,10 @@ def mul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     >>> mul(a, b).to_dense()
     tensor([ 0.,  0., 20.])
     """
+    scalar = next((x for x in (a, b) if not isinstance(x, torch.Tensor) or (x.layout == torch.strided and
+                                                                           x.dim() == 0)), None)
+    if scalar is not None:  # linear: the entries as they are, scaled
+        return _map_values("mul", b if scalar is a else a, lambda v: v * scalar, True)
     if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and torch.strided in (a.layout, b.layout):
         return _mul_dense(a, b)
     dtype = _same_layout("mul", a, b)
@@ -510,6 +518,85 @@ def mul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     kept = both.nonzero().flatten()
     values = a_values.index_select(0, kept).to(dtype) * b_values.index_select(0, position[kept]).to(dtype)
     return _sparse(a_indices.index_select(1, kept), values, a.shape, True)
+
+
+# ---- elementwise functions of the values that keep the pattern (f(0) = 0) ----
+
+def _map_values(op: str, s: torch.Tensor, fn, linear: bool) -> torch.Tensor:
+    """``fn`` of s's values on s's pattern. A linear function keeps the entries as they are (and the coalesced
+    flag); any other is applied to the summed duplicates, so s is coalesced first, as torch does."""
+    _check_sparse(op, s)
+    if linear:
+        return _sparse(s._indices(), fn(_values(s)), s.shape, s.is_coalesced())
+    indices, values = _coalesced(op, s)
+    return _sparse(indices, fn(values), s.shape, True)
+
+
+def _pattern_keeping(name: str, linear: bool):
+    torch_fn = getattr(torch, name)
+
+    def op(s: torch.Tensor) -> torch.Tensor:
+        return _map_values(name, s, torch_fn, linear)
+
+    op.__name__ = op.__qualname__ = name
+    op.__doc__ = (f"``torch.{name}(s)`` of a sparse COO tensor: {name} of its values on its pattern (``{name}(0) = "
+                  f"0``){'' if linear else ', duplicates summed first (the result is coalesced)'}.")
+    return op
+
+
+# the unary functions torch takes on sparse COO tensors, each mapping 0 to 0
+neg = _pattern_keeping("neg", True)
+abs = _pattern_keeping("abs", False)  # noqa: A001 (torch's name)
+asin = _pattern_keeping("asin", False)
+asinh = _pattern_keeping("asinh", False)
+atan = _pattern_keeping("atan", False)
+atanh = _pattern_keeping("atanh", False)
+ceil = _pattern_keeping("ceil", False)
+deg2rad = _pattern_keeping("deg2rad", False)
+erf = _pattern_keeping("erf", False)
+erfinv = _pattern_keeping("erfinv", False)
+expm1 = _pattern_keeping("expm1", False)
+floor = _pattern_keeping("floor", False)
+frac = _pattern_keeping("frac", False)
+log1p = _pattern_keeping("log1p", False)
+rad2deg = _pattern_keeping("rad2deg", False)
+relu = _pattern_keeping("relu", False)
+round = _pattern_keeping("round", False)  # noqa: A001 (torch's name)
+sgn = _pattern_keeping("sgn", False)
+sign = _pattern_keeping("sign", False)
+signbit = _pattern_keeping("signbit", False)
+sin = _pattern_keeping("sin", False)
+sinh = _pattern_keeping("sinh", False)
+sqrt = _pattern_keeping("sqrt", False)
+square = _pattern_keeping("square", False)
+tan = _pattern_keeping("tan", False)
+tanh = _pattern_keeping("tanh", False)
+trunc = _pattern_keeping("trunc", False)
+
+
+def pow(s: torch.Tensor, exponent) -> torch.Tensor:  # noqa: A001 (torch.pow)
+    """``torch.pow(s, exponent)`` for a positive scalar exponent (0 ** exponent = 0 keeps the pattern; torch refuses
+    exponent 0 too), duplicates summed first.
+
+    >>> pow(torch.sparse_coo_tensor([[1, 0, 1]], [1.0, 3.0, 2.0], (3,)), 2).values()
+    tensor([9., 9.])
+    """
+    if isinstance(exponent, torch.Tensor) or not exponent > 0:
+        raise ValueError(f"torch_ragged.sparse.pow: the exponent must be a positive number (0 ** exponent = 0 keeps "
+                         f"the pattern), got {exponent!r}")
+    return _map_values("pow", s, lambda v: torch.pow(v, exponent), False)
+
+
+def div(s: torch.Tensor, divisor, *, rounding_mode: str | None = None) -> torch.Tensor:
+    """``s / divisor`` for a scalar (number or 0-d tensor) divisor: the values divided, the pattern kept (a
+    rounding mode makes it non-linear: duplicates summed first, as torch).
+
+    >>> div(torch.sparse_coo_tensor([[1, 0]], [4.0, 6.0], (3,)), 2).to_dense()
+    tensor([3., 2., 0.])
+    """
+    if isinstance(divisor, torch.Tensor) and divisor.dim() != 0:
+        raise ValueError(f"torch_ragged.sparse.div: the divisor must be a scalar, got shape {tuple(divisor.shape)}")
+    return _map_values("div", s, lambda v: torch.div(v, divisor, rounding_mode=rounding_mode), rounding_mode is None)
 
 
 def _sparse_and_dense(op: str, a, b):

@@ -215,3 +215,30 @@ def test_permute_and_cat_along_dense_dims_match_torch(device):
     values = a.coalesce().values().clone().requires_grad_()
     assert gradcheck(lambda v: S.cat([torch.sparse_coo_tensor(a.coalesce().indices(), v, a.shape)] * 2, 3).values(),
                      (values,))
+
+
+UNARY = ["neg", "abs", "asin", "asinh", "atan", "atanh", "ceil", "deg2rad", "erf", "erfinv", "expm1", "floor", "frac",
+         "log1p", "rad2deg", "relu", "round", "sgn", "sign", "signbit", "sin", "sinh", "sqrt", "square", "tan", "tanh",
+         "trunc"]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("coalesced", [True, False])
+def test_pattern_keeping_functions_match_torch(device, coalesced):
+    a = random_sparse((6, 5, 2), 2, 14, seed=13, coalesced=coalesced).to(device)
+    a = torch.sparse_coo_tensor(a._indices(), a._values() * 0.3, a.shape, is_coalesced=coalesced)  # in asin's domain
+    for name in UNARY:
+        ours, theirs = getattr(S, name)(a), getattr(torch, name)(a)
+        assert ours.is_coalesced() == theirs.is_coalesced(), name
+        assert ours.dtype == theirs.dtype, name
+        torch.testing.assert_close(ours.to_dense(), theirs.to_dense(), equal_nan=True, msg=name)
+    for ours, theirs in ((S.mul(a, 2.5), a * 2.5), (S.mul(torch.tensor(-2.0, dtype=torch.float64), a), -2.0 * a),
+                         (S.div(a, 4), a / 4), (S.div(a, 0.3, rounding_mode="floor"), torch.div(a, 0.3,
+                                                                                                 rounding_mode="floor")),
+                         (S.pow(a, 3), torch.pow(a, 3)), (S.pow(a, 0.5), torch.pow(a, 0.5))):
+        assert ours.is_coalesced() == theirs.is_coalesced()
+        torch.testing.assert_close(ours.to_dense(), theirs.to_dense(), equal_nan=True)
+    with pytest.raises(ValueError, match="torch_ragged.sparse.pow: the exponent must be a positive number"):
+        S.pow(a, 0)
+    assert gradcheck(lambda v: S.tanh(torch.sparse_coo_tensor(a._indices(), v, a.shape)).to_dense(),
+                     (a._values().clone().requires_grad_(),))
