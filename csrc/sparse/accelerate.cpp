@@ -225,6 +225,33 @@ at::Tensor bmm_kernel(const at::Tensor& self, const at::Tensor& mat2) {
       .view({batch, n, k});
 }
 
+// Along a sparse dim: each entry once per occurrence of its index (the sparse family's op); along a
+// dense dim: the values' columns. The result is flagged uncoalesced unless it holds under two
+// entries, as torch's.
+at::Tensor index_select_kernel(const at::Tensor& self, int64_t dim, const at::Tensor& index) {
+  const int64_t d = at::maybe_wrap_dim(dim, self.dim());
+  // torch's checks and messages (IndexError) for the index
+  TORCH_CHECK_INDEX(
+      index.dim() == 1 && index.layout() == at::kStrided && index.scalar_type() == at::kLong,
+      "index_select() argument index must be 1-D strided (non-sparse) long-tensor.");
+  std::vector<int64_t> size = self.sizes().vec();
+  size[d] = index.size(0);
+  if (d >= self.sparse_dim()) {
+    const at::Tensor values = self._values().index_select(d - self.sparse_dim() + 1, index);
+    return at::_sparse_coo_tensor_unsafe(self._indices(), values, size,
+                                         values.options().layout(at::kSparse), values.size(0) < 2);
+  }
+  const int64_t extent = self.size(d);
+  TORCH_CHECK_INDEX(index.numel() == 0 || (index.min().item<int64_t>() >= -extent &&
+                                           index.max().item<int64_t>() < extent),
+                    "index_select(): index contains a value out of range for tensor of size ",
+                    self.sizes(), " at dimension ", d);
+  auto [indices, values] =
+      ops::sparse_index_select(self._indices(), self._values(), self.sym_sizes(), d, index);
+  return at::_sparse_coo_tensor_unsafe(indices.to(at::kLong), values, size,
+                                       values.options().layout(at::kSparse), values.size(0) < 2);
+}
+
 at::Tensor sparse_mask_kernel(const at::Tensor& self, const at::Tensor& mask) {
   const bool same_frame = mask.layout() == at::kSparse && self.sizes() == mask.sizes() &&
                           self.device() == mask.device();
@@ -263,6 +290,7 @@ void register_kernels(torch::Library& m) {
   m.impl("mm", &mm_kernel);
   m.impl("addmm", &addmm_kernel);
   m.impl("bmm", &bmm_kernel);
+  m.impl("index_select", &index_select_kernel);
   m.impl("sparse_mask", &sparse_mask_kernel);
 }
 

@@ -79,9 +79,9 @@ TORCH_RAGGED_API at::Tensor mm(const at::Tensor& sparse, const at::Tensor& dense
 
 // Runs torch's own sparse COO ops on this library's kernels while enabled, on the CPU and CUDA:
 // coalesce (aten::_coalesce), to_dense, torch.sparse.softmax / log_softmax and their backwards,
-// torch.sparse.sum over dims, mm / addmm / bmm with a sparse operand, and sparse_mask. torch's
-// autograd formulas stay in charge of gradients; inputs these kernels do not take go to torch's own
-// implementation. Returns whether it was enabled before (to restore it). Thread-safe; the
+// torch.sparse.sum over dims, mm / addmm / bmm with a sparse operand, index_select and sparse_mask.
+// torch's autograd formulas stay in charge of gradients; inputs these kernels do not take go to
+// torch's own implementation. Returns whether it was enabled before (to restore it). Thread-safe; the
 // registration is process-wide.
 TORCH_RAGGED_API bool accelerate_torch_sparse(bool enabled = true);
 

@@ -1175,7 +1175,7 @@ class accelerate:  # noqa: N801 (used like torch.set_grad_enabled: a call and a 
     """Runs torch's own sparse COO ops on this library's kernels: ``x.coalesce()``, ``x.to_dense()``,
     ``torch.sparse.softmax`` / ``log_softmax`` (and their backwards), ``torch.sparse.sum`` over dims,
     ``torch.mm`` / ``torch.sparse.mm`` / ``@`` of a sparse matrix with a dense or a sparse one, ``torch.addmm``,
-    ``torch.bmm`` and ``dense.sparse_mask(mask)``, on the CPU and CUDA.
+    ``torch.bmm``, ``x.index_select`` and ``x.sparse_mask(mask)``, on the CPU and CUDA.
 
     ``accelerate()`` turns it on for the process, ``accelerate(False)`` off; as a context manager it restores the
     previous state on exit. The kernels replace torch's below its autograd, so gradients are torch's formulas (which

@@ -84,7 +84,8 @@ def test_on_off_and_as_a_context_manager_restore_torchs_kernels():
     sparse.accelerate(False)
     for op in ("aten::_coalesce", "aten::_to_dense", "aten::_sparse_softmax", "aten::_sparse_log_softmax",
                "aten::_sparse_softmax_backward_data", "aten::_sparse_log_softmax_backward_data",
-               "aten::_sparse_sum.dim", "aten::mm", "aten::addmm", "aten::bmm", "aten::sparse_mask"):
+               "aten::_sparse_sum.dim", "aten::mm", "aten::addmm", "aten::bmm", "aten::index_select",
+               "aten::sparse_mask"):
         assert not registered_from_here(op), op
 
 
@@ -353,3 +354,19 @@ def test_torch_compile_of_torchs_own_calls_while_accelerated():
     torch._dynamo.reset()
     with sparse.accelerate():
         torch.testing.assert_close(torch.compile(model)(s, d), expected)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("coalesced", [True, False])
+def test_index_select_matches_torch(device, coalesced):
+    s = random_sparse((5, 6, 3), 2, 20, seed=20, coalesced=coalesced, device=device)
+    for dim, index in ((0, [3, 0, 3]), (1, [5, -1, 0]), (-1, [2, 0]), (2, [1, 1, 1, 0]), (0, [])):
+        position = torch.tensor(index, dtype=torch.long, device=device)
+        assert_same(*both_ways(lambda dim=dim, position=position: s.index_select(dim, position)))
+
+    # (torch has no backward of index_select for a sparse self: its formula calls index_add_ on one)
+    for index in (torch.tensor([9]), torch.tensor([[0]]), torch.tensor([0.0]), torch.tensor(1)):
+        with pytest.raises(IndexError):
+            s.cpu().index_select(0, index)
+        with sparse.accelerate(), pytest.raises(IndexError):
+            s.cpu().index_select(0, index)
