@@ -65,8 +65,10 @@ def test_every_sample_op_is_exported_above():
     exported = {str(op).split(".")[-1] for op, _ in all_samples()}
     registered = {schema.name.split("::")[1] for schema in torch._C._jit_get_all_schemas()
                   if schema.name.startswith("torch_ragged::")}
-    # version queries take no tensors; tiles_lookup / tiles_index are exported in test_tiles_index_exports
-    assert registered - {"version", "cuda_version", "built_with_torch", "tiles_lookup", "tiles_index"} <= exported
+    # version queries and the accelerate switches take no tensors; tiles_lookup / tiles_index are exported in
+    # test_tiles_index_exports
+    assert registered - {"version", "cuda_version", "built_with_torch", "tiles_lookup", "tiles_index",
+                         "accelerate_torch_sparse", "torch_sparse_accelerated"} <= exported
 
 
 # ---- Dim.DYNAMIC: one exported program, several input sizes ----
