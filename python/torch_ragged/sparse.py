@@ -655,11 +655,8 @@ def stack(tensors, dim: int = 0) -> torch.Tensor:
     tensor([[0., 5.],
             [0., 5.]])
     """
-    tensors = list(tensors)
-    if not tensors:
-        raise ValueError("torch_ragged.sparse.stack: expected at least one tensor")
+    tensors = _sparse_list("stack", tensors)
     for k, x in enumerate(tensors):
-        _check_sparse(f"stack (tensors[{k}])", x)
         if x.shape != tensors[0].shape or x.sparse_dim() != tensors[0].sparse_dim():
             raise ValueError(f"torch_ragged.sparse.stack: tensors[{k}] has shape {tuple(x.shape)} (sparse_dim="
                              f"{x.sparse_dim()}); expected {tuple(tensors[0].shape)} (sparse_dim="
@@ -801,6 +798,15 @@ def t(s: torch.Tensor) -> torch.Tensor:
     return transpose(s, 0, 1) if s.dim() == 2 else coalesce(s)
 
 
+def _sparse_list(op: str, tensors) -> list:
+    tensors = list(tensors)
+    if not tensors:
+        raise ValueError(f"torch_ragged.sparse.{op}: expected at least one tensor")
+    for k, x in enumerate(tensors):
+        _check_sparse(f"{op} (tensors[{k}])", x)
+    return tensors
+
+
 def cat(tensors, dim: int = 0) -> torch.Tensor:
     """``torch.cat`` of sparse COO tensors. Along a sparse dim each tensor's indices are offset by the sizes before
     it; along a dense dim each tensor's values fill their own slice of the joined dim, zeros elsewhere, so the
@@ -812,11 +818,7 @@ def cat(tensors, dim: int = 0) -> torch.Tensor:
     tensor([[0., 1.],
             [0., 1.]])
     """
-    tensors = list(tensors)
-    if not tensors:
-        raise ValueError("torch_ragged.sparse.cat: expected at least one tensor")
-    for k, x in enumerate(tensors):
-        _check_sparse(f"cat (tensors[{k}])", x)
+    tensors = _sparse_list("cat", tensors)
     first = tensors[0]
     ndim, sparse_dim = first.dim(), first.sparse_dim()
     if not -ndim <= dim < ndim:

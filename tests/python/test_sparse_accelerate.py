@@ -71,6 +71,20 @@ def assert_same(alone, accelerated, exact=False):
         torch.testing.assert_close(accelerated, alone)
 
 
+def assert_same_behaviour(fn):
+    """fn's result (or exception type) with the acceleration on is torch's alone."""
+    try:
+        expected = (fn(), None)
+    except Exception as error:  # noqa: BLE001 (the exception type is what is compared)
+        expected = (None, type(error))
+    with sparse.accelerate():
+        if expected[1] is None:
+            assert_same(expected[0], fn())
+        else:
+            with pytest.raises(expected[1]):
+                fn()
+
+
 def test_on_off_and_as_a_context_manager_restore_torchs_kernels():
     assert not sparse.is_accelerated() and not registered_from_here("aten::_coalesce")
     sparse.accelerate()
@@ -209,17 +223,7 @@ def test_mm_arguments_the_kernels_do_not_take_keep_torchs_behaviour():
     assert_same(*both_ways(lambda: torch.mm(complex_matrix, d.to(torch.complex128))))
     for fn in (lambda: torch.mm(hybrid, d), lambda: torch.mm(integer, d), lambda: torch.mm(complex_matrix, d),
                lambda: torch.mm(random_sparse((4, 3), 2, 5), torch.randn(4, 2, dtype=torch.float64))):
-        try:
-            fn()
-            alone = None
-        except Exception as error:  # noqa: BLE001 (the exception type is what is compared)
-            alone = type(error)
-        with sparse.accelerate():
-            if alone is None:
-                fn()
-            else:
-                with pytest.raises(alone):
-                    fn()
+        assert_same_behaviour(fn)
 
 
 def test_negative_dims_give_the_gradient_of_the_positive_dim():
@@ -286,16 +290,7 @@ def test_addmm_arguments_the_kernel_does_not_take_keep_torchs_behaviour():
     for fn in (lambda: torch.addmm(torch.zeros(4, 2), a, d),  # dtypes differ
                lambda: torch.addmm(torch.zeros(5, 2, dtype=torch.float64), a, d),  # bias does not broadcast
                lambda: torch.addmm(torch.zeros(4, 2, dtype=torch.int64), a.long(), d.long())):
-        try:
-            expected = (fn(), None)
-        except Exception as error:  # noqa: BLE001 (the exception type is what is compared)
-            expected = (None, type(error))
-        with sparse.accelerate():
-            if expected[1] is None:
-                assert_same(expected[0], fn())
-            else:
-                with pytest.raises(expected[1]):
-                    fn()
+        assert_same_behaviour(fn)
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -331,16 +326,7 @@ def test_bmm_matches_torch_with_gradients(device, coalesced):
     assert_same(*both_ways(forward_backward))
     for fn in (lambda: torch.bmm(s, d.float()), lambda: torch.bmm(s, torch.randn(2, 4, 2, dtype=torch.float64)),
                lambda: torch.bmm(s.long(), d.long())):
-        try:
-            expected = (fn(), None)
-        except Exception as error:  # noqa: BLE001 (the exception type is what is compared)
-            expected = (None, type(error))
-        with sparse.accelerate():
-            if expected[1] is None:
-                assert_same(expected[0], fn())
-            else:
-                with pytest.raises(expected[1]):
-                    fn()
+        assert_same_behaviour(fn)
 
 
 def test_torch_compile_of_torchs_own_calls_while_accelerated():
