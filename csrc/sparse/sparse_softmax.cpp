@@ -36,6 +36,24 @@ struct Pools {
   at::Tensor permutation, first_idx;
 };
 
+// A CPU matrix along dim 1 whose rows come sorted (always, when it is coalesced): the pools are its
+// rows, in order, and their offsets are the whole answer (no keys, no sorted-key check). Rows out
+// of range or out of order leave it to the general path, which checks and sorts.
+std::optional<at::Tensor> row_offsets_of_a_matrix(const at::Tensor& indices,
+                                                  const std::vector<int64_t>& sparse_sizes,
+                                                  int64_t d) {
+  const int64_t nnz = indices.size(1);
+  if (!indices.is_cpu() || sparse_sizes.size() != 2 || d != 1 || nnz == 0) return std::nullopt;
+  const at::Tensor rows = indices.select(0, 0).to(at::kLong);
+  const bool sorted =
+      nnz == 1 || at::all(rows.slice(0, 1).ge(rows.slice(0, 0, nnz - 1))).item<bool>();
+  // _convert_indices_from_coo_to_csr writes at the row values: they must be in range
+  if (!sorted || rows[0].item<int64_t>() < 0 || rows[nnz - 1].item<int64_t>() >= sparse_sizes[0]) {
+    return std::nullopt;
+  }
+  return at::_convert_indices_from_coo_to_csr(rows, sparse_sizes[0], /*out_int32=*/false);
+}
+
 Pools pools_along(const CoalesceBackend& backend, const at::Tensor& indices,
                   const SparseShape& shape, int64_t d) {
   const int64_t nnz = indices.size(1);
@@ -43,6 +61,9 @@ Pools pools_along(const CoalesceBackend& backend, const at::Tensor& indices,
     return {at::Tensor(), at::tensor({int64_t{0}, nnz}, at::kLong).to(indices.device())};
   }
   std::vector<int64_t> sizes = shape.sparse_sizes();
+  if (const std::optional<at::Tensor> rows = row_offsets_of_a_matrix(indices, sizes, d)) {
+    return {at::Tensor(), *rows};
+  }
   sizes[d] = 1;
   const std::optional<KeyGeometry> geometry = key_geometry(sizes);
   if (!geometry.has_value()) {  // huge sizes: sort the other dims' indices lexicographically

@@ -199,3 +199,17 @@ def test_large_magnitudes_match_torch(magnitude, log):
         torch_fn(leaf64, dim).values().backward(grad.double())
         torch.testing.assert_close(leaf.grad.coalesce()._values(), leaf64.grad.coalesce()._values().float(),
                                    rtol=1e-5, atol=1e-5)
+
+
+def test_a_matrix_whose_rows_are_out_of_order_along_dim_1_is_still_pooled_by_row():
+    """The raw op along dim 1 of a matrix takes the row offsets directly when the rows come sorted; entries in
+    another order (unique, not coalesced) must give the same values, entry by entry."""
+    g = torch.Generator().manual_seed(5)
+    dense = torch.randn(30, 20, generator=g, dtype=torch.float64) * (torch.rand(30, 20, generator=g) < 0.3)
+    coalesced = dense.to_sparse()
+    order = torch.randperm(coalesced._nnz(), generator=g)
+    shuffled_indices, shuffled_values = coalesced.indices()[:, order], coalesced.values()[order]
+    for log in (False, True):
+        expected = ops.sparse_softmax(coalesced.indices(), coalesced.values(), list(dense.shape), 1, log)
+        got = ops.sparse_softmax(shuffled_indices, shuffled_values, list(dense.shape), 1, log)
+        torch.testing.assert_close(got, expected[order])
