@@ -43,7 +43,12 @@ std::optional<at::Tensor> row_offsets_of_a_matrix(const at::Tensor& indices,
                                                   const std::vector<int64_t>& sparse_sizes,
                                                   int64_t d) {
   const int64_t nnz = indices.size(1);
-  if (!indices.is_cpu() || sparse_sizes.size() != 2 || d != 1 || nnz == 0) return std::nullopt;
+  // (rows + 1) offsets: only where they cost no more than the entries do (a huge, nearly empty
+  // matrix keeps the keyed path, which allocates nothing per row)
+  if (!indices.is_cpu() || sparse_sizes.size() != 2 || d != 1 || nnz == 0 ||
+      sparse_sizes[0] > 4 * nnz + 1024) {
+    return std::nullopt;
+  }
   const at::Tensor rows = indices.select(0, 0).to(at::kLong);
   const bool sorted =
       nnz == 1 || at::all(rows.slice(0, 1).ge(rows.slice(0, 0, nnz - 1))).item<bool>();
