@@ -81,8 +81,8 @@ TORCH_RAGGED_API at::Tensor mm(const at::Tensor& sparse, const at::Tensor& dense
 // coalesce (aten::_coalesce), to_dense, torch.sparse.softmax / log_softmax and their backwards,
 // torch.sparse.sum over dims, mm / addmm / bmm with a sparse operand, index_select and sparse_mask.
 // torch's autograd formulas stay in charge of gradients; inputs these kernels do not take go to
-// torch's own implementation. Returns whether it was enabled before (to restore it). Thread-safe; the
-// registration is process-wide.
+// torch's own implementation. Returns whether it was enabled before (to restore it). Thread-safe;
+// the registration is process-wide.
 TORCH_RAGGED_API bool accelerate_torch_sparse(bool enabled = true);
 
 // Whether accelerate_torch_sparse is in effect.
