@@ -25,6 +25,17 @@ std::vector<int64_t> offsets_from_counts(std::string_view op, std::string_view a
   return offsets_from_counts(op, arg, host.const_data_ptr<int64_t>(), host.numel());
 }
 
+std::optional<at::Tensor> offsets_of_sorted_ids(const at::Tensor& ids, int64_t num_rows) {
+  const int64_t n = ids.numel();
+  if (n > 0) {
+    const at::Tensor flat = ids.reshape(-1);
+    at::Tensor fits = flat.narrow(0, 0, 1).ge(0).logical_and(flat.narrow(0, n - 1, 1).lt(num_rows));
+    if (n > 1) fits = fits.logical_and(flat.narrow(0, 1, n - 1).ge(flat.narrow(0, 0, n - 1)).all());
+    if (!fits.item<bool>()) return std::nullopt;
+  }
+  return at::_convert_indices_from_coo_to_csr(ids.reshape(-1), num_rows, /*out_int32=*/false);
+}
+
 std::vector<int64_t> checked_first_idx(std::string_view op, const at::Tensor& first_idx,
                                        std::optional<int64_t> num_rows) {
   const at::Tensor host = index_tensor_on_host(op, "first_idx", first_idx, 1);

@@ -31,6 +31,12 @@ std::vector<int64_t> checked_first_idx(std::string_view op, const at::Tensor& fi
 void check_first_idx_tensor(std::string_view op, const at::Tensor& first_idx,
                             const at::Tensor& data);
 
+// first_idx (num_rows + 1,) int64 of sorted segment ids (a coalesced COO matrix's row indices):
+// segment r holds positions [first_idx[r], first_idx[r + 1]). nullopt when the ids are not
+// non-decreasing or fall outside [0, num_rows): torch's conversion would then give wrong offsets or
+// write out of bounds. One pass and one host read (a synchronisation on a GPU).
+std::optional<at::Tensor> offsets_of_sorted_ids(const at::Tensor& ids, int64_t num_rows);
+
 namespace cuda {
 // Device version of the scan (defined in cuda/segment_cuda.cu): [0, cumsum(counts)...] as int64 on
 // the counts' device, with no host synchronisation and no validation (callers that need it check

@@ -21,6 +21,7 @@
 #include <mutex>
 #include <vector>
 
+#include "segment/offsets.h"
 #include "segment/segment_ops.h"
 #include "sparse/softmax.h"
 #include "sparse/sparse_ops.h"
@@ -150,12 +151,26 @@ bool multipliable(const at::Tensor& self, const at::Tensor& mat2) {
          self.size(1) == mat2.size(0);
 }
 
-// A coalesced matrix's rows are segments of its entries: S @ D is one weighted gather-sum.
-at::Tensor sparse_times_dense(const at::Tensor& sparse, const at::Tensor& dense) {
+// out[r] = sum of values[i] * dense[cols[i]] over the entries i of row r, for entries sorted by
+// row: the rows are segments of the entries, one weighted gather-sum. A tensor torch flags
+// coalesced without checking (is_coalesced=True, no invariant checks) may hold rows out of order or
+// out of range: refused by name, never read out of bounds.
+at::Tensor row_products(std::string_view op, const at::Tensor& dense, const at::Tensor& rows,
+                        const at::Tensor& cols, const at::Tensor& values, int64_t num_rows) {
+  const std::optional<at::Tensor> row_first_idx = offsets_of_sorted_ids(rows, num_rows);
+  TORCH_CHECK_VALUE(
+      row_first_idx.has_value(), "torch_ragged accelerate (aten::", op,
+      "): the sparse operand is flagged coalesced but its indices are out of order or "
+      "out of range");
+  return ops::segment_gather_sum(dense.contiguous(), cols, values, *row_first_idx);
+}
+
+// A coalesced matrix times a dense one.
+at::Tensor sparse_times_dense(std::string_view op, const at::Tensor& sparse,
+                              const at::Tensor& dense) {
   auto [indices, values] = coalesced_parts(sparse);
-  const at::Tensor row_first_idx =
-      at::_convert_indices_from_coo_to_csr(indices.select(0, 0), sparse.size(0));
-  return ops::segment_gather_sum(dense.contiguous(), indices.select(0, 1), values, row_first_idx);
+  return row_products(op, dense, indices.select(0, 0), indices.select(0, 1), values,
+                      sparse.size(0));
 }
 
 at::Tensor mm_kernel(const at::Tensor& self, const at::Tensor& mat2) {
@@ -168,7 +183,7 @@ at::Tensor mm_kernel(const at::Tensor& self, const at::Tensor& mat2) {
     return sparse_tensor(indices, values, {self.size(0), mat2.size(1)});
   }
   if (same_kind && is_plain_matrix(self) && mat2.layout() == at::kStrided) {
-    return sparse_times_dense(self, mat2);
+    return sparse_times_dense("mm", self, mat2);
   }
   return at::_sparse_mm(self, mat2);  // torch's own kernel for everything else
 }
@@ -186,7 +201,7 @@ at::Tensor addmm_kernel(const at::Tensor& self, const at::Tensor& mat1, const at
     // torch's CUDA kernel is not linked here (a CPU-only torch has none): the same sum, densely
     return at::addmm(self, mat1.to_dense(), mat2, beta, alpha);
   }
-  at::Tensor out = sparse_times_dense(mat1, mat2).mul_(alpha);
+  at::Tensor out = sparse_times_dense("addmm", mat1, mat2).mul_(alpha);
   if (beta.toComplexDouble() != 0.0) out.add_(self.expand_as(out), beta);
   return out;
 }
@@ -220,8 +235,7 @@ at::Tensor bmm_kernel(const at::Tensor& self, const at::Tensor& mat2) {
   auto [indices, values] = coalesced_parts(self);
   const at::Tensor rows = indices.select(0, 0) * n + indices.select(0, 1);
   const at::Tensor cols = indices.select(0, 0) * m + indices.select(0, 2);
-  const at::Tensor row_first_idx = at::_convert_indices_from_coo_to_csr(rows, batch * n);
-  return ops::segment_gather_sum(mat2.reshape({batch * m, k}), cols, values, row_first_idx)
+  return row_products("bmm", mat2.reshape({batch * m, k}), rows, cols, values, batch * n)
       .view({batch, n, k});
 }
 

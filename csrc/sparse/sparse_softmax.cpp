@@ -20,6 +20,7 @@
 
 #include "common/autograd.h"
 #include "common/checks.h"
+#include "segment/offsets.h"
 #include "segment/segment_ops.h"
 #include "sparse/softmax.h"
 #include "sparse/sparse_args.h"
@@ -49,14 +50,7 @@ std::optional<at::Tensor> row_offsets_of_a_matrix(const at::Tensor& indices,
       sparse_sizes[0] > 4 * nnz + 1024) {
     return std::nullopt;
   }
-  const at::Tensor rows = indices.select(0, 0).to(at::kLong);
-  const bool sorted =
-      nnz == 1 || at::all(rows.slice(0, 1).ge(rows.slice(0, 0, nnz - 1))).item<bool>();
-  // _convert_indices_from_coo_to_csr writes at the row values: they must be in range
-  if (!sorted || rows[0].item<int64_t>() < 0 || rows[nnz - 1].item<int64_t>() >= sparse_sizes[0]) {
-    return std::nullopt;
-  }
-  return at::_convert_indices_from_coo_to_csr(rows, sparse_sizes[0], /*out_int32=*/false);
+  return offsets_of_sorted_ids(indices.select(0, 0), sparse_sizes[0]);
 }
 
 Pools pools_along(const CoalesceBackend& backend, const at::Tensor& indices,

@@ -142,11 +142,23 @@ def _row_major(op: str, s: torch.Tensor, validate: bool = True):
     return indices, values
 
 
-def _compress(indices, values, size, layout, index_dtype) -> torch.Tensor:
+def _row_offsets(op: str, rows: torch.Tensor, num_rows: int, out_int32: bool = False) -> torch.Tensor:
+    """The CSR offsets (num_rows + 1) of sorted row ids. A COO tensor flagged coalesced without its invariants
+    checked may hold rows out of order or out of range, which torch's conversion would turn into wrong offsets or
+    writes out of bounds: refused by name (one pass, one host read)."""
+    if rows.numel():
+        fits = (rows[0] >= 0) & (rows[-1] < num_rows) & (rows[1:] >= rows[:-1]).all()
+        if not bool(fits):
+            raise ValueError(f"torch_ragged.sparse.{op}: the sparse operand's row indices are out of order or out of "
+                             f"range for {num_rows} rows (a tensor flagged coalesced that is not?)")
+    return torch._convert_indices_from_coo_to_csr(rows, num_rows, out_int32=out_int32)
+
+
+def _compress(op: str, indices, values, size, layout, index_dtype) -> torch.Tensor:
     """The CSR (``layout`` sparse_csr, ``indices`` coalesced row-major) or CSC (``indices`` coalesced in the
     transposed order, of size ``size`` transposed) tensor of these entries; ``size`` is the result's."""
     rows = size[1] if layout == torch.sparse_csc else size[0]
-    compressed = torch._convert_indices_from_coo_to_csr(indices[0], rows, out_int32=index_dtype == torch.int32)
+    compressed = _row_offsets(op, indices[0], rows, index_dtype == torch.int32)
     return torch.sparse_compressed_tensor(compressed, indices[1].to(index_dtype), values, size, layout=layout,
                                           check_invariants=False)
 
@@ -174,7 +186,7 @@ def _block_rows(op: str, s: torch.Tensor, transpose: bool, validate: bool):
     if row_compressed and not transpose:
         return compressed, plain, blocks, size
     indices, blocks, _, _ = _ops.sparse_coalesce(indices, blocks, size, False)
-    first = torch._convert_indices_from_coo_to_csr(indices[0], size[0], out_int32=indices.dtype == torch.int32)
+    first = _row_offsets(op, indices[0], size[0], indices.dtype == torch.int32)
     return first, indices[1], blocks, size
 
 
@@ -256,7 +268,7 @@ def _convert(op: str, x, layout, validate: bool) -> torch.Tensor:
             indices, values = _row_major(op, x, validate)
         size_t = (x.shape[1], x.shape[0], *x.shape[2:])
         indices, values, _, _ = _ops.sparse_coalesce(indices.flip(0), values, size_t, validate)
-    return _compress(indices, values, x.shape, layout, _index_dtype(x))
+    return _compress(op, indices, values, x.shape, layout, _index_dtype(x))
 
 
 def coalesce(s: torch.Tensor, *, validate: bool = True, return_order: bool = False):
@@ -986,7 +998,7 @@ def _plan_product(values, dense, indices, size, transpose: bool, dense_on_left: 
     if plan is None and not transpose and not needs_grad and _gather_fits("sparse_mm", values, operand, size[1]):
         # the rows are segments: no column order is read
         if row_first_idx is None:
-            row_first_idx = torch._convert_indices_from_coo_to_csr(indices[0], size[0])
+            row_first_idx = _row_offsets("mm", indices[0], size[0])
         product = _ops.segment_gather_sum(operand, indices[1], values, row_first_idx)
         return product.t() if dense_on_left else product
     tensors = plan.tensors() if plan is not None else (indices, *_ops.sparse_mm_plan(indices, size))
@@ -1021,7 +1033,7 @@ def _spgemm(a: torch.Tensor, b: torch.Tensor, validate: bool = True) -> torch.Te
     if a.layout == torch.sparse_coo and b.layout == torch.sparse_coo:
         return _sparse(indices, values, size, True)
     index_dtype = _index_dtype(a) if a.layout != torch.sparse_coo else _index_dtype(b)
-    return _compress(indices, values, size, torch.sparse_csr, index_dtype)
+    return _compress("mm", indices, values, size, torch.sparse_csr, index_dtype)
 
 
 def addmm(input: torch.Tensor, s: torch.Tensor, dense: torch.Tensor, *, beta=1, alpha=1,  # noqa: A002 (torch's name)

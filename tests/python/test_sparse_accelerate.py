@@ -356,3 +356,13 @@ def test_index_select_matches_torch(device, coalesced):
             s.cpu().index_select(0, index)
         with sparse.accelerate(), pytest.raises(IndexError):
             s.cpu().index_select(0, index)
+
+
+def test_a_tensor_flagged_coalesced_that_is_not_is_refused_by_name():
+    for rows in ([1, 0], [0, 7]):
+        lying = torch.sparse_coo_tensor([rows, [0, 1]], [1.0, 2.0], (3, 3), is_coalesced=True, check_invariants=False)
+        for fn, op in ((lambda lying=lying: torch.mm(lying, torch.ones(3, 2)), "mm"),
+                       (lambda lying=lying: torch.addmm(torch.zeros(3, 2), lying, torch.ones(3, 2)), "addmm")):
+            with sparse.accelerate(), pytest.raises(ValueError, match=rf"aten::{op}\): the sparse operand is flagged "
+                                                                      "coalesced but its indices are out of order"):
+                fn()

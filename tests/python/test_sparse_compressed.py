@@ -261,3 +261,15 @@ def test_blocked_layouts_to_dense_and_products(device, layout, blocksize):
     if device == "cpu":
         assert gradcheck(lambda v, r: sparse.mm(torch.sparse_compressed_tensor(*parts, v, x.shape, layout=layout), r),
                          (blocks, right.clone().requires_grad_()))
+
+
+def test_a_coo_tensor_flagged_coalesced_that_is_not_is_refused_not_read_out_of_bounds():
+    """torch lets is_coalesced=True through unchecked; the row offsets built from such rows would be wrong (out of
+    order) or written out of bounds (out of range)."""
+    for rows in ([1, 0], [0, 7]):
+        lying = torch.sparse_coo_tensor([rows, [0, 1]], [1.0, 2.0], (3, 3), is_coalesced=True, check_invariants=False)
+        with pytest.raises(ValueError, match="torch_ragged.sparse.mm: the sparse operand's row indices are out of "
+                                             "order or out of range for 3 rows"):
+            sparse.mm(lying, torch.ones(3, 2))
+        with pytest.raises(ValueError, match="torch_ragged.sparse.to_sparse_csr: the sparse operand's row indices"):
+            sparse.to_sparse_csr(lying)
