@@ -145,12 +145,14 @@ def _row_major(op: str, s: torch.Tensor, validate: bool = True):
 def _row_offsets(op: str, rows: torch.Tensor, num_rows: int, out_int32: bool = False) -> torch.Tensor:
     """The CSR offsets (num_rows + 1) of sorted row ids. A COO tensor flagged coalesced without its invariants
     checked may hold rows out of order or out of range, which torch's conversion would turn into wrong offsets or
-    writes out of bounds: refused by name (one pass, one host read)."""
-    if rows.numel():
-        fits = (rows[0] >= 0) & (rows[-1] < num_rows) & (rows[1:] >= rows[:-1]).all()
-        if not bool(fits):
-            raise ValueError(f"torch_ragged.sparse.{op}: the sparse operand's row indices are out of order or out of "
-                             f"range for {num_rows} rows (a tensor flagged coalesced that is not?)")
+    writes out of bounds: refused by name (one pass, one host read; a runtime assertion in a compiled graph)."""
+    fits = ((rows >= 0) & (rows < num_rows)).all() & (rows[1:] >= rows[:-1]).all()  # no branch on nnz: traceable
+    message = (f"torch_ragged.sparse.{op}: the sparse operand's row indices are out of order or out of range for "
+               f"{num_rows} rows (a tensor flagged coalesced that is not?)")
+    if torch.compiler.is_compiling():  # a graph cannot raise on data: a runtime assertion
+        torch._assert_async(fits, message)
+    elif not bool(fits):
+        raise ValueError(message)
     return torch._convert_indices_from_coo_to_csr(rows, num_rows, out_int32=out_int32)
 
 
