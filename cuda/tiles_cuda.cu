@@ -1,6 +1,7 @@
-// CUDA kernels of the tiles family: one thread per output element, the point's source found by the
-// cell lists (tiles/tiles_index.h, shared with the CPU kernels), each element written once: no
-// atomics, deterministic. The cell index is built with ATen ops on the device (tiles_args.cpp).
+// CUDA kernels of the tiles family: one thread per (output row, span of up to 32 of its columns),
+// the point's source found once per span by the cell lists (tiles/tiles_index.h, shared with the
+// CPU kernels), each element written once: no atomics, deterministic. The cell index is built with
+// ATen ops on the device (tiles_args.cpp).
 
 #include <ATen/ATen.h>
 #include <ATen/Dispatch_v2.h>
@@ -21,50 +22,50 @@ namespace {
 
 cudaStream_t stream() { return at::cuda::getCurrentCUDAStream(); }
 
+// Thin grid-stride shells over tiles_index.h's span bodies; `threads`: span_threads(rows, width).
 template <typename Element, typename Source>
 __global__ void gather_rows_kernel(Source source, const Element* __restrict__ src,
-                                   Element* __restrict__ out, Element fill, int64_t total,
+                                   Element* __restrict__ out, Element fill, int64_t threads,
                                    int64_t row_elems) {
-  for (int64_t e = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; e < total;
-       e += int64_t{gridDim.x} * blockDim.x) {
-    gather_row_element(source, src, out, fill, e, row_elems);
+  for (int64_t t = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; t < threads;
+       t += int64_t{gridDim.x} * blockDim.x) {
+    gather_row_span(source, src, out, fill, t, row_elems);
   }
 }
 
 template <typename Source>
 void gather_rows(const GatherPlan& plan, at::Tensor& out, const Source& source) {
-  const int64_t total = plan.rows * plan.row_elems;
-  if (total == 0) return;
+  if (plan.rows * plan.row_elems == 0) return;
+  const int64_t threads = span_threads(plan.rows, plan.row_elems);
   with_element_type("tiles", out.element_size(), [&](auto element) {
     using Element = decltype(element);
     Element fill;
     std::memcpy(&fill, plan.fill.data(), sizeof(Element));
-    gather_rows_kernel<Element><<<cuda_grid_for(total), kCudaThreads, 0, stream()>>>(
+    gather_rows_kernel<Element><<<cuda_grid_for(threads), kCudaThreads, 0, stream()>>>(
         source, static_cast<const Element*>(plan.source.const_data_ptr()),
-        static_cast<Element*>(out.mutable_data_ptr()), fill, total, plan.row_elems);
+        static_cast<Element*>(out.mutable_data_ptr()), fill, threads, plan.row_elems);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   });
 }
 
-// reduce="sum": a thin shell over sum_covering_element (tiles_index.h).
+// reduce="sum": a thin shell over sum_covering_span (tiles_index.h).
 template <typename scalar_t>
 __global__ void sum_covering_kernel(TileGeometry geo, TileCells cells,
                                     const scalar_t* __restrict__ pages, scalar_t* __restrict__ out,
-                                    scalar_t fill, int64_t total, int64_t width) {
-  for (int64_t e = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; e < total;
-       e += int64_t{gridDim.x} * blockDim.x) {
-    sum_covering_element<scalar_t, at::opmath_type<scalar_t>>(geo, cells, pages, out, fill, e,
-                                                              width);
+                                    scalar_t fill, int64_t threads, int64_t width) {
+  for (int64_t t = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; t < threads;
+       t += int64_t{gridDim.x} * blockDim.x) {
+    sum_covering_span<scalar_t, at::opmath_type<scalar_t>>(geo, cells, pages, out, fill, t, width);
   }
 }
 
-// tiles_halo_backward: element (page row, c) sums column c of the halo rows reading its point.
+// tiles_halo_backward: a span of a page row sums its columns of the halo rows reading its point.
 template <typename scalar_t>
 __global__ void halo_adjoint_kernel(HaloAdjoint adjoint, const scalar_t* __restrict__ grad,
-                                    scalar_t* __restrict__ out, int64_t total, int64_t width) {
-  for (int64_t e = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; e < total;
-       e += int64_t{gridDim.x} * blockDim.x) {
-    halo_adjoint_element<scalar_t, at::opmath_type<scalar_t>>(adjoint, grad, out, e, width);
+                                    scalar_t* __restrict__ out, int64_t threads, int64_t width) {
+  for (int64_t t = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; t < threads;
+       t += int64_t{gridDim.x} * blockDim.x) {
+    halo_adjoint_span<scalar_t, at::opmath_type<scalar_t>>(adjoint, grad, out, t, width);
   }
 }
 
@@ -119,15 +120,15 @@ at::Tensor tiles_to_dense_cuda(const at::Tensor& pages, const at::Tensor& origin
     gather_rows(plan, out, DenseFromOwner{plan.geo, plan.cells.view(plan.set)});
     return out;
   }
-  const int64_t total = plan.rows * plan.row_elems;
-  if (total == 0) return out;
+  if (plan.rows * plan.row_elems == 0) return out;
+  const int64_t threads = span_threads(plan.rows, plan.row_elems);
   AT_DISPATCH_V2(
       pages.scalar_type(), "tiles_to_dense_sum_cuda", AT_WRAP([&] {
         scalar_t fill;
         std::memcpy(&fill, plan.fill.data(), sizeof(scalar_t));
-        sum_covering_kernel<scalar_t><<<cuda_grid_for(total), kCudaThreads, 0, stream()>>>(
+        sum_covering_kernel<scalar_t><<<cuda_grid_for(threads), kCudaThreads, 0, stream()>>>(
             plan.geo, plan.cells.view(plan.set), plan.source.const_data_ptr<scalar_t>(),
-            out.mutable_data_ptr<scalar_t>(), fill, total, plan.row_elems);
+            out.mutable_data_ptr<scalar_t>(), fill, threads, plan.row_elems);
         C10_CUDA_KERNEL_LAUNCH_CHECK();
       }),
       AT_EXPAND(AT_ALL_TYPES_AND_COMPLEX), AT_EXPAND(AT_BAREBONES_UNSIGNED_TYPES), at::kHalf,
@@ -178,13 +179,13 @@ at::Tensor tiles_halo_backward_cuda(const at::Tensor& grad_halo, const at::Tenso
   const HaloAdjointPlan plan = plan_tiles_halo_backward(
       "tiles_halo_backward", grad_halo, origins, radius, full_min, full_max, tile_first_idx, index);
   at::Tensor out = at::empty(plan.tiles.out_sizes, grad_halo.options());
-  const int64_t total = plan.tiles.rows * plan.tiles.row_elems;
-  if (total == 0) return out;
+  if (plan.tiles.rows * plan.tiles.row_elems == 0) return out;
+  const int64_t threads = span_threads(plan.tiles.rows, plan.tiles.row_elems);
   AT_DISPATCH_FLOATING_AND_COMPLEX_TYPES_AND2(
       at::kHalf, at::kBFloat16, grad_halo.scalar_type(), "tiles_halo_backward_cuda", [&] {
-        halo_adjoint_kernel<scalar_t><<<cuda_grid_for(total), kCudaThreads, 0, stream()>>>(
+        halo_adjoint_kernel<scalar_t><<<cuda_grid_for(threads), kCudaThreads, 0, stream()>>>(
             plan.adjoint(), plan.tiles.source.const_data_ptr<scalar_t>(),
-            out.mutable_data_ptr<scalar_t>(), total, plan.tiles.row_elems);
+            out.mutable_data_ptr<scalar_t>(), threads, plan.tiles.row_elems);
         C10_CUDA_KERNEL_LAUNCH_CHECK();
       });
   return out;

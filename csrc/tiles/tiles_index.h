@@ -91,16 +91,28 @@ struct TileCells {
     }
     return true;
   }
-  // Calls visit(t) for each tile of member b covering g (inside the bound), in ascending t, until
-  // visit returns false.
+  // The tiles of g's cell in member b (inside the bound): tiles[list.begin : list.end], in
+  // ascending order; the ones covering g are among them. One binary search.
+  struct List {
+    int64_t begin = 0, end = 0;
+  };
+  C10_HOST_DEVICE List cell_list(int64_t b, const int64_t* g, const TileGeometry& geo) const {
+    const int64_t i = find(b * geo.num_cells + geo.cell_of(g));
+    return i < 0 ? List{} : List{first[i], first[i + 1]};
+  }
+  // Calls visit(t) for each tile of `list` covering g, in ascending t, until visit returns false.
+  template <typename Visit>
+  C10_HOST_DEVICE void for_each_cover_in(List list, const int64_t* g, const TileGeometry& geo,
+                                         Visit&& visit) const {
+    for (int64_t j = list.begin; j < list.end; ++j) {
+      if (covers(tiles[j], g, geo) && !visit(tiles[j])) return;
+    }
+  }
+  // The same over every tile of member b covering g (inside the bound).
   template <typename Visit>
   C10_HOST_DEVICE void for_each_cover(int64_t b, const int64_t* g, const TileGeometry& geo,
                                       Visit&& visit) const {
-    const int64_t i = find(b * geo.num_cells + geo.cell_of(g));
-    if (i < 0) return;
-    for (int64_t j = first[i]; j < first[i + 1]; ++j) {
-      if (covers(tiles[j], g, geo) && !visit(tiles[j])) return;
-    }
+    for_each_cover_in(cell_list(b, g, geo), g, geo, visit);
   }
   // The first tile of member b covering g (inside the bound), or -1.
   C10_HOST_DEVICE int64_t owner(int64_t b, const int64_t* g, const TileGeometry& geo) const {
@@ -134,35 +146,70 @@ struct DenseFromOwner {
   }
 };
 
-// The gathers' kernel body: output element e of rows of `row_elems` elements <- that element of the
-// source row `source` gives for its row, or `fill` where it gives -1.
-template <typename Element, typename Source>
-C10_HOST_DEVICE void gather_row_element(const Source& source, const Element* src, Element* out,
-                                        Element fill, int64_t e, int64_t row_elems) {
-  const int64_t s = source(e / row_elems);
-  out[e] = s < 0 ? fill : src[s * row_elems + e % row_elems];
+// The tiles kernels' threads: one per (row, span of up to kSpanColumns of its columns). A row's
+// source — its point's cell found by a binary search, then the cell's short list — is looked up
+// once per span (once per point for rows of up to kSpanColumns elements), not once per element;
+// adjacent threads take adjacent spans, so a warp's reads and writes stay contiguous.
+constexpr int64_t kSpanColumns = 32;
+
+struct RowSpan {
+  int64_t row, begin, end;  // columns [begin, end) of `row`
+};
+
+C10_HOST_DEVICE inline int64_t spans_per_row(int64_t row_elems) {
+  return (row_elems + kSpanColumns - 1) / kSpanColumns;
+}
+// The threads of a launch over `rows` rows of `row_elems` elements.
+C10_HOST_DEVICE inline int64_t span_threads(int64_t rows, int64_t row_elems) {
+  return rows * spans_per_row(row_elems);
+}
+C10_HOST_DEVICE inline RowSpan row_span(int64_t thread, int64_t row_elems) {
+  const int64_t spans = spans_per_row(row_elems);
+  const int64_t begin = thread % spans * kSpanColumns;
+  const int64_t end = begin + kSpanColumns < row_elems ? begin + kSpanColumns : row_elems;
+  return {thread / spans, begin, end};
 }
 
-// tiles_to_dense(reduce="sum"), output element e of rows of `width`: column c of every covering
-// tile's row added in tile order (acc_t accumulates), or `fill` where no tile covers the point.
+// The gathers' kernel body, thread `thread`: its span of an output row of `row_elems` elements <-
+// the same columns of the source row `source` gives for the row, or `fill` where it gives -1.
+template <typename Element, typename Source>
+C10_HOST_DEVICE void gather_row_span(const Source& source, const Element* src, Element* out,
+                                     Element fill, int64_t thread, int64_t row_elems) {
+  const RowSpan span = row_span(thread, row_elems);
+  const int64_t s = source(span.row);
+  Element* to = out + span.row * row_elems;
+  if (s < 0) {
+    for (int64_t c = span.begin; c < span.end; ++c) to[c] = fill;
+    return;
+  }
+  const Element* from = src + s * row_elems;
+  for (int64_t c = span.begin; c < span.end; ++c) to[c] = from[c];
+}
+
+// tiles_to_dense(reduce="sum"), thread `thread`'s span of an output row of `width`: each column
+// the sum of that column of every covering tile's row, in tile order (acc_t accumulates), or
+// `fill` where no tile covers the point. The cell is searched once; its list is scanned per column.
 template <typename scalar_t, typename acc_t>
-C10_HOST_DEVICE void sum_covering_element(const TileGeometry& geo, const TileCells& cells,
-                                          const scalar_t* pages, scalar_t* out, scalar_t fill,
-                                          int64_t e, int64_t width) {
-  const int64_t r = e / width, c = e % width;
+C10_HOST_DEVICE void sum_covering_span(const TileGeometry& geo, const TileCells& cells,
+                                       const scalar_t* pages, scalar_t* out, scalar_t fill,
+                                       int64_t thread, int64_t width) {
+  const RowSpan span = row_span(thread, width);
   int64_t g[kMaxTileDims];
-  geo.bound_point(r % geo.bound_elems, g);
-  acc_t acc = acc_t(0);
-  bool covered = false;
-  cells.for_each_cover(r / geo.bound_elems, g, geo, [&](int64_t t) {
-    int64_t p[kMaxTileDims];
-    for (int d = 0; d < geo.dims; ++d) p[d] = g[d] - cells.origins[t * geo.dims + d];
-    const int64_t row = t * geo.tile_elems + TileGeometry::box_offset(p, geo.tile, geo.dims);
-    acc += static_cast<acc_t>(pages[row * width + c]);
-    covered = true;
-    return true;
-  });
-  out[e] = covered ? static_cast<scalar_t>(acc) : fill;
+  geo.bound_point(span.row % geo.bound_elems, g);
+  const TileCells::List list = cells.cell_list(span.row / geo.bound_elems, g, geo);
+  for (int64_t c = span.begin; c < span.end; ++c) {
+    acc_t acc = acc_t(0);
+    bool covered = false;
+    cells.for_each_cover_in(list, g, geo, [&](int64_t t) {
+      int64_t p[kMaxTileDims];
+      for (int d = 0; d < geo.dims; ++d) p[d] = g[d] - cells.origins[t * geo.dims + d];
+      const int64_t row = t * geo.tile_elems + TileGeometry::box_offset(p, geo.tile, geo.dims);
+      acc += static_cast<acc_t>(pages[row * width + c]);
+      covered = true;
+      return true;
+    });
+    out[span.row * width + c] = covered ? static_cast<scalar_t>(acc) : fill;
+  }
 }
 
 // dense_to_tiles: out row (tile t, point of the tile) <- the dense row of that point; -1 outside
@@ -207,44 +254,59 @@ struct HaloFromOwner {
 };
 
 // tiles_halo_backward (the adjoint of tiles_halo): page row (tile t, point p) of the point
-// g = origin + p. Where t owns g (inside the bound), calls add(halo row) for every box that reads g
-// (boxes: tile + 2 radius at origin - radius, with their own cell lists), in ascending box order,
-// and returns true; otherwise the row's gradient is 0 and it returns false.
+// g = origin + p. Where t owns g (inside the bound), the boxes that read g (boxes: tile + 2 radius
+// at origin - radius, with their own cell lists) are among `readers(row)`'s list; elsewhere the
+// row's gradient is 0 and the list is empty.
 struct HaloAdjoint {
   TileGeometry geo;      // the tiles'
   TileCells cells;       // the tiles'
   TileGeometry box_geo;  // the boxes' (same bound)
   TileCells box_cells;   // the boxes' (origins: the boxes')
   const int64_t* member;
-  template <typename Add>
-  C10_HOST_DEVICE bool for_each_reader(int64_t row, Add&& add) const {
+
+  struct Readers {
+    int64_t g[kMaxTileDims];  // the row's point
+    TileCells::List boxes;    // the boxes of its cell (empty where the row is not an owner's)
+  };
+  C10_HOST_DEVICE Readers readers(int64_t row) const {
+    Readers readers{};
     const int64_t t = row / geo.tile_elems;
-    int64_t g[kMaxTileDims];
-    TileGeometry::box_point(row % geo.tile_elems, geo.tile, geo.dims, g);
-    for (int d = 0; d < geo.dims; ++d) g[d] += cells.origins[t * geo.dims + d];
-    if (!geo.in_bound(g)) return false;
+    TileGeometry::box_point(row % geo.tile_elems, geo.tile, geo.dims, readers.g);
+    for (int d = 0; d < geo.dims; ++d) readers.g[d] += cells.origins[t * geo.dims + d];
+    if (!geo.in_bound(readers.g)) return readers;
     const int64_t b = member != nullptr ? member[t] : 0;
-    if (cells.owner(b, g, geo) != t) return false;
-    box_cells.for_each_cover(b, g, box_geo, [&](int64_t box) {
+    if (cells.owner(b, readers.g, geo) != t) return readers;
+    readers.boxes = box_cells.cell_list(b, readers.g, box_geo);
+    return readers;
+  }
+  // add(halo row) for every box of `readers` reading its point, in ascending box order.
+  template <typename Add>
+  C10_HOST_DEVICE void for_each_reader(const Readers& readers, Add&& add) const {
+    box_cells.for_each_cover_in(readers.boxes, readers.g, box_geo, [&](int64_t box) {
       int64_t q[kMaxTileDims];
-      for (int d = 0; d < geo.dims; ++d) q[d] = g[d] - box_cells.origins[box * geo.dims + d];
+      for (int d = 0; d < geo.dims; ++d) {
+        q[d] = readers.g[d] - box_cells.origins[box * geo.dims + d];
+      }
       add(box * box_geo.tile_elems + TileGeometry::box_offset(q, box_geo.tile, geo.dims));
       return true;
     });
-    return true;
   }
 };
 
-// tiles_halo_backward's kernel body: element e (page row e / width, column c) sums column c of the
-// halo rows reading its point, in ascending box order (acc_t accumulates); 0 where it reads none.
+// tiles_halo_backward's kernel body, thread `thread`'s span of a page row of `width`: each column
+// the sum of that column of the halo rows reading the row's point, in ascending box order (acc_t
+// accumulates); 0 where none reads it. The owner and the box cell are looked up once per span.
 template <typename scalar_t, typename acc_t>
-C10_HOST_DEVICE void halo_adjoint_element(const HaloAdjoint& adjoint, const scalar_t* grad,
-                                          scalar_t* out, int64_t e, int64_t width) {
-  const int64_t c = e % width;
-  acc_t acc = acc_t(0);
-  adjoint.for_each_reader(
-      e / width, [&](int64_t halo_row) { acc += static_cast<acc_t>(grad[halo_row * width + c]); });
-  out[e] = static_cast<scalar_t>(acc);
+C10_HOST_DEVICE void halo_adjoint_span(const HaloAdjoint& adjoint, const scalar_t* grad,
+                                       scalar_t* out, int64_t thread, int64_t width) {
+  const RowSpan span = row_span(thread, width);
+  const HaloAdjoint::Readers readers = adjoint.readers(span.row);
+  for (int64_t c = span.begin; c < span.end; ++c) {
+    acc_t acc = acc_t(0);
+    adjoint.for_each_reader(
+        readers, [&](int64_t halo_row) { acc += static_cast<acc_t>(grad[halo_row * width + c]); });
+    out[span.row * width + c] = static_cast<scalar_t>(acc);
+  }
 }
 
 // tiles_lookup: coordinate i (member b) -> its owner (-1 if none or outside the bound) and the

@@ -1,5 +1,5 @@
-// The tiles family's CUDA kernel bodies (tiles_index.h: gather_row_element over DenseFromOwner,
-// TileFromDense and HaloFromOwner, sum_covering_element, halo_adjoint_element, lookup_point), run
+// The tiles family's CUDA kernel bodies (tiles_index.h: gather_row_span over DenseFromOwner,
+// TileFromDense and HaloFromOwner, sum_covering_span, halo_adjoint_span, lookup_point), run
 // on the host over their launch grids (grid_emulator.h) against the CPU kernels, bit for bit:
 // random tile sets in 1-3 dims with overlapping, unaligned tiles sticking out of the bound, one
 // member or several (tile_first_idx). The cell lists come from the public tiles_index, as the CUDA
@@ -103,20 +103,25 @@ TileCase random_case(std::mt19937_64& rng, bool several_members) {
   return c;
 }
 
-// gather_rows_kernel's grid: one thread per output element.
+// The kernels' grid: one thread per (row, span of up to kSpanColumns columns).
+int64_t threads_for(const at::Tensor& out) {
+  return span_threads(out.numel() / out.size(-1), out.size(-1));
+}
+
 template <typename Source>
 at::Tensor emulated_gather(const Source& source, const at::Tensor& src, const Ints& out_sizes,
                            float fill) {
   at::Tensor out = torch::empty(out_sizes, torch::kFloat);
   const int64_t width = out_sizes.back();
-  emulate_launch(out.numel(), [&](int64_t e) {
-    gather_row_element(source, src.const_data_ptr<float>(), out.mutable_data_ptr<float>(), fill, e,
-                       width);
+  emulate_launch(threads_for(out), [&](int64_t t) {
+    gather_row_span(source, src.const_data_ptr<float>(), out.mutable_data_ptr<float>(), fill, t,
+                    width);
   });
   return out;
 }
 
-constexpr int64_t kFeatures = 2;
+// Rows of 2 features (one span per row), and every third trial 70 (three spans, the last partial).
+int64_t features_of(int trial) { return trial % 3 == 2 ? 70 : 2; }
 constexpr float kFill = -7.5F;
 
 class TilesEmulation : public ::testing::TestWithParam<bool> {};
@@ -125,13 +130,14 @@ TEST_P(TilesEmulation, TilesToDenseFirstAndSumMatchTheCpu) {
   std::mt19937_64 rng(GetParam() ? 71 : 17);
   for (int trial = 0; trial < 60; ++trial) {
     TileCase c = random_case(rng, GetParam());
+    const int64_t features = features_of(trial);
     Ints page_sizes{c.count()};
     page_sizes.insert(page_sizes.end(), c.tile.begin(), c.tile.end());
-    page_sizes.push_back(kFeatures);
+    page_sizes.push_back(features);
     const at::Tensor pages = torch::randn(page_sizes, torch::kFloat);
     Ints extent;
     for (size_t d = 0; d < c.tile.size(); ++d) extent.push_back(c.hi[d] - c.lo[d]);
-    const Ints out_sizes = c.batched(extent, kFeatures);
+    const Ints out_sizes = c.batched(extent, features);
 
     const at::Tensor first =
         emulated_gather(DenseFromOwner{c.geo, c.cells()}, pages, out_sizes, kFill);
@@ -140,9 +146,9 @@ TEST_P(TilesEmulation, TilesToDenseFirstAndSumMatchTheCpu) {
         << trial;
 
     at::Tensor sum = torch::empty(out_sizes, torch::kFloat);
-    emulate_launch(sum.numel(), [&](int64_t e) {
-      sum_covering_element<float, float>(c.geo, c.cells(), pages.const_data_ptr<float>(),
-                                         sum.mutable_data_ptr<float>(), kFill, e, kFeatures);
+    emulate_launch(threads_for(sum), [&](int64_t t) {
+      sum_covering_span<float, float>(c.geo, c.cells(), pages.const_data_ptr<float>(),
+                                      sum.mutable_data_ptr<float>(), kFill, t, features);
     });
     EXPECT_TRUE(same_bits(sum, torch_ragged::tiles_to_dense(pages, c.origins, c.lo, c.hi, kFill,
                                                             "sum", c.tile_first_idx)))
@@ -154,12 +160,13 @@ TEST_P(TilesEmulation, DenseToTilesMatchesTheCpu) {
   std::mt19937_64 rng(GetParam() ? 72 : 27);
   for (int trial = 0; trial < 60; ++trial) {
     TileCase c = random_case(rng, GetParam());
+    const int64_t features = features_of(trial);
     Ints extent;
     for (size_t d = 0; d < c.tile.size(); ++d) extent.push_back(c.hi[d] - c.lo[d]);
-    const at::Tensor dense = torch::randn(c.batched(extent, kFeatures), torch::kFloat);
+    const at::Tensor dense = torch::randn(c.batched(extent, features), torch::kFloat);
     Ints out_sizes{c.count()};
     out_sizes.insert(out_sizes.end(), c.tile.begin(), c.tile.end());
-    out_sizes.push_back(kFeatures);
+    out_sizes.push_back(features);
     for (const bool owned_only : {false, true}) {
       const at::Tensor got = emulated_gather(
           TileFromDense{c.geo, c.cells(), c.member_ptr(), owned_only}, dense, out_sizes, kFill);
@@ -182,6 +189,7 @@ TEST_P(TilesEmulation, HaloAndItsAdjointMatchTheCpu) {
   std::mt19937_64 rng(GetParam() ? 73 : 37);
   for (int trial = 0; trial < 60; ++trial) {
     TileCase c = random_case(rng, GetParam());
+    const int64_t features = features_of(trial);
     const int dims = c.geo.dims;
     HaloFromOwner halo{};
     halo.geo = c.geo;
@@ -198,9 +206,9 @@ TEST_P(TilesEmulation, HaloAndItsAdjointMatchTheCpu) {
     }
     Ints page_sizes{c.count()}, halo_sizes{c.count()};
     page_sizes.insert(page_sizes.end(), c.tile.begin(), c.tile.end());
-    page_sizes.push_back(kFeatures);
+    page_sizes.push_back(features);
     halo_sizes.insert(halo_sizes.end(), box.begin(), box.end());
-    halo_sizes.push_back(kFeatures);
+    halo_sizes.push_back(features);
     const at::Tensor pages = torch::randn(page_sizes, torch::kFloat);
     const at::Tensor got = emulated_gather(halo, pages, halo_sizes, kFill);
     EXPECT_TRUE(same_bits(
@@ -215,9 +223,9 @@ TEST_P(TilesEmulation, HaloAndItsAdjointMatchTheCpu) {
     const HaloAdjoint adjoint{c.geo, c.cells(), boxes.geo, boxes.cells(), c.member_ptr()};
     const at::Tensor grad = torch::randn(halo_sizes, torch::kFloat);
     at::Tensor back = torch::empty(page_sizes, torch::kFloat);
-    emulate_launch(back.numel(), [&](int64_t e) {
-      halo_adjoint_element<float, float>(adjoint, grad.const_data_ptr<float>(),
-                                         back.mutable_data_ptr<float>(), e, kFeatures);
+    emulate_launch(threads_for(back), [&](int64_t t) {
+      halo_adjoint_span<float, float>(adjoint, grad.const_data_ptr<float>(),
+                                      back.mutable_data_ptr<float>(), t, features);
     });
     EXPECT_TRUE(
         same_bits(back, adjoint_op.call(grad, c.origins, radius, c.lo, c.hi, c.tile_first_idx, {})))
