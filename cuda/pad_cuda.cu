@@ -34,12 +34,13 @@ __global__ void pad_gather_kernel(PadGeometry g, const Element* __restrict__ in,
   }
 }
 
-template <typename scalar_t>
+// kAxes: fold_axes_for(g.ndim), the size of the per-thread axis arrays.
+template <typename scalar_t, int kAxes>
 __global__ void pad_fold_kernel(PadGeometry g, const scalar_t* __restrict__ grad,
                                 scalar_t* __restrict__ grad_in, int64_t total) {
   for (int64_t idx = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; idx < total;
        idx += int64_t{gridDim.x} * blockDim.x) {
-    pad_fold_element<scalar_t, at::opmath_type<scalar_t>>(g, grad, grad_in, idx);
+    pad_fold_element<scalar_t, at::opmath_type<scalar_t>, kAxes>(g, grad, grad_in, idx);
   }
 }
 
@@ -73,15 +74,27 @@ void launch_gather(const PadGeometry& g, const at::Tensor& in, at::Tensor& out,
   });
 }
 
+template <typename scalar_t, int kAxes>
+void launch_fold_as(const PadGeometry& g, const at::Tensor& grad, at::Tensor& grad_in) {
+  const int64_t total = grad_in.numel();
+  pad_fold_kernel<scalar_t, kAxes>
+      <<<cuda_grid_for(total), kCudaThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
+          g, grad.const_data_ptr<scalar_t>(), grad_in.mutable_data_ptr<scalar_t>(), total);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
 void launch_fold(const PadGeometry& g, const at::Tensor& grad, at::Tensor& grad_in) {
   const c10::cuda::CUDAGuard guard(grad.device());
-  const int64_t total = grad_in.numel();
   AT_DISPATCH_FLOATING_AND_COMPLEX_TYPES_AND2(
       at::kHalf, at::kBFloat16, grad.scalar_type(), "pad_index_backward", [&] {
-        pad_fold_kernel<scalar_t>
-            <<<cuda_grid_for(total), kCudaThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
-                g, grad.const_data_ptr<scalar_t>(), grad_in.mutable_data_ptr<scalar_t>(), total);
-        C10_CUDA_KERNEL_LAUNCH_CHECK();
+        switch (fold_axes_for(g.ndim)) {
+          case kFoldAxesSmall:
+            return launch_fold_as<scalar_t, kFoldAxesSmall>(g, grad, grad_in);
+          case kFoldAxesMedium:
+            return launch_fold_as<scalar_t, kFoldAxesMedium>(g, grad, grad_in);
+          default:
+            return launch_fold_as<scalar_t, kMaxPadDims>(g, grad, grad_in);
+        }
       });
 }
 

@@ -252,17 +252,30 @@ struct AscendingPreimage {
   }
 };
 
+// The per-thread arrays of pad_fold_element hold kAxes axes (the geometry's ndim at most): the
+// launcher picks the smallest of these that fits, so a thread of a common (merged) 1-4-axis pad
+// keeps ~0.3 KB of state instead of the 1.8 KB that 25 axes would pin in local memory.
+constexpr int kFoldAxesSmall = 4;
+constexpr int kFoldAxesMedium = 8;
+C10_HOST_DEVICE inline int fold_axes_for(int ndim) {
+  return ndim <= kFoldAxesSmall    ? kFoldAxesSmall
+         : ndim <= kFoldAxesMedium ? kFoldAxesMedium
+                                   : kMaxPadDims;
+}
+
 // pad_index_backward, input element idx (index modes other than constant): the sum of the gradient
 // over its preimage, in the CPU kernel's order (fold_rows in pad_cpu.cpp, which adds whole rows):
 // the outer axes' preimage positions lexicographically (AxisPreimage order, the last outer axis
 // fastest), and for each, along the last axis the element's own position first, then the padding
 // positions left to right; the first term starts the sum (no 0 + x: -0.0 stays -0.0).
-template <typename scalar_t, typename acc_t>
+// g.ndim <= kAxes (fold_axes_for).
+template <typename scalar_t, typename acc_t, int kAxes = kMaxPadDims>
 C10_HOST_DEVICE void pad_fold_element(const PadGeometry& g, const scalar_t* grad, scalar_t* grad_in,
                                       int64_t idx) {
+  static_assert(kAxes >= 1 && kAxes <= kMaxPadDims);
   const int last = g.ndim - 1;
-  AxisPreimage axes[kMaxPadDims];
-  int64_t out_stride[kMaxPadDims];
+  AxisPreimage axes[kAxes];
+  int64_t out_stride[kAxes];
   int64_t rest = idx, stride = 1, j_last = 0;
   for (int d = last; d >= 0; --d) {
     const int64_t j = rest % g.in_size[d];
