@@ -10,12 +10,15 @@
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <type_traits>
+#include <vector>
 
 #include "common/checks.h"
 #include "common/cpu_clones.h"
 #include "common/fill.h"
 #include "common/parallel.h"
 #include "segment/offsets.h"
+#include "segment/portable_lanes.h"
 #include "segment/segment_args.h"
 #include "segment/segment_index.h"
 #include "segment/sort.h"
@@ -60,8 +63,9 @@ CpuSegments cpu_segments(std::string_view op, const at::Tensor& data, const at::
 //   void fold(int64_t segment, int64_t lo, int64_t hi, Acc* out) const;  value(0, [lo, hi))
 //   static constexpr bool kCrossingOnly = ...;  (true: only the pieces of segments crossing a
 //                                               task's edge are reduced, see reduce_tree)
-// a hook before a task's rows [begin, end):
-//   void begin_task(int64_t begin, int64_t end) const;
+// a hook before a task's rows [begin, end) (each thread works on its own copy of the Rows, so the
+// hook may keep the task's state in members; fold and finish are const):
+//   void begin_task(int64_t begin, int64_t end);
 // and a finisher called once per segment the task completes:
 //   void finish(int64_t segment, int64_t lo, int64_t hi, const Acc* value) const;  (its rows: [lo,
 //   hi))
@@ -147,11 +151,12 @@ void reduce_tree(const ReductionTree& tree, int64_t width, const Rows& rows, con
   const int64_t tasks = tree.nodes(task);
   std::vector<Acc> heads(tasks * width), tails(tasks * width);
   at::parallel_for(0, tasks, 1, [&](int64_t first_task, int64_t last_task) {
-    TreeWalker<Rows> walker(tree, width, rows, task + 1);
+    Rows task_rows = rows;  // this thread's: begin_task keeps the task's state in it
+    TreeWalker<Rows> walker(tree, width, task_rows, task + 1);
     std::vector<Acc> value(width);
     for (int64_t node = first_task; node < last_task; ++node) {
       const int64_t begin = tree.begin(task, node), end = tree.end(task, node);
-      rows.begin_task(begin, end);
+      task_rows.begin_task(begin, end);
       // Locals: the rows' stores may alias the tree for the compiler, which would reload it.
       const int64_t* const first = tree.first_idx;
       const int64_t last_segment = tree.segment_of(end - 1);
@@ -160,16 +165,16 @@ void reduce_tree(const ReductionTree& tree, int64_t width, const Rows& rows, con
         if (seg_begin == seg_end || seg_begin < begin || seg_end > end) continue;  // not inside
         // Inside one chunk (most short segments): value(0) is the fold itself, no recursion.
         if (Rows::kExact || tree.node_of(0, seg_begin) == tree.node_of(0, seg_end - 1)) {
-          rows.fold(b, seg_begin, seg_end, value.data());
+          task_rows.fold(b, seg_begin, seg_end, value.data());
         } else {
           walker.value(tree.top_level(seg_begin, seg_end), b, seg_begin, seg_end, value.data());
         }
-        rows.finish(b, seg_begin, seg_end, value.data());
+        task_rows.finish(b, seg_begin, seg_end, value.data());
       }
       const auto piece = [&](int64_t b, Acc* partial) {
         const int64_t lo = std::max(tree.first_idx[b], begin);
         const int64_t hi = std::min(tree.first_idx[b + 1], end);
-        if (Rows::kExact) return rows.fold(b, lo, hi, partial);
+        if (Rows::kExact) return task_rows.fold(b, lo, hi, partial);
         walker.value(task, b, lo, hi, partial);
       };
       const CrossingSegments crossing = crossing_segments(tree, begin, end);
@@ -274,67 +279,6 @@ TORCH_RAGGED_CPU_CLONES void first_occurrence(const scalar_t* data, int64_t widt
       found[c] = same ? offset : found[c];
     }
   }
-}
-
-// ---- exp of many values: portable_exp's operations, lane by lane ----
-//
-// The GPU's exp (portable_math.h), written with GCC / clang vector extensions: the same IEEE
-// operations in the same order on every lane, so the same bits as the scalar function, at the
-// speed of torch's own vectorised exp (0.9 ns per float in cache here, as Sleef's).
-
-template <typename T>
-struct ExpLanes;
-template <>
-struct ExpLanes<float> {
-  typedef float Values __attribute__((vector_size(32)));
-  typedef int32_t Ints __attribute__((vector_size(32)));
-};
-template <>
-struct ExpLanes<double> {
-  typedef double Values __attribute__((vector_size(32)));
-  typedef int64_t Ints __attribute__((vector_size(32)));
-};
-
-// Always inlined: exp_values is compiled once per target (TORCH_RAGGED_CPU_CLONES), and a call to
-// an out-of-line helper taking 32-byte vectors would cross targets whose ABIs pass them differently
-// (wrong values at -O1, as in the sanitizer build, where nothing else inlines it).
-template <typename T, int k, int kLast, typename V>
-__attribute__((always_inline)) inline V horner_lanes(V x) {
-  using Table = portable_detail::InverseFactorials;
-  if constexpr (k == kLast) {
-    return V{} + static_cast<T>(Table::kCoefficient[k]);
-  } else {
-    return static_cast<T>(Table::kCoefficient[k]) + x * horner_lanes<T, k + 1, kLast>(x);
-  }
-}
-
-// values[0, count) = portable_exp(values[...]) in place.
-template <typename T>
-TORCH_RAGGED_CPU_CLONES void exp_values(T* values, int64_t count) {
-  using V = typename ExpLanes<T>::Values;
-  using I = typename ExpLanes<T>::Ints;
-  using Bits = portable_detail::Bits<T>;
-  using Ln2 = portable_detail::Ln2<T>;
-  constexpr int64_t kLanes = sizeof(V) / sizeof(T);
-  int64_t i = 0;
-  for (; i + kLanes <= count; i += kLanes) {
-    V x;
-    std::memcpy(&x, values + i, sizeof(V));
-    V clamped = x > ExpRange<T>::kLow ? x : ExpRange<T>::kLow;  // as portable_exp, lane by lane
-    clamped = clamped < ExpRange<T>::kHigh ? clamped : ExpRange<T>::kHigh;
-    const V y = clamped * ExpRange<T>::kLog2e + static_cast<T>(0.5);
-    const I truncated = __builtin_convertvector(y, I);
-    const I k = truncated + (y < __builtin_convertvector(truncated, V));  // true lanes are -1
-    const V n = __builtin_convertvector(k, V);
-    const V r = (clamped - n * Ln2::kHi) - n * Ln2::kLo;
-    const I half = k / 2;
-    const V first = (V)((half + Bits::kBias) << Bits::kMantissa);
-    const V second = (V)((k - half + Bits::kBias) << Bits::kMantissa);
-    V result = (horner_lanes < T, 0, std::is_same_v<T, float> ? 7 : 13 > (r)*first) * second;
-    result = x != x ? x : result;
-    std::memcpy(values + i, &result, sizeof(V));
-  }
-  for (; i < count; ++i) values[i] = portable_exp(values[i]);
 }
 
 // A per-thread scratch of at least n values.
@@ -518,30 +462,38 @@ struct CrossingMaxRows {
   void finish(int64_t, int64_t, int64_t, const ValueAndRow<acc_t>*) const {}
 };
 
-// The values a task precomputes for its rows [base, base + n): exp(x - shift) for softmax,
-// exp(y) for log_softmax's gradient; one vectorised pass over the task, not one per (short)
-// segment.
+// The values a task precomputes for its rows [begin, end): exp(x - shift) for softmax, exp(y) for
+// log_softmax's gradient; one vectorised pass over the task, not one per (short) segment. Kept in
+// the thread's copy of the Rows (a thread-local looked up per segment costs a call in a shared
+// library).
 template <typename acc_t>
-struct TaskScratch {
-  std::vector<acc_t> values;
-  int64_t base = 0;
-  acc_t* at(int64_t row, int64_t width) { return values.data() + (row - base) * width; }
+struct TaskValues {
+  int64_t begin = 0, end = 0;
+  acc_t* values = nullptr;  // row `begin` first, `width` per row
+
+  // The calling thread's scratch, set up for rows [begin, end).
+  void start(int64_t task_begin, int64_t task_end, int64_t width) {
+    thread_local std::vector<acc_t> scratch;
+    if (static_cast<int64_t>(scratch.size()) < (task_end - task_begin) * width)
+      scratch.resize((task_end - task_begin) * width);
+    begin = task_begin;
+    end = task_end;
+    values = scratch.data();
+  }
+  acc_t* at(int64_t row, int64_t width) const { return values + (row - begin) * width; }
 };
 
-template <typename acc_t>
-TaskScratch<acc_t>& thread_task_scratch() {
-  thread_local TaskScratch<acc_t> scratch;
-  return scratch;
-}
-
-// The calling thread's scratch, set up for rows [base, base + rows).
-template <typename acc_t>
-TaskScratch<acc_t>& begin_task_scratch(int64_t base, int64_t rows, int64_t width) {
-  TaskScratch<acc_t>& scratch = thread_task_scratch<acc_t>();
-  scratch.base = base;
-  if (static_cast<int64_t>(scratch.values.size()) < rows * width)
-    scratch.values.resize(rows * width);
-  return scratch;
+// x where keep, else +0, without a branch (the bits masked): a short segment's rows past its end
+// add +0, which leaves a sum started at +0 unchanged (such a sum is never -0).
+template <typename T>
+inline T kept_or_zero(T x, bool keep) {
+  using Bits = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
+  static_assert(sizeof(T) == sizeof(Bits));
+  Bits bits;
+  std::memcpy(&bits, &x, sizeof bits);
+  bits &= Bits{0} - static_cast<Bits>(keep);
+  std::memcpy(&x, &bits, sizeof bits);
+  return x;
 }
 
 // Softmax's sums of exp(x - shift) (LoadShiftedExp's arithmetic). A task first finds the shifts
@@ -560,8 +512,9 @@ struct SoftmaxRows {
   acc_t* divisors;  // num_segments x width
   scalar_t* out;
   const ReductionTree* tree;
-  void begin_task(int64_t begin, int64_t end) const {
-    TaskScratch<acc_t>& scratch = begin_task_scratch<acc_t>(begin, end - begin, width);
+  TaskValues<acc_t> terms;  // exp(x - shift) of the task's rows
+  void begin_task(int64_t begin, int64_t end) {
+    terms.start(begin, end, width);
     for (int64_t b = tree->segment_of(begin); b < tree->num_segments && tree->first_idx[b] < end;
          ++b) {
       const int64_t seg_begin = tree->first_idx[b], seg_end = tree->first_idx[b + 1];
@@ -578,8 +531,8 @@ struct SoftmaxRows {
           }
           shift[0] = softmax_shift(max);
         }
-        acc_t* terms = scratch.at(lo, 1);
-        for (int64_t r = lo; r < hi; ++r) terms[r - lo] = static_cast<acc_t>(data[r]) - shift[0];
+        acc_t* shifted = terms.at(lo, 1);
+        for (int64_t r = lo; r < hi; ++r) shifted[r - lo] = static_cast<acc_t>(data[r]) - shift[0];
         continue;
       }
       if (inside) {  // its maxima, exactly as a max reduction's
@@ -587,35 +540,42 @@ struct SoftmaxRows {
         column_extremum<scalar_t, true>(data, width, seg_begin, seg_end, max.data());
         for (int64_t c = 0; c < width; ++c) shift[c] = softmax_shift(max[c]);
       }
-      subtract_rows(data, width, lo, hi, shift, scratch.at(lo, width));
+      subtract_rows(data, width, lo, hi, shift, terms.at(lo, width));
     }
-    exp_values(scratch.at(begin, width), (end - begin) * width);
+    exp_values(terms.at(begin, width), (end - begin) * width);
   }
   void fold(int64_t /*segment*/, int64_t lo, int64_t hi, acc_t* value) const {
-    const acc_t* terms = thread_task_scratch<acc_t>().at(lo, width);
+    const acc_t* term = terms.at(lo, width);
     if (width == 1) {  // inline for short scalar segments (sparse softmax's pools)
       acc_t sum = 0;
-      for (int64_t r = 0; r < hi - lo; ++r) sum += terms[r];
+      for (int64_t r = 0; r < hi - lo; ++r) sum += term[r];
       value[0] = sum;
       return;
     }
-    sum_rows(terms, static_cast<const int64_t*>(nullptr), static_cast<const acc_t*>(nullptr), width,
+    sum_rows(term, static_cast<const int64_t*>(nullptr), static_cast<const acc_t*>(nullptr), width,
              0, hi - lo, value);  // SumReducer::fold of the terms, in row order
   }
   void finish(int64_t segment, int64_t lo, int64_t hi, const acc_t* value) const {
     acc_t* divisor = divisors + segment * width;
     for (int64_t c = 0; c < width; ++c) divisor[c] = WriteSoftmaxDivisor<acc_t, kLog>::of(value[c]);
+    if (kLog && width == 1) {  // softmax_rows' arithmetic, inline: no call per short segment
+      const acc_t shift = shifts[segment], log_sum = divisor[0];
+      for (int64_t r = lo; r < hi; ++r) {
+        out[r] = static_cast<scalar_t>((static_cast<acc_t>(data[r]) - shift) - log_sum);
+      }
+      return;
+    }
     if (kLog) {
       return softmax_rows<scalar_t, true>(data, width, lo, hi, shifts + segment * width, divisor,
                                           out);
     }
-    const acc_t* terms = thread_task_scratch<acc_t>().at(lo, width);
+    const acc_t* term = terms.at(lo, width);
     if (width == 1) {
       const acc_t scale = divisor[0];  // a local: the stores below cannot change it
-      for (int64_t r = lo; r < hi; ++r) out[r] = static_cast<scalar_t>(terms[r - lo] * scale);
+      for (int64_t r = lo; r < hi; ++r) out[r] = static_cast<scalar_t>(term[r - lo] * scale);
       return;
     }
-    scale_rows(terms, width, hi - lo, divisor, out + lo * width);
+    scale_rows(term, width, hi - lo, divisor, out + lo * width);
   }
 };
 
@@ -631,39 +591,67 @@ struct SoftmaxGradRows {
   const scalar_t* output;
   int64_t width;
   scalar_t* grad_input;
-  void begin_task(int64_t begin, int64_t end) const {
+  TaskValues<acc_t> exp_y;  // log_softmax: exp(y) of the task's rows (unused for softmax)
+
+  void begin_task(int64_t begin, int64_t end) {
+    exp_y.begin = begin;
+    exp_y.end = end;
     if (!kLog) return;
-    acc_t* exp_y = begin_task_scratch<acc_t>(begin, end - begin, width).at(begin, width);
+    exp_y.start(begin, end, width);
+    acc_t* values = exp_y.at(begin, width);
     for (int64_t i = 0; i < (end - begin) * width; ++i) {
-      exp_y[i] = static_cast<acc_t>(output[begin * width + i]);
+      values[i] = static_cast<acc_t>(output[begin * width + i]);
     }
-    exp_values(exp_y, (end - begin) * width);
+    exp_values(values, (end - begin) * width);
   }
   void fold(int64_t /*segment*/, int64_t lo, int64_t hi, acc_t* value) const {
+    if (width == 1 && hi - lo <= kShortRows && lo + kShortRows <= exp_y.end) {
+      value[0] = short_sum(lo, hi - lo);
+      return;
+    }
     if (width == 1) {  // grad_term_rows' arithmetic, inline for short scalar segments
       acc_t sum = 0;
-      for (int64_t r = lo; r < hi; ++r) {
-        const acc_t g = static_cast<acc_t>(grad[r]);
-        sum += kLog ? g : g * static_cast<acc_t>(output[r]);
-      }
+      for (int64_t r = lo; r < hi; ++r) sum += term(r);
       value[0] = sum;
       return;
     }
     grad_term_rows(grad, kLog ? nullptr : output, width, lo, hi, value);
   }
   void finish(int64_t /*segment*/, int64_t lo, int64_t hi, const acc_t* value) const {
-    if (width == 1) {  // softmax_grad_rows' arithmetic, inline
-      const acc_t* exp_y = kLog ? thread_task_scratch<acc_t>().at(lo, 1) : nullptr;
-      const acc_t sum = value[0];  // a local: the stores below cannot change it
-      for (int64_t r = lo; r < hi; ++r) {
-        const acc_t g = static_cast<acc_t>(grad[r]);
-        grad_input[r] = static_cast<scalar_t>(kLog ? g - exp_y[r - lo] * sum
-                                                   : static_cast<acc_t>(output[r]) * (g - sum));
-      }
+    const acc_t sum = value[0];  // width 1: a local, the stores below cannot change it
+    if (width == 1 && hi - lo <= kShortRows && lo + kShortRows <= exp_y.end) {
+      for (int64_t r = lo; r < lo + kShortRows; ++r) grad_input[r] = grad_in(r, sum);
+      return;
+    }
+    if (width == 1) {
+      for (int64_t r = lo; r < hi; ++r) grad_input[r] = grad_in(r, sum);
       return;
     }
     softmax_grad_rows<scalar_t, kLog>(grad, output, width, lo, hi, value, grad_input,
-                                      kLog ? thread_task_scratch<acc_t>().at(lo, width) : nullptr);
+                                      kLog ? exp_y.at(lo, width) : nullptr);
+  }
+
+ private:
+  // Short scalar segments (sparse softmax's pools of a few entries) run a fixed count of rows,
+  // those past the segment masked: no loop exit to mispredict per segment. The rows written past
+  // the segment (still inside the task) belong to later segments, finished after it in ascending
+  // order, or to the task's tail, finished after the tree: each is overwritten with its value.
+  static constexpr int64_t kShortRows = 8;
+
+  // Width 1: grad_term_rows' term and softmax_grad_rows' value of row r.
+  acc_t term(int64_t r) const {
+    const acc_t g = static_cast<acc_t>(grad[r]);
+    return kLog ? g : g * static_cast<acc_t>(output[r]);
+  }
+  scalar_t grad_in(int64_t r, acc_t sum) const {
+    const acc_t g = static_cast<acc_t>(grad[r]);
+    return static_cast<scalar_t>(kLog ? g - *exp_y.at(r, 1) * sum
+                                      : static_cast<acc_t>(output[r]) * (g - sum));
+  }
+  acc_t short_sum(int64_t lo, int64_t rows) const {
+    acc_t sum = 0;
+    for (int64_t j = 0; j < kShortRows; ++j) sum += kept_or_zero(term(lo + j), j < rows);
+    return sum;
   }
 };
 

@@ -1,12 +1,16 @@
 // portable_math.h's exp and log (the ones the CPU and GPU kernels share, for the same bits on both)
-// against the C library's, in ulps, over the ranges softmax uses and beyond; special values.
+// against the C library's, in ulps, over the ranges softmax uses and beyond; special values; and
+// portable_lanes.h's vectorised exp_values against portable_exp, bit for bit.
 
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
+#include <vector>
 
+#include "segment/portable_lanes.h"
 #include "segment/portable_math.h"
 
 namespace torch_ragged {
@@ -73,6 +77,48 @@ void expect_special_values() {
 TEST(PortableMath, SpecialValues) {
   expect_special_values<float>();
   expect_special_values<double>();
+}
+
+// Same bits as the scalar functions (NaN payloads aside: any NaN for a NaN), special values,
+// subnormals, both signs and magnitudes from 1e-40 to 1e38 spread over the lanes and the tail.
+template <typename T>
+void expect_exp_lanes_match_scalar() {
+  using Limits = std::numeric_limits<T>;
+  std::vector<T> inputs{T(0),
+                        -T(0),
+                        T(1),
+                        T(-1),
+                        Limits::min(),
+                        Limits::denorm_min(),
+                        Limits::min() / T(3),
+                        Limits::max(),
+                        Limits::infinity(),
+                        -Limits::infinity(),
+                        Limits::quiet_NaN(),
+                        T(0.7071),
+                        T(1.4142),
+                        T(2),
+                        T(0.5),
+                        T(-104),
+                        T(89)};
+  std::mt19937_64 generator(11);
+  std::uniform_real_distribution<double> exponent(-40, 38), sign(-1, 1);
+  for (int i = 0; i < 100'003; ++i) {  // a count that leaves a scalar tail
+    inputs.push_back(
+        static_cast<T>((sign(generator) < 0 ? -1 : 1) * std::pow(10.0, exponent(generator))));
+  }
+  std::vector<T> exps = inputs;
+  exp_values(exps.data(), static_cast<int64_t>(exps.size()));
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const T e = portable_exp(inputs[i]);
+    ASSERT_TRUE(std::memcmp(&exps[i], &e, sizeof(T)) == 0 || (std::isnan(e) && std::isnan(exps[i])))
+        << "exp(" << inputs[i] << "): " << exps[i] << " vs " << e;
+  }
+}
+
+TEST(PortableMath, ExpLanesMatchTheScalarFunctionBitForBit) {
+  expect_exp_lanes_match_scalar<float>();
+  expect_exp_lanes_match_scalar<double>();
 }
 
 }  // namespace

@@ -79,6 +79,8 @@ std::vector<Case> cases() {
       {{0, 7, 40'000, 70'001, 70'001, 70'050}, 3},  // long and short, crossing level-2 nodes
       random_case(300, 70, 5, 1),
       random_case(2000, 5, 1, 2),  // many short segments, scalar rows
+      // short scalar segments over several CPU tasks (the CPU's fixed-count path, task edges)
+      random_case(40'000, 9, 1, 4),
       random_case(40, 3000, 2, 3),
   };
 }
