@@ -1,6 +1,10 @@
 #include "segment/offsets.h"
 
+#include <ATen/Parallel.h>
 #include <c10/util/safe_numerics.h>
+
+#include <algorithm>
+#include <atomic>
 
 #include "common/checks.h"
 
@@ -25,8 +29,44 @@ std::vector<int64_t> offsets_from_counts(std::string_view op, std::string_view a
   return offsets_from_counts(op, arg, host.const_data_ptr<int64_t>(), host.numel());
 }
 
+namespace {
+
+// The CPU form: one pass over the ids in parallel chunks, each checking its ids (range, order, its
+// first against the previous chunk's last) and writing the offsets of the rows that start inside
+// it (rows (previous id, id] start at the id's position): every offset is written by one chunk,
+// none out of bounds even when the ids are not sorted (a chunk stops at its first bad id).
+std::optional<at::Tensor> offsets_of_sorted_ids_on_host(const int64_t* ids, int64_t n,
+                                                        int64_t num_rows) {
+  at::Tensor offsets = at::empty({num_rows + 1}, at::kLong);
+  int64_t* out = offsets.mutable_data_ptr<int64_t>();
+  std::atomic<bool> fits{true};
+  at::parallel_for(0, n, int64_t{1} << 16, [&](int64_t begin, int64_t end) {
+    // -1 before the first id (rows [0, ids[0]] start at 0); clamped, so that a negative id of the
+    // previous chunk (refused there) cannot send this chunk's writes below 0.
+    int64_t previous = begin == 0 ? -1 : std::max<int64_t>(ids[begin - 1], -1);
+    for (int64_t i = begin; i < end; ++i) {
+      const int64_t id = ids[i];
+      if (id < previous || id < 0 || id >= num_rows) {
+        fits.store(false, std::memory_order_relaxed);
+        return;
+      }
+      for (int64_t r = previous + 1; r <= id; ++r) out[r] = i;
+      previous = id;
+    }
+  });
+  if (!fits.load()) return std::nullopt;
+  for (int64_t r = n == 0 ? 0 : ids[n - 1] + 1; r <= num_rows; ++r) out[r] = n;
+  return offsets;
+}
+
+}  // namespace
+
 std::optional<at::Tensor> offsets_of_sorted_ids(const at::Tensor& ids, int64_t num_rows) {
   const int64_t n = ids.numel();
+  if (ids.is_cpu() && ids.scalar_type() == at::kLong) {
+    const at::Tensor flat = ids.reshape(-1).contiguous();
+    return offsets_of_sorted_ids_on_host(flat.const_data_ptr<int64_t>(), n, num_rows);
+  }
   if (n > 0) {
     const at::Tensor flat = ids.reshape(-1);
     at::Tensor fits = flat.narrow(0, 0, 1).ge(0).logical_and(flat.narrow(0, n - 1, 1).lt(num_rows));

@@ -213,3 +213,28 @@ def test_a_matrix_whose_rows_are_out_of_order_along_dim_1_is_still_pooled_by_row
         expected = ops.sparse_softmax(coalesced.indices(), coalesced.values(), list(dense.shape), 1, log)
         got = ops.sparse_softmax(shuffled_indices, shuffled_values, list(dense.shape), 1, log)
         torch.testing.assert_close(got, expected[order])
+
+
+@pytest.mark.parametrize("case", ["sorted", "drop at a chunk edge", "drop inside a chunk"])
+@pytest.mark.parametrize("log", [False, True])
+def test_rows_over_several_parallel_chunks_along_dim_1(case, log):
+    """A CPU matrix's row offsets come from one parallel pass over chunks of 2^16 entries, each checking its rows
+    (order and range) against the previous chunk's last. 200k entries (rows empty here and there), as given or with
+    one row out of order at a chunk edge or inside a chunk (the general path then sorts): each entry's value against
+    a dense float64 (log_)softmax over its row."""
+    g = torch.Generator().manual_seed(9)
+    n_rows, n_cols, nnz = 50_000, 40, 200_000
+    keys = torch.randperm(n_rows * n_cols, generator=g)[:nnz].sort().values
+    indices = torch.stack([keys // n_cols, keys % n_cols])
+    values = torch.randn(nnz, generator=g, dtype=torch.float64) * 30
+    if case != "sorted":
+        i = 65_536 if case == "drop at a chunk edge" else 100_000
+        j = i - 200  # an entry of an earlier row: position i now drops below position i - 1
+        assert indices[0, j] < indices[0, i - 1]
+        swap = torch.tensor([i, j])
+        indices[:, swap.flip(0)], values[swap.flip(0)] = indices[:, swap].clone(), values[swap].clone()
+    dense = torch.full((n_rows, n_cols), float("-inf"), dtype=torch.float64)
+    dense[indices[0], indices[1]] = values
+    reference = (torch.log_softmax if log else torch.softmax)(dense, 1)[indices[0], indices[1]]
+    got = ops.sparse_softmax(indices, values, [n_rows, n_cols], 1, log)
+    torch.testing.assert_close(got, reference)
