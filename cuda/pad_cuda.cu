@@ -87,14 +87,9 @@ void launch_fold(const PadGeometry& g, const at::Tensor& grad, at::Tensor& grad_
   const c10::cuda::CUDAGuard guard(grad.device());
   AT_DISPATCH_FLOATING_AND_COMPLEX_TYPES_AND2(
       at::kHalf, at::kBFloat16, grad.scalar_type(), "pad_index_backward", [&] {
-        switch (fold_axes_for(g.ndim)) {
-          case kFoldAxesSmall:
-            return launch_fold_as<scalar_t, kFoldAxesSmall>(g, grad, grad_in);
-          case kFoldAxesMedium:
-            return launch_fold_as<scalar_t, kFoldAxesMedium>(g, grad, grad_in);
-          default:
-            return launch_fold_as<scalar_t, kMaxPadDims>(g, grad, grad_in);
-        }
+        with_fold_axes(g.ndim, [&](auto axes) {
+          launch_fold_as<scalar_t, decltype(axes)::value>(g, grad, grad_in);
+        });
       });
 }
 

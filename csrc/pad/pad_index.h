@@ -17,6 +17,7 @@
 #include <c10/macros/Macros.h>
 
 #include <cstdint>
+#include <type_traits>
 
 namespace torch_ragged {
 
@@ -261,6 +262,19 @@ C10_HOST_DEVICE inline int fold_axes_for(int ndim) {
   return ndim <= kFoldAxesSmall    ? kFoldAxesSmall
          : ndim <= kFoldAxesMedium ? kFoldAxesMedium
                                    : kMaxPadDims;
+}
+// f(std::integral_constant<int, kAxes>{}) with kAxes = fold_axes_for(ndim) (host only): the one
+// dispatch of the launcher and of its emulation.
+template <typename F>
+decltype(auto) with_fold_axes(int ndim, F&& f) {
+  switch (fold_axes_for(ndim)) {
+    case kFoldAxesSmall:
+      return f(std::integral_constant<int, kFoldAxesSmall>{});
+    case kFoldAxesMedium:
+      return f(std::integral_constant<int, kFoldAxesMedium>{});
+    default:
+      return f(std::integral_constant<int, kMaxPadDims>{});
+  }
 }
 
 // pad_index_backward, input element idx (index modes other than constant): the sum of the gradient

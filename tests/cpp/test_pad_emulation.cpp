@@ -110,14 +110,9 @@ at::Tensor emulated_fold(const PadGeometry& g, const at::Tensor& grad,
 template <typename scalar_t>
 at::Tensor emulated_launch_fold(const PadGeometry& g, const at::Tensor& grad,
                                 const std::vector<int64_t>& in_shape) {
-  switch (fold_axes_for(g.ndim)) {
-    case kFoldAxesSmall:
-      return emulated_fold<scalar_t, kFoldAxesSmall>(g, grad, in_shape);
-    case kFoldAxesMedium:
-      return emulated_fold<scalar_t, kFoldAxesMedium>(g, grad, in_shape);
-    default:
-      return emulated_fold<scalar_t, kMaxPadDims>(g, grad, in_shape);
-  }
+  return with_fold_axes(g.ndim, [&](auto axes) {
+    return emulated_fold<scalar_t, decltype(axes)::value>(g, grad, in_shape);
+  });
 }
 
 template <typename scalar_t>
