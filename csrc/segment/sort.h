@@ -13,6 +13,7 @@
 #include <ATen/ATen.h>
 
 #include <cstdint>
+#include <optional>
 
 namespace torch_ragged {
 
@@ -21,12 +22,23 @@ struct KeyOrder {
   at::Tensor permutation;  // (n,) int64; undefined when the keys were already sorted (identity)
 };
 
+// Keys grouped without sorting them (group_small_keys): `permutation` as KeyOrder's, `first_idx`
+// the groups' offsets over sorted positions.
+struct KeyGroups {
+  at::Tensor permutation, first_idx;
+};
+
 namespace cpu {
 // LSD radix sort over the low key_bits bits (11-bit digits, parallel histograms, digits on which
 // every key agrees skipped); keys already non-decreasing are detected in one pass and not moved.
 KeyOrder sort_keys(const at::Tensor& keys, int key_bits);
 // first_idx (runs + 1,) int64 of the runs of equal keys in sorted_keys.
 at::Tensor run_offsets(const at::Tensor& sorted_keys);
+// Keys from a small range [0, num_keys) (a matrix's columns, say) grouped by one stable counting
+// pass: `permutation` as sort_keys' (equal keys in input order), `first_idx` (num_keys + 1,) with
+// key k at sorted positions [first_idx[k], first_idx[k + 1]) (empty for absent keys): the sorted
+// keys and their runs without sorting them. nullopt when a key lies outside [0, num_keys).
+std::optional<KeyGroups> group_small_keys(const at::Tensor& keys, int64_t num_keys);
 // out[r] = sum over i in [first_idx[r], first_idx[r + 1]) of weight[i] * data[index[i]] (data[i]
 // when index is undefined, weight 1 when weight is), rows of data (n, ...) in op-math, in order:
 // (runs, ...). Unchecked: the segment_gather_sum op checks its arguments first.

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <optional>
 #include <tuple>
 #include <utility>
@@ -199,6 +200,50 @@ KeyOrder sort_keys(const at::Tensor& keys, int key_bits) {
     if (std::optional<KeyOrder> order = msd_sort(keys, key_bits, chunks)) return *order;
   }
   return lsd_sort(keys, key_bits, chunks);
+}
+
+std::optional<KeyGroups> group_small_keys(const at::Tensor& keys, int64_t num_keys) {
+  const int64_t n = keys.numel();
+  const int64_t* in = keys.const_data_ptr<int64_t>();
+  const Chunks chunks{n, n < kParallelKeys ? 1 : std::max<int64_t>(1, at::get_num_threads())};
+  // Per chunk, the count of each key; then, in (key, chunk) order, where the chunk writes its first
+  // entry of that key: the scatter keeps input order inside each key (stable).
+  std::vector<std::vector<int64_t>> next(chunks.count, std::vector<int64_t>(num_keys, 0));
+  std::atomic<bool> fits{true};
+  at::parallel_for(0, chunks.count, 1, [&](int64_t first, int64_t last) {
+    for (int64_t t = first; t < last; ++t) {
+      int64_t* count = next[t].data();
+      for (int64_t i = chunks.begin(t); i < chunks.end(t); ++i) {
+        if (static_cast<uint64_t>(in[i]) >= static_cast<uint64_t>(num_keys)) {
+          fits.store(false, std::memory_order_relaxed);
+          return;
+        }
+        ++count[in[i]];
+      }
+    }
+  });
+  if (!fits.load()) return std::nullopt;
+  at::Tensor first_idx = at::empty({num_keys + 1}, keys.options());
+  int64_t* offsets = first_idx.mutable_data_ptr<int64_t>();
+  int64_t position = 0;
+  for (int64_t k = 0; k < num_keys; ++k) {
+    offsets[k] = position;
+    for (int64_t t = 0; t < chunks.count; ++t) {
+      const int64_t count = next[t][k];
+      next[t][k] = position;
+      position += count;
+    }
+  }
+  offsets[num_keys] = n;
+  at::Tensor permutation = at::empty_like(keys);
+  int64_t* out = permutation.mutable_data_ptr<int64_t>();
+  at::parallel_for(0, chunks.count, 1, [&](int64_t first, int64_t last) {
+    for (int64_t t = first; t < last; ++t) {
+      int64_t* slot = next[t].data();
+      for (int64_t i = chunks.begin(t); i < chunks.end(t); ++i) out[slot[in[i]]++] = i;
+    }
+  });
+  return KeyGroups{permutation, first_idx};
 }
 
 at::Tensor run_offsets(const at::Tensor& sorted_keys) {

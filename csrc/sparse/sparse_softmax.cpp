@@ -53,6 +53,24 @@ std::optional<at::Tensor> row_offsets_of_a_matrix(const at::Tensor& indices,
   return offsets_of_sorted_ids(indices.select(0, 0), sparse_sizes[0]);
 }
 
+// The pools of a CPU tensor whose other dims hold few positions (a matrix along dim 0: its columns)
+// by one counting pass over their keys, in the order sort_keys would give (stable), with the pools'
+// offsets read off the counts: no sort, no run detection. Only where a count per key position costs
+// no more than the entries (like the row offsets above); keys out of range leave it to the general
+// path.
+std::optional<KeyGroups> grouped_by_small_keys(const CoalesceBackend& backend,
+                                               const at::Tensor& indices,
+                                               const std::vector<int64_t>& pool_sizes,
+                                               const KeyGeometry& geometry) {
+  const int64_t nnz = indices.size(1);
+  int64_t positions =
+      1;  // pool_sizes' product: every key lies below it (no overflow: the key fits)
+  for (const int64_t size : pool_sizes) positions *= size;
+  if (nnz == 0 || positions > 4 * nnz + 1024) return std::nullopt;
+  const at::Tensor keys = backend.flat_keys("sparse_softmax", indices, geometry, false);
+  return cpu::group_small_keys(keys, positions);
+}
+
 Pools pools_along(const CoalesceBackend& backend, const at::Tensor& indices,
                   const SparseShape& shape, int64_t d) {
   const int64_t nnz = indices.size(1);
@@ -65,6 +83,12 @@ Pools pools_along(const CoalesceBackend& backend, const at::Tensor& indices,
   }
   sizes[d] = 1;
   const std::optional<KeyGeometry> geometry = key_geometry(sizes);
+  if (geometry.has_value() && indices.is_cpu()) {
+    if (const std::optional<KeyGroups> groups =
+            grouped_by_small_keys(backend, indices, sizes, *geometry)) {
+      return {groups->permutation, groups->first_idx};
+    }
+  }
   if (!geometry.has_value()) {  // huge sizes: sort the other dims' indices lexicographically
     std::vector<at::Tensor> others;
     c10::SymDimVector other_sizes;

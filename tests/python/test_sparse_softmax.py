@@ -238,3 +238,25 @@ def test_rows_over_several_parallel_chunks_along_dim_1(case, log):
     reference = (torch.log_softmax if log else torch.softmax)(dense, 1)[indices[0], indices[1]]
     got = ops.sparse_softmax(indices, values, [n_rows, n_cols], 1, log)
     torch.testing.assert_close(got, reference)
+
+
+@pytest.mark.parametrize("log", [False, True])
+def test_pools_along_dim_0_keep_a_stable_sorts_order_bit_for_bit(log):
+    """Along dim 0 of a CPU matrix with few columns for its entries, the pools come from one counting pass over the
+    columns (no sort). A pool's entries must stay in input order, as a stable sort by column leaves them: the values
+    are then bitwise segment_softmax's over the entries sorted stably by column (torch.sort), put back in place.
+    150k entries in random row order (several parallel chunks), ~300 per pool of comparable terms (another order of
+    their sums changes the last bits), the last 20 columns empty."""
+    g = torch.Generator().manual_seed(12)
+    n_rows, n_cols, nnz = 3000, 500, 150_000
+    keys = torch.randperm(n_rows * (n_cols - 20), generator=g)[:nnz]
+    rows, cols = keys // (n_cols - 20), keys % (n_cols - 20)
+    values = torch.randn(nnz, generator=g)
+    order = torch.sort(cols, stable=True).indices
+    offsets = torch.zeros(n_cols + 1, dtype=torch.long)
+    offsets[1:] = torch.bincount(cols, minlength=n_cols).cumsum(0)
+    segment_op = ops.segment_log_softmax if log else ops.segment_softmax
+    expected = torch.empty_like(values)
+    expected[order] = segment_op(values[order].unsqueeze(1), offsets).squeeze(1)
+    got = ops.sparse_softmax(torch.stack([rows, cols]), values, [n_rows, n_cols], 0, log)
+    assert torch.equal(got, expected)
