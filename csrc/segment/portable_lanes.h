@@ -1,10 +1,10 @@
 #pragma once
 
-// exp of many values on the CPU: portable_exp's operations, lane by lane.
+// exp and log of many values on the CPU: portable_math.h's operations, lane by lane.
 //
-// The GPU's exp (portable_math.h), written with GCC / clang vector extensions: the same IEEE
-// operations in the same order on every lane, so the same bits as the scalar function, at the
-// speed of torch's own vectorised exp (0.9 ns per float in cache here, as Sleef's).
+// The GPU's exp and log (portable_math.h), written with GCC / clang vector extensions: the same
+// IEEE operations in the same order on every lane, so the same bits as the scalar functions; exp
+// at the speed of torch's own vectorised exp (0.9 ns per float in cache here, as Sleef's).
 
 #include <cstdint>
 #include <cstring>
@@ -71,6 +71,53 @@ TORCH_RAGGED_CPU_CLONES void exp_values(T* values, int64_t count) {
     std::memcpy(values + i, &result, sizeof(V));
   }
   for (; i < count; ++i) values[i] = portable_exp(values[i]);
+}
+
+// values[0, count) = portable_log(values[...]) in place: its steps, in its order, lane by lane
+// (the scalar function does not vectorise by itself: its selects compile to branches).
+template <typename T>
+TORCH_RAGGED_CPU_CLONES void log_values(T* values, int64_t count) {
+  using V = typename Lanes<T>::Values;
+  using I = typename Lanes<T>::Ints;
+  using Bits = portable_detail::Bits<T>;
+  using Int = typename Bits::Int;
+  using Ln2 = portable_detail::Ln2<T>;
+  constexpr int64_t kLanes = sizeof(V) / sizeof(T);
+  constexpr T kInf = std::numeric_limits<T>::infinity();
+  constexpr T kSqrtHalf = T(0x1.6a09e667f3bcdp-1);
+  constexpr int kShift = Bits::kMantissa + 1;
+  constexpr Int kExponentMask = (Int(1) << (sizeof(T) * 8 - 1 - Bits::kMantissa)) - 1;
+  constexpr Int kMantissaMask = (Int(1) << Bits::kMantissa) - 1;
+  constexpr int kDegree = std::is_same_v<T, float> ? 3 : 9;
+  const T scale = portable_detail::power_of_two<T>(kShift);
+  int64_t i = 0;
+  for (; i + kLanes <= count; i += kLanes) {
+    V x;
+    std::memcpy(&x, values + i, sizeof(V));
+    const I special = ~(x > T(0)) | (x == kInf);  // 0, < 0, NaN, inf (true lanes are -1)
+    const I subnormal = x < std::numeric_limits<T>::min();
+    const V normal = special ? V{} + T(1) : subnormal ? x * scale : x;
+    const I bits = (I)normal;
+    I exponent = ((bits >> Bits::kMantissa) & kExponentMask) - Bits::kBias;
+    V m = (V)((bits & kMantissaMask) | (static_cast<Int>(Bits::kBias) << Bits::kMantissa));
+    const I high = m > T(2) * kSqrtHalf;
+    m = high ? m * T(0.5) : m;
+    exponent = exponent - high - (subnormal & kShift);  // +1 if high, -kShift if subnormal
+    const V e = __builtin_convertvector(exponent, V);
+    const V f = m - T(1);  // portable_detail::log_near_one
+    const V s = f / (T(2) + f);
+    const V z = s * s;
+    const V r = z * horner_lanes<T, portable_detail::TwoOverOdd, 0, kDegree>(z);
+    const V half_f_squared = T(0.5) * (f * f);
+    const V correction = half_f_squared - s * (half_f_squared + r);
+    const V result = e * Ln2::kHi - ((correction - e * Ln2::kLo) - f);
+    const V special_result = x == T(0)   ? V{} - kInf
+                             : x == kInf ? x
+                                         : V{} + std::numeric_limits<T>::quiet_NaN();
+    const V out = special ? special_result : result;
+    std::memcpy(values + i, &out, sizeof(V));
+  }
+  for (; i < count; ++i) values[i] = portable_log(values[i]);
 }
 
 }  // namespace torch_ragged

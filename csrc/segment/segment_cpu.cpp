@@ -63,9 +63,10 @@ CpuSegments cpu_segments(std::string_view op, const at::Tensor& data, const at::
 //   void fold(int64_t segment, int64_t lo, int64_t hi, Acc* out) const;  value(0, [lo, hi))
 //   static constexpr bool kCrossingOnly = ...;  (true: only the pieces of segments crossing a
 //                                               task's edge are reduced, see reduce_tree)
-// a hook before a task's rows [begin, end) (each thread works on its own copy of the Rows, so the
-// hook may keep the task's state in members; fold and finish are const):
+// hooks before and after a task's rows [begin, end) (each thread works on its own copy of the
+// Rows, so the hooks may keep the task's state in members; fold and finish are const):
 //   void begin_task(int64_t begin, int64_t end);
+//   void end_task();  (after the task's segments are finished, before its crossing pieces)
 // and a finisher called once per segment the task completes:
 //   void finish(int64_t segment, int64_t lo, int64_t hi, const Acc* value) const;  (its rows: [lo,
 //   hi))
@@ -171,6 +172,7 @@ void reduce_tree(const ReductionTree& tree, int64_t width, const Rows& rows, con
         }
         task_rows.finish(b, seg_begin, seg_end, value.data());
       }
+      task_rows.end_task();
       const auto piece = [&](int64_t b, Acc* partial) {
         const int64_t lo = std::max(tree.first_idx[b], begin);
         const int64_t hi = std::min(tree.first_idx[b + 1], end);
@@ -402,6 +404,7 @@ struct SumRows {
   const scalar_t* weight;  // weighted rows, see sum_rows
   Write write;
   void begin_task(int64_t, int64_t) const {}
+  void end_task() const {}
   void fold(int64_t /*segment*/, int64_t lo, int64_t hi, acc_t* out) const {
     if (width == 1) {  // sum_rows' arithmetic, inline: short scalar segments cost no call
       acc_t acc = 0;
@@ -431,6 +434,7 @@ struct ExtremumRows {
   int64_t width;
   WriteExtremum<scalar_t> write;
   void begin_task(int64_t, int64_t) const {}
+  void end_task() const {}
   void fold(int64_t /*segment*/, int64_t lo, int64_t hi, ValueAndRow<acc_t>* out) const {
     c10::SmallVector<acc_t, 64> best(width);
     c10::SmallVector<int32_t, 64> found(width);
@@ -454,6 +458,7 @@ struct CrossingMaxRows {
   const scalar_t* data;
   int64_t width;
   void begin_task(int64_t, int64_t) const {}
+  void end_task() const {}
   void fold(int64_t /*segment*/, int64_t lo, int64_t hi, ValueAndRow<acc_t>* out) const {
     c10::SmallVector<acc_t, 64> best(width);
     column_extremum<scalar_t, true>(data, width, lo, hi, best.data());
@@ -481,6 +486,37 @@ struct TaskValues {
     values = scratch.data();
   }
   acc_t* at(int64_t row, int64_t width) const { return values + (row - begin) * width; }
+};
+
+// Short scalar segments (sparse softmax's pools of a few entries) run a fixed count of rows, those
+// past the segment masked (reads) or overwritten later (writes): no loop exit to mispredict per
+// segment. Rows written past a segment stay inside its task and belong to later segments, finished
+// after it in ascending order, or to the task's tail, finished after the tree.
+constexpr int64_t kShortRows = 8;
+
+// log_softmax's scalar segments finished by a task: their sums, whose logs are taken together at
+// the task's end (one vectorised pass instead of a scalar log per segment), then their rows.
+template <typename acc_t>
+struct PendingLogs {
+  acc_t* sums = nullptr;
+  int64_t* segments = nullptr;
+  int64_t count = 0;
+
+  void start(int64_t capacity) {  // capacity: the task's rows bound its non-empty segments
+    thread_local std::vector<acc_t> sum_scratch;
+    thread_local std::vector<int64_t> segment_scratch;
+    if (static_cast<int64_t>(sum_scratch.size()) < capacity) {
+      sum_scratch.resize(capacity);
+      segment_scratch.resize(capacity);
+    }
+    sums = sum_scratch.data();
+    segments = segment_scratch.data();
+    count = 0;
+  }
+  void add(int64_t segment, acc_t sum) {
+    sums[count] = sum;
+    segments[count++] = segment;
+  }
 };
 
 // x where keep, else +0, without a branch (the bits masked): a short segment's rows past its end
@@ -512,9 +548,11 @@ struct SoftmaxRows {
   acc_t* divisors;  // num_segments x width
   scalar_t* out;
   const ReductionTree* tree;
-  TaskValues<acc_t> terms;  // exp(x - shift) of the task's rows
+  TaskValues<acc_t> terms;             // exp(x - shift) of the task's rows
+  mutable PendingLogs<acc_t> pending;  // log_softmax, width 1: finished, rows not yet written
   void begin_task(int64_t begin, int64_t end) {
     terms.start(begin, end, width);
+    if (kLog && width == 1) pending.start(end - begin);
     for (int64_t b = tree->segment_of(begin); b < tree->num_segments && tree->first_idx[b] < end;
          ++b) {
       const int64_t seg_begin = tree->first_idx[b], seg_end = tree->first_idx[b + 1];
@@ -546,6 +584,12 @@ struct SoftmaxRows {
   }
   void fold(int64_t /*segment*/, int64_t lo, int64_t hi, acc_t* value) const {
     const acc_t* term = terms.at(lo, width);
+    if (width == 1 && hi - lo <= kShortRows && lo + kShortRows <= terms.end) {
+      acc_t sum = 0;  // masked rows add +0: the row loop's bits (kept_or_zero)
+      for (int64_t j = 0; j < kShortRows; ++j) sum += kept_or_zero(term[j], j < hi - lo);
+      value[0] = sum;
+      return;
+    }
     if (width == 1) {  // inline for short scalar segments (sparse softmax's pools)
       acc_t sum = 0;
       for (int64_t r = 0; r < hi - lo; ++r) sum += term[r];
@@ -556,15 +600,9 @@ struct SoftmaxRows {
              0, hi - lo, value);  // SumReducer::fold of the terms, in row order
   }
   void finish(int64_t segment, int64_t lo, int64_t hi, const acc_t* value) const {
+    if (kLog && width == 1) return pending.add(segment, value[0]);  // written in end_task
     acc_t* divisor = divisors + segment * width;
     for (int64_t c = 0; c < width; ++c) divisor[c] = WriteSoftmaxDivisor<acc_t, kLog>::of(value[c]);
-    if (kLog && width == 1) {  // softmax_rows' arithmetic, inline: no call per short segment
-      const acc_t shift = shifts[segment], log_sum = divisor[0];
-      for (int64_t r = lo; r < hi; ++r) {
-        out[r] = static_cast<scalar_t>((static_cast<acc_t>(data[r]) - shift) - log_sum);
-      }
-      return;
-    }
     if (kLog) {
       return softmax_rows<scalar_t, true>(data, width, lo, hi, shifts + segment * width, divisor,
                                           out);
@@ -576,6 +614,24 @@ struct SoftmaxRows {
       return;
     }
     scale_rows(term, width, hi - lo, divisor, out + lo * width);
+  }
+  // log_softmax, width 1: the logs of the task's finished segments in one vectorised pass
+  // (WriteSoftmaxDivisor's portable_log, lane by lane), then their rows (softmax_rows' arithmetic),
+  // short ones a fixed count of rows (kShortRows).
+  void end_task() const {
+    if (!kLog || width != 1) return;
+    log_values(pending.sums, pending.count);
+    for (int64_t k = 0; k < pending.count; ++k) {
+      const int64_t b = pending.segments[k];
+      const int64_t lo = tree->first_idx[b], hi = tree->first_idx[b + 1];
+      const acc_t shift = shifts[b], log_sum = pending.sums[k];
+      divisors[b] = log_sum;
+      const bool short_one = hi - lo <= kShortRows && lo + kShortRows <= terms.end;
+      const int64_t stop = short_one ? lo + kShortRows : hi;
+      for (int64_t r = lo; r < stop; ++r) {
+        out[r] = static_cast<scalar_t>((static_cast<acc_t>(data[r]) - shift) - log_sum);
+      }
+    }
   }
 };
 
@@ -592,6 +648,7 @@ struct SoftmaxGradRows {
   int64_t width;
   scalar_t* grad_input;
   TaskValues<acc_t> exp_y;  // log_softmax: exp(y) of the task's rows (unused for softmax)
+  void end_task() const {}
 
   void begin_task(int64_t begin, int64_t end) {
     exp_y.begin = begin;
@@ -632,12 +689,6 @@ struct SoftmaxGradRows {
   }
 
  private:
-  // Short scalar segments (sparse softmax's pools of a few entries) run a fixed count of rows,
-  // those past the segment masked: no loop exit to mispredict per segment. The rows written past
-  // the segment (still inside the task) belong to later segments, finished after it in ascending
-  // order, or to the task's tail, finished after the tree: each is overwritten with its value.
-  static constexpr int64_t kShortRows = 8;
-
   // Width 1: grad_term_rows' term and softmax_grad_rows' value of row r.
   acc_t term(int64_t r) const {
     const acc_t g = static_cast<acc_t>(grad[r]);

@@ -1,6 +1,6 @@
 // portable_math.h's exp and log (the ones the CPU and GPU kernels share, for the same bits on both)
 // against the C library's, in ulps, over the ranges softmax uses and beyond; special values; and
-// portable_lanes.h's vectorised exp_values against portable_exp, bit for bit.
+// portable_lanes.h's vectorised exp_values / log_values against them, bit for bit.
 
 #include <gtest/gtest.h>
 
@@ -82,7 +82,7 @@ TEST(PortableMath, SpecialValues) {
 // Same bits as the scalar functions (NaN payloads aside: any NaN for a NaN), special values,
 // subnormals, both signs and magnitudes from 1e-40 to 1e38 spread over the lanes and the tail.
 template <typename T>
-void expect_exp_lanes_match_scalar() {
+void expect_lanes_match_scalars() {
   using Limits = std::numeric_limits<T>;
   std::vector<T> inputs{T(0),
                         -T(0),
@@ -107,18 +107,21 @@ void expect_exp_lanes_match_scalar() {
     inputs.push_back(
         static_cast<T>((sign(generator) < 0 ? -1 : 1) * std::pow(10.0, exponent(generator))));
   }
-  std::vector<T> exps = inputs;
+  std::vector<T> exps = inputs, logs = inputs;
   exp_values(exps.data(), static_cast<int64_t>(exps.size()));
+  log_values(logs.data(), static_cast<int64_t>(logs.size()));
   for (size_t i = 0; i < inputs.size(); ++i) {
-    const T e = portable_exp(inputs[i]);
+    const T e = portable_exp(inputs[i]), l = portable_log(inputs[i]);
+    ASSERT_TRUE(std::memcmp(&logs[i], &l, sizeof(T)) == 0 || (std::isnan(l) && std::isnan(logs[i])))
+        << "log(" << inputs[i] << "): " << logs[i] << " vs " << l;
     ASSERT_TRUE(std::memcmp(&exps[i], &e, sizeof(T)) == 0 || (std::isnan(e) && std::isnan(exps[i])))
         << "exp(" << inputs[i] << "): " << exps[i] << " vs " << e;
   }
 }
 
-TEST(PortableMath, ExpLanesMatchTheScalarFunctionBitForBit) {
-  expect_exp_lanes_match_scalar<float>();
-  expect_exp_lanes_match_scalar<double>();
+TEST(PortableMath, LanesMatchTheScalarFunctionsBitForBit) {
+  expect_lanes_match_scalars<float>();
+  expect_lanes_match_scalars<double>();
 }
 
 }  // namespace
