@@ -129,6 +129,62 @@ void sort_bucket(int64_t* keys, int64_t* perm, int64_t begin, int64_t end,
   for (int64_t i = 0; i < size; ++i) std::tie(keys[begin + i], perm[begin + i]) = scratch[i];
 }
 
+// One stable counting pass of keys into buckets [0, buckets) by bucket_of(key) (unsigned, so a
+// negative key lands past the end), over the chunks: per-chunk counts, then, in (bucket, chunk)
+// order, where each chunk writes its first key of each bucket. msd_sort's pass on the top bits and
+// group_small_keys' on whole keys.
+struct CountingPass {
+  std::vector<std::vector<int64_t>> next;  // [chunk][bucket]: counts, then first slots
+  std::vector<int64_t> bucket_first;       // (buckets + 1,): each bucket's first sorted position
+
+  // Counts and offsets; false (nothing else valid) when a key's bucket is not below `buckets`.
+  template <typename BucketOf>
+  bool count(const int64_t* keys, const Chunks& chunks, int64_t buckets,
+             const BucketOf& bucket_of) {
+    next.assign(chunks.count, std::vector<int64_t>(buckets, 0));
+    std::atomic<bool> fits{true};
+    at::parallel_for(0, chunks.count, 1, [&](int64_t first, int64_t last) {
+      for (int64_t t = first; t < last; ++t) {
+        int64_t* counts = next[t].data();
+        for (int64_t i = chunks.begin(t); i < chunks.end(t); ++i) {
+          const uint64_t bucket = bucket_of(keys[i]);
+          if (bucket >= static_cast<uint64_t>(buckets)) {
+            fits.store(false, std::memory_order_relaxed);
+            return;
+          }
+          ++counts[bucket];
+        }
+      }
+    });
+    if (!fits.load()) return false;
+    bucket_first.assign(buckets + 1, 0);
+    int64_t position = 0;
+    for (int64_t b = 0; b < buckets; ++b) {
+      bucket_first[b] = position;
+      for (int64_t t = 0; t < chunks.count; ++t) {
+        const int64_t count = next[t][b];
+        next[t][b] = position;
+        position += count;
+      }
+    }
+    bucket_first[buckets] = position;
+    return true;
+  }
+  // place(slot, i) for every key i, slots ascending in input order within each bucket.
+  template <typename BucketOf, typename Place>
+  void scatter(const int64_t* keys, const Chunks& chunks, const BucketOf& bucket_of,
+               const Place& place) {
+    at::parallel_for(0, chunks.count, 1, [&](int64_t first, int64_t last) {
+      for (int64_t t = first; t < last; ++t) {
+        int64_t* slots = next[t].data();
+        for (int64_t i = chunks.begin(t); i < chunks.end(t); ++i) {
+          place(slots[bucket_of(keys[i])]++, i);
+        }
+      }
+    });
+  }
+};
+
 // Keys wide enough for three or more LSD passes (a large COO tensor's flattened indices): one
 // stable counting pass on the top bits, about one bucket per few keys (for a 2-D tensor, about a
 // row each), then each bucket sorted on its own. Two passes over the data instead of four. Returns
@@ -145,40 +201,21 @@ std::optional<KeyOrder> msd_sort(const at::Tensor& keys, int key_bits, const Chu
   top_bits = std::min(top_bits, key_bits);
   const int shift = key_bits - top_bits;
   const int64_t buckets = int64_t{1} << top_bits;
-  std::vector<std::vector<int64_t>> hist(chunks.count, std::vector<int64_t>(buckets, 0));
-  at::parallel_for(0, chunks.count, 1, [&](int64_t first, int64_t last) {
-    for (int64_t t = first; t < last; ++t) {
-      int64_t* h = hist[t].data();
-      for (int64_t i = chunks.begin(t); i < chunks.end(t); ++i) {
-        ++h[static_cast<uint64_t>(in[i]) >> shift];
-      }
-    }
-  });
-  std::vector<int64_t> bucket_first(buckets + 1, 0);
-  int64_t position = 0, largest = 0;
+  const auto top = [shift](int64_t key) { return static_cast<uint64_t>(key) >> shift; };
+  CountingPass pass;
+  if (!pass.count(in, chunks, buckets, top)) return std::nullopt;  // keys wider than key_bits
+  const std::vector<int64_t>& bucket_first = pass.bucket_first;
+  int64_t largest = 0;
   for (int64_t b = 0; b < buckets; ++b) {
-    bucket_first[b] = position;
-    for (int64_t t = 0; t < chunks.count; ++t) {
-      const int64_t count = hist[t][b];
-      hist[t][b] = position;  // now: where chunk t writes its first key of bucket b
-      position += count;
-    }
-    largest = std::max(largest, position - bucket_first[b]);
+    largest = std::max(largest, bucket_first[b + 1] - bucket_first[b]);
   }
-  bucket_first[buckets] = n;
   if (largest > n / 8) return std::nullopt;
   at::Tensor sorted = at::empty_like(keys), permutation = at::empty_like(keys);
   int64_t* keys_out = sorted.mutable_data_ptr<int64_t>();
   int64_t* perm_out = permutation.mutable_data_ptr<int64_t>();
-  at::parallel_for(0, chunks.count, 1, [&](int64_t first, int64_t last) {
-    for (int64_t t = first; t < last; ++t) {
-      int64_t* next = hist[t].data();
-      for (int64_t i = chunks.begin(t); i < chunks.end(t); ++i) {
-        const int64_t slot = next[static_cast<uint64_t>(in[i]) >> shift]++;
-        keys_out[slot] = in[i];
-        perm_out[slot] = i;
-      }
-    }
+  pass.scatter(in, chunks, top, [&](int64_t slot, int64_t i) {
+    keys_out[slot] = in[i];
+    perm_out[slot] = i;
   });
   at::parallel_for(0, buckets, 1 << 12, [&](int64_t first, int64_t last) {
     std::vector<std::pair<int64_t, int64_t>> scratch;
@@ -206,44 +243,13 @@ std::optional<KeyGroups> group_small_keys(const at::Tensor& keys, int64_t num_ke
   const int64_t n = keys.numel();
   const int64_t* in = keys.const_data_ptr<int64_t>();
   const Chunks chunks{n, n < kParallelKeys ? 1 : std::max<int64_t>(1, at::get_num_threads())};
-  // Per chunk, the count of each key; then, in (key, chunk) order, where the chunk writes its first
-  // entry of that key: the scatter keeps input order inside each key (stable).
-  std::vector<std::vector<int64_t>> next(chunks.count, std::vector<int64_t>(num_keys, 0));
-  std::atomic<bool> fits{true};
-  at::parallel_for(0, chunks.count, 1, [&](int64_t first, int64_t last) {
-    for (int64_t t = first; t < last; ++t) {
-      int64_t* count = next[t].data();
-      for (int64_t i = chunks.begin(t); i < chunks.end(t); ++i) {
-        if (static_cast<uint64_t>(in[i]) >= static_cast<uint64_t>(num_keys)) {
-          fits.store(false, std::memory_order_relaxed);
-          return;
-        }
-        ++count[in[i]];
-      }
-    }
-  });
-  if (!fits.load()) return std::nullopt;
-  at::Tensor first_idx = at::empty({num_keys + 1}, keys.options());
-  int64_t* offsets = first_idx.mutable_data_ptr<int64_t>();
-  int64_t position = 0;
-  for (int64_t k = 0; k < num_keys; ++k) {
-    offsets[k] = position;
-    for (int64_t t = 0; t < chunks.count; ++t) {
-      const int64_t count = next[t][k];
-      next[t][k] = position;
-      position += count;
-    }
-  }
-  offsets[num_keys] = n;
+  const auto whole = [](int64_t key) { return static_cast<uint64_t>(key); };
+  CountingPass pass;
+  if (!pass.count(in, chunks, num_keys, whole)) return std::nullopt;
   at::Tensor permutation = at::empty_like(keys);
   int64_t* out = permutation.mutable_data_ptr<int64_t>();
-  at::parallel_for(0, chunks.count, 1, [&](int64_t first, int64_t last) {
-    for (int64_t t = first; t < last; ++t) {
-      int64_t* slot = next[t].data();
-      for (int64_t i = chunks.begin(t); i < chunks.end(t); ++i) out[slot[in[i]]++] = i;
-    }
-  });
-  return KeyGroups{permutation, first_idx};
+  pass.scatter(in, chunks, whole, [&](int64_t slot, int64_t i) { out[slot] = i; });
+  return KeyGroups{permutation, at::tensor(pass.bucket_first, keys.options())};
 }
 
 at::Tensor run_offsets(const at::Tensor& sorted_keys) {
