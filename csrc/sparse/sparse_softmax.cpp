@@ -37,17 +37,20 @@ struct Pools {
   at::Tensor permutation, first_idx;
 };
 
+// Whether per-position pool offsets ((positions + 1) of them) cost no more than the entries do: a
+// huge, nearly empty tensor keeps the keyed path, which allocates nothing per position.
+bool offsets_cost_fits(int64_t positions, int64_t nnz) {
+  return nnz > 0 && positions <= 4 * nnz + 1024;
+}
+
 // A CPU matrix along dim 1 whose rows come sorted (always, when it is coalesced): the pools are its
 // rows, in order, and their offsets are the whole answer (no keys, no sorted-key check). Rows out
 // of range or out of order leave it to the general path, which checks and sorts.
 std::optional<at::Tensor> row_offsets_of_a_matrix(const at::Tensor& indices,
                                                   const std::vector<int64_t>& sparse_sizes,
                                                   int64_t d) {
-  const int64_t nnz = indices.size(1);
-  // (rows + 1) offsets: only where they cost no more than the entries do (a huge, nearly empty
-  // matrix keeps the keyed path, which allocates nothing per row)
-  if (!indices.is_cpu() || sparse_sizes.size() != 2 || d != 1 || nnz == 0 ||
-      sparse_sizes[0] > 4 * nnz + 1024) {
+  if (!indices.is_cpu() || sparse_sizes.size() != 2 || d != 1 ||
+      !offsets_cost_fits(sparse_sizes[0], indices.size(1))) {
     return std::nullopt;
   }
   return offsets_of_sorted_ids(indices.select(0, 0), sparse_sizes[0]);
@@ -56,17 +59,12 @@ std::optional<at::Tensor> row_offsets_of_a_matrix(const at::Tensor& indices,
 // The pools of a CPU tensor whose other dims hold few positions (a matrix along dim 0: its columns)
 // by one counting pass over their keys, in the order sort_keys would give (stable), with the pools'
 // offsets read off the counts: no sort, no run detection. Only where a count per key position costs
-// no more than the entries (like the row offsets above); keys out of range leave it to the general
-// path.
+// no more than the entries (as the row offsets above).
 std::optional<KeyGroups> grouped_by_small_keys(const CoalesceBackend& backend,
                                                const at::Tensor& indices,
-                                               const std::vector<int64_t>& pool_sizes,
                                                const KeyGeometry& geometry) {
-  const int64_t nnz = indices.size(1);
-  int64_t positions =
-      1;  // pool_sizes' product: every key lies below it (no overflow: the key fits)
-  for (const int64_t size : pool_sizes) positions *= size;
-  if (nnz == 0 || positions > 4 * nnz + 1024) return std::nullopt;
+  const int64_t positions = geometry.size[0] * geometry.stride[0];  // every key lies below it
+  if (!offsets_cost_fits(positions, indices.size(1))) return std::nullopt;
   const at::Tensor keys = backend.flat_keys("sparse_softmax", indices, geometry, false);
   return cpu::group_small_keys(keys, positions);
 }
@@ -85,7 +83,7 @@ Pools pools_along(const CoalesceBackend& backend, const at::Tensor& indices,
   const std::optional<KeyGeometry> geometry = key_geometry(sizes);
   if (geometry.has_value() && indices.is_cpu()) {
     if (const std::optional<KeyGroups> groups =
-            grouped_by_small_keys(backend, indices, sizes, *geometry)) {
+            grouped_by_small_keys(backend, indices, *geometry)) {
       return {groups->permutation, groups->first_idx};
     }
   }
