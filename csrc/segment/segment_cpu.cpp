@@ -476,7 +476,8 @@ struct TaskValues {
   int64_t begin = 0, end = 0;
   acc_t* values = nullptr;  // row `begin` first, `width` per row
 
-  // The calling thread's scratch, set up for rows [begin, end).
+  // The calling thread's scratch, set up for rows [begin, end): a buffer of its own, since
+  // scratch_values serves the row loops that run while the task's values are still read.
   void start(int64_t task_begin, int64_t task_end, int64_t width) {
     thread_local std::vector<acc_t> scratch;
     if (static_cast<int64_t>(scratch.size()) < (task_end - task_begin) * width)
