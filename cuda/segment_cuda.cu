@@ -543,23 +543,9 @@ __global__ void gather_dot_kernel(const scalar_t* __restrict__ a, const scalar_t
   }
 }
 
-at::Tensor segment_gather_dot_cuda(const at::Tensor& a, const at::Tensor& b,
-                                   const at::Tensor& index, const at::Tensor& first_idx) {
-  constexpr std::string_view op = "segment_gather_dot";
-  check_segment_args(op, b, first_idx, SegmentDtypes::kFloating);
-  TORCH_CHECK_VALUE(a.dim() == b.dim() && a.sizes().slice(1) == b.sizes().slice(1) &&
-                        a.scalar_type() == b.scalar_type() && a.device() == b.device(),
-                    "torch_ragged.", op, ": a (", a.sizes(), ", ", a.scalar_type(), ") and b (",
-                    b.sizes(), ", ", b.scalar_type(),
-                    ") must share dtype, device and the sizes after dim 0");
-  TORCH_CHECK_VALUE(first_idx.size(0) == a.size(0) + 1, "torch_ragged.", op,
-                    ": first_idx must have a.size(0) + 1 = ", a.size(0) + 1, " entries, got ",
-                    first_idx.size(0));
-  const c10::cuda::CUDAGuard guard(b.device());
-  const at::Tensor rows = checked_gather_index(op, b, index, std::nullopt);
-  const at::Tensor offsets =
-      checked_first_idx_on_device(op, first_idx, rows.numel(), b.device(), false);
-  check_gather_range_on_device(rows, b.size(0));
+// dot(a[segment], b[rows[i]]) per entry: rows and offsets checked by the caller.
+at::Tensor gather_dot(const at::Tensor& a, const at::Tensor& b, const at::Tensor& rows,
+                      const at::Tensor& offsets) {
   const at::Tensor left = a.contiguous(), right = b.contiguous();
   const int64_t n = rows.numel(), width = row_width(b);
   at::Tensor out = at::empty({n}, a.options());
@@ -573,6 +559,36 @@ at::Tensor segment_gather_dot_cuda(const at::Tensor& a, const at::Tensor& b,
                  }),
                  AT_EXPAND(AT_FLOATING_TYPES), at::kHalf, at::kBFloat16);
   return out;
+}
+
+at::Tensor segment_gather_dot_cuda(const at::Tensor& a, const at::Tensor& b,
+                                   const at::Tensor& index, const at::Tensor& first_idx) {
+  constexpr std::string_view op = "segment_gather_dot";
+  check_segment_args(op, b, first_idx, SegmentDtypes::kFloating);
+  check_dot_operands(op, "a", a, "b", b, first_idx);
+  const c10::cuda::CUDAGuard guard(b.device());
+  const at::Tensor rows = checked_gather_index(op, b, index, std::nullopt);
+  const at::Tensor offsets =
+      checked_first_idx_on_device(op, first_idx, rows.numel(), b.device(), false);
+  check_gather_range_on_device(rows, b.size(0));
+  return gather_dot(a, b, rows, offsets);
+}
+
+// The CPU's one pass, as the two kernels in turn (the same bits as each op alone): whether a fused
+// kernel pays on a GPU is for a GPU to measure.
+std::tuple<at::Tensor, at::Tensor> segment_gather_sum_dot_cuda(
+    const at::Tensor& data, const at::Tensor& index, const std::optional<at::Tensor>& weight,
+    const at::Tensor& first_idx, const at::Tensor& other) {
+  constexpr std::string_view op = "segment_gather_sum_dot";
+  check_segment_args(op, data, first_idx, SegmentDtypes::kFloating);
+  check_dot_operands(op, "other", other, "data", data, first_idx);
+  const c10::cuda::CUDAGuard guard(data.device());
+  const at::Tensor rows = checked_gather_index(op, data, index, weight);
+  const at::Tensor offsets =
+      checked_first_idx_on_device(op, first_idx, rows.numel(), data.device(), false);
+  check_gather_range_on_device(rows, data.size(0));
+  return {cuda::segment_gather_sum(data, rows, weight.value_or(at::Tensor()), offsets),
+          gather_dot(other, data, rows, offsets)};
 }
 
 // ---- sort by key, runs of equal keys ----
@@ -677,6 +693,7 @@ TORCH_LIBRARY_IMPL(torch_ragged, CUDA, m) {
   m.impl("ragged_index_select", &ragged_index_select_cuda);
   m.impl("segment_gather_sum", &segment_gather_sum_cuda);
   m.impl("segment_gather_dot", &segment_gather_dot_cuda);
+  m.impl("segment_gather_sum_dot", &segment_gather_sum_dot_cuda);
 }
 
 }  // namespace torch_ragged

@@ -29,6 +29,10 @@ TORCH_LIBRARY_FRAGMENT(torch_ragged, m) {
         tags);
   m.def("segment_gather_dot(Tensor a, Tensor b, Tensor index, Tensor first_idx) -> Tensor", tags);
   m.def(
+      "segment_gather_sum_dot(Tensor data, Tensor index, Tensor? weight, Tensor first_idx, "
+      "Tensor other) -> (Tensor sum, Tensor dot)",
+      tags);
+  m.def(
       "ragged_index_select(Tensor values, Tensor first_idx, Tensor index, SymInt? num_rows=None) "
       "-> (Tensor values, Tensor first_idx)",
       tags);
@@ -40,14 +44,24 @@ TORCH_LIBRARY_FRAGMENT(torch_ragged, m) {
 TORCH_LIBRARY_IMPL(torch_ragged, Autograd, m) {
   m.impl("segment_gather_sum", torch::autograd::autogradNotImplementedFallback());
   m.impl("segment_gather_dot", torch::autograd::autogradNotImplementedFallback());
+  m.impl("segment_gather_sum_dot", torch::autograd::autogradNotImplementedFallback());
 }
 
 // The ops with CPU / CUDA kernels (the rest are composites of them).
-constexpr const char* kKernelOps[] = {
-    "get_first_idx",      "segment_sum",     "segment_mean",        "segment_max",
-    "segment_min",        "segment_softmax", "segment_log_softmax", "segment_softmax_backward",
-    "segment_expand",     "segment_ids",     "segment_gather_sum",  "segment_gather_dot",
-    "ragged_index_select"};
+constexpr const char* kKernelOps[] = {"get_first_idx",
+                                      "segment_sum",
+                                      "segment_mean",
+                                      "segment_max",
+                                      "segment_min",
+                                      "segment_softmax",
+                                      "segment_log_softmax",
+                                      "segment_softmax_backward",
+                                      "segment_expand",
+                                      "segment_ids",
+                                      "segment_gather_sum",
+                                      "segment_gather_dot",
+                                      "segment_gather_sum_dot",
+                                      "ragged_index_select"};
 
 #ifndef TORCH_RAGGED_WITH_CUDA
 TORCH_LIBRARY_IMPL(torch_ragged, CUDA, m) { register_missing_cuda(m, kKernelOps); }
@@ -125,6 +139,15 @@ at::Tensor segment_gather_dot(const Tensor& a, const Tensor& b, const Tensor& in
   static auto op = op_handle<Tensor(const Tensor&, const Tensor&, const Tensor&, const Tensor&)>(
       "torch_ragged::segment_gather_dot");
   return op.call(a, b, index, first_idx);
+}
+
+TensorPair segment_gather_sum_dot(const Tensor& data, const Tensor& index,
+                                  const std::optional<Tensor>& weight, const Tensor& first_idx,
+                                  const Tensor& other) {
+  static auto op =
+      op_handle<TensorPair(const Tensor&, const Tensor&, const std::optional<Tensor>&,
+                           const Tensor&, const Tensor&)>("torch_ragged::segment_gather_sum_dot");
+  return op.call(data, index, weight, first_idx, other);
 }
 
 at::Tensor segment_ids(const Tensor& first_idx, OptionalRows num_rows) {

@@ -87,6 +87,21 @@ at::Tensor checked_gather_index(std::string_view op, const at::Tensor& data,
   return index.to(at::kLong).contiguous();
 }
 
+void check_dot_operands(std::string_view op, std::string_view rows_name, const at::Tensor& rows,
+                        std::string_view gathered_name, const at::Tensor& gathered,
+                        const at::Tensor& first_idx) {
+  check_defined(op, rows_name, rows);
+  TORCH_CHECK_VALUE(
+      rows.dim() == gathered.dim() && rows.sizes().slice(1) == gathered.sizes().slice(1) &&
+          rows.scalar_type() == gathered.scalar_type() && rows.device() == gathered.device(),
+      "torch_ragged.", op, ": ", rows_name, " (", rows.sizes(), ", ", rows.scalar_type(), ") and ",
+      gathered_name, " (", gathered.sizes(), ", ", gathered.scalar_type(),
+      ") must share dtype, device and the sizes after dim 0");
+  TORCH_CHECK_VALUE(first_idx.size(0) == rows.size(0) + 1, "torch_ragged.", op,
+                    ": first_idx must have ", rows_name, ".size(0) + 1 = ", rows.size(0) + 1,
+                    " entries, got ", first_idx.size(0));
+}
+
 std::vector<int64_t> expanded_sizes(std::string_view op, const at::Tensor& values,
                                     int64_t num_segments, int64_t num_rows) {
   TORCH_CHECK_VALUE(values.dim() >= 1 && values.size(0) == num_segments, "torch_ragged.", op,

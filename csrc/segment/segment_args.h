@@ -41,6 +41,13 @@ int64_t row_width(const at::Tensor& data);
 at::Tensor checked_gather_index(std::string_view op, const at::Tensor& data,
                                 const at::Tensor& index, const std::optional<at::Tensor>& weight);
 
+// segment_gather_dot / segment_gather_sum_dot: `rows` (the rows dotted with the gathered ones, one
+// per segment of first_idx, which check_segment_args checked) and the gathered tensor share dtype,
+// device and the sizes after dim 0.
+void check_dot_operands(std::string_view op, std::string_view rows_name, const at::Tensor& rows,
+                        std::string_view gathered_name, const at::Tensor& gathered,
+                        const at::Tensor& first_idx);
+
 // segment_expand: values (num_segments, ...) -> (num_rows, ...); checks values' rank and size.
 std::vector<int64_t> expanded_sizes(std::string_view op, const at::Tensor& values,
                                     int64_t num_segments, int64_t num_rows);

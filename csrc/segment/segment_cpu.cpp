@@ -250,6 +250,37 @@ TORCH_RAGGED_CPU_CLONES void sum_rows(const scalar_t* data, const int64_t* index
   }
 }
 
+// sum_rows (weight given) and, per row, dots[row] = dot_row(segment_row, the row's data row): each
+// gathered row read once for both. The dot's lanes are dot_row's (column c into lane c %
+// kDotLanes, then sum_of_lanes), so the same bits as segment_gather_dot.
+template <typename scalar_t, typename acc_t = at::opmath_type<scalar_t>>
+TORCH_RAGGED_CPU_CLONES void sum_dot_rows(const scalar_t* data, const int64_t* index,
+                                          const scalar_t* weight, const scalar_t* segment_row,
+                                          int64_t width, int64_t lo, int64_t hi,
+                                          acc_t* __restrict__ acc, scalar_t* __restrict__ dots) {
+  std::fill(acc, acc + width, acc_t(0));
+  const int64_t whole = width - width % kDotLanes;
+  const scalar_t* __restrict__ o = segment_row;
+  for (int64_t row = lo; row < hi; ++row) {
+    const scalar_t* __restrict__ x = data + index[row] * width;
+    const acc_t w = static_cast<acc_t>(weight[row]);
+    acc_t lane[kDotLanes] = {};
+    for (int64_t c = 0; c < whole; c += kDotLanes) {
+      for (int j = 0; j < kDotLanes; ++j) {
+        const acc_t v = static_cast<acc_t>(x[c + j]);
+        acc[c + j] += w * v;
+        lane[j] += static_cast<acc_t>(o[c + j]) * v;
+      }
+    }
+    for (int j = 0; whole + j < width; ++j) {
+      const acc_t v = static_cast<acc_t>(x[whole + j]);
+      acc[whole + j] += w * v;
+      lane[j] += static_cast<acc_t>(o[whole + j]) * v;
+    }
+    dots[row] = static_cast<scalar_t>(sum_of_lanes(lane));
+  }
+}
+
 // Per column, the max (kMax) or min of rows [lo, hi) (non-empty), NaN winning: branch-free, so
 // the loop vectorises. ExtremumReducer's rule, written for whole rows.
 template <typename scalar_t, bool kMax, typename acc_t = at::opmath_type<scalar_t>>
@@ -403,9 +434,16 @@ struct SumRows {
   const int64_t* index;    // gathered rows, see sum_rows
   const scalar_t* weight;  // weighted rows, see sum_rows
   Write write;
+  // segment_gather_sum_dot (index and weight given): also dots[row] = dot(segment's row of
+  // other, the row's data row)
+  const scalar_t* other = nullptr;
+  scalar_t* dots = nullptr;
   void begin_task(int64_t, int64_t) const {}
   void end_task() const {}
-  void fold(int64_t /*segment*/, int64_t lo, int64_t hi, acc_t* out) const {
+  void fold(int64_t segment, int64_t lo, int64_t hi, acc_t* out) const {
+    if (dots != nullptr) {  // the tree folds each row exactly once: its dot is taken here
+      return sum_dot_rows(data, index, weight, other + segment * width, width, lo, hi, out, dots);
+    }
     if (width == 1) {  // sum_rows' arithmetic, inline: short scalar segments cost no call
       acc_t acc = 0;
       for (int64_t row = lo; row < hi; ++row) {
@@ -712,11 +750,16 @@ struct SoftmaxGradRows {
 // ---- reductions ----
 
 template <typename scalar_t, typename Write>
+void sum_segments(const ReductionTree& tree, const SumRows<scalar_t, Write>& rows) {
+  using acc_t = at::opmath_type<scalar_t>;
+  reduce_tree(tree, rows.width, rows, rows.write);
+  write_empty_segments<SumReducer<acc_t>>(tree, rows.width, rows.write);
+}
+
+template <typename scalar_t, typename Write>
 void sum_segments(const ReductionTree& tree, const scalar_t* data, const int64_t* index,
                   const scalar_t* weight, int64_t width, const Write& write) {
-  using acc_t = at::opmath_type<scalar_t>;
-  reduce_tree(tree, width, SumRows<scalar_t, Write>{data, width, index, weight, write}, write);
-  write_empty_segments<SumReducer<acc_t>>(tree, width, write);
+  sum_segments(tree, SumRows<scalar_t, Write>{data, width, index, weight, write});
 }
 
 template <bool kMean>
@@ -898,16 +941,9 @@ at::Tensor segment_gather_dot_cpu(const at::Tensor& a, const at::Tensor& b, cons
                                   const at::Tensor& first_idx) {
   constexpr std::string_view op = "segment_gather_dot";
   check_segment_args(op, b, first_idx, SegmentDtypes::kFloating);
-  TORCH_CHECK_VALUE(a.dim() == b.dim() && a.sizes().slice(1) == b.sizes().slice(1) &&
-                        a.scalar_type() == b.scalar_type() && a.device() == b.device(),
-                    "torch_ragged.", op, ": a (", a.sizes(), ", ", a.scalar_type(), ") and b (",
-                    b.sizes(), ", ", b.scalar_type(),
-                    ") must share dtype, device and the sizes after dim 0");
+  check_dot_operands(op, "a", a, "b", b, first_idx);
   const at::Tensor rows = checked_gather_index(op, b, index, std::nullopt);
   const std::vector<int64_t> offsets = checked_first_idx(op, first_idx, rows.numel());
-  TORCH_CHECK_VALUE(static_cast<int64_t>(offsets.size()) - 1 == a.size(0), "torch_ragged.", op,
-                    ": first_idx must have a.size(0) + 1 = ", a.size(0) + 1, " entries, got ",
-                    offsets.size());
   check_gather_range(op, rows, b.size(0));
   const at::Tensor left = a.contiguous(), right = b.contiguous();
   const int64_t width = row_width(b), n = rows.numel();
@@ -931,6 +967,41 @@ at::Tensor segment_gather_dot_cpu(const at::Tensor& a, const at::Tensor& b, cons
                  }),
                  AT_EXPAND(AT_FLOATING_TYPES), at::kHalf, at::kBFloat16);
   return out;
+}
+
+// segment_gather_sum and segment_gather_dot(other, data, index, first_idx) in one pass over the
+// gathered rows (Sᵀ @ G and the SDDMM of S @ D's backward read the same rows of G): each output the
+// same bits as its op's.
+std::tuple<at::Tensor, at::Tensor> segment_gather_sum_dot_cpu(
+    const at::Tensor& data, const at::Tensor& index, const std::optional<at::Tensor>& weight,
+    const at::Tensor& first_idx, const at::Tensor& other) {
+  constexpr std::string_view op = "segment_gather_sum_dot";
+  check_segment_args(op, data, first_idx, SegmentDtypes::kFloating);
+  check_dot_operands(op, "other", other, "data", data, first_idx);
+  const at::Tensor rows = checked_gather_index(op, data, index, weight);
+  const std::vector<int64_t> offsets = checked_first_idx(op, first_idx, rows.numel());
+  check_gather_range(op, rows, data.size(0));
+  const at::Tensor src = data.contiguous(), segment_rows = other.contiguous();
+  // Weights of 1 when none are given: 1 * x is x, bit for bit, so the sums stay gather_sum's.
+  const at::Tensor weights = weight.has_value() && weight->defined()
+                                 ? weight->contiguous()
+                                 : at::ones({rows.numel()}, data.options());
+  const int64_t segments = static_cast<int64_t>(offsets.size()) - 1, width = row_width(data);
+  at::Tensor sums = at::empty(per_segment_sizes(data, segments), data.options());
+  at::Tensor dots = at::empty({rows.numel()}, data.options());
+  const ReductionTree tree = ReductionTree::of(offsets.data(), segments, offsets.back(), width);
+  AT_DISPATCH_V2(
+      data.scalar_type(), "segment_gather_sum_dot_cpu", AT_WRAP([&] {
+        using Write = WriteSum<scalar_t, false>;
+        sum_segments(tree, SumRows<scalar_t, Write>{src.const_data_ptr<scalar_t>(), width,
+                                                    rows.const_data_ptr<int64_t>(),
+                                                    weights.const_data_ptr<scalar_t>(),
+                                                    Write{sums.mutable_data_ptr<scalar_t>(), width},
+                                                    segment_rows.const_data_ptr<scalar_t>(),
+                                                    dots.mutable_data_ptr<scalar_t>()});
+      }),
+      AT_EXPAND(AT_FLOATING_TYPES), at::kHalf, at::kBFloat16);
+  return {sums, dots};
 }
 
 // ---- expand, ids, offsets ----
@@ -1068,6 +1139,7 @@ TORCH_LIBRARY_IMPL(torch_ragged, CPU, m) {
   m.impl("segment_expand", &segment_expand_cpu);
   m.impl("segment_ids", &segment_ids_cpu);
   m.impl("segment_gather_sum", &segment_gather_sum_cpu);
+  m.impl("segment_gather_sum_dot", &segment_gather_sum_dot_cpu);
   m.impl("segment_gather_dot", &segment_gather_dot_cpu);
   m.impl("ragged_index_select", &ragged_index_select_cpu);
 }

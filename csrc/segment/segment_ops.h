@@ -25,6 +25,13 @@ at::Tensor segment_gather_sum(const at::Tensor& data, const at::Tensor& index,
                               const std::optional<at::Tensor>& weight, const at::Tensor& first_idx);
 at::Tensor segment_gather_dot(const at::Tensor& a, const at::Tensor& b, const at::Tensor& index,
                               const at::Tensor& first_idx);
+// (segment_gather_sum(data, index, weight, first_idx), segment_gather_dot(other, data, index,
+// first_idx)) in one pass over the gathered rows where the backend can.
+std::tuple<at::Tensor, at::Tensor> segment_gather_sum_dot(const at::Tensor& data,
+                                                          const at::Tensor& index,
+                                                          const std::optional<at::Tensor>& weight,
+                                                          const at::Tensor& first_idx,
+                                                          const at::Tensor& other);
 std::tuple<at::Tensor, at::Tensor> ragged_index_select(const at::Tensor& values,
                                                        const at::Tensor& first_idx,
                                                        const at::Tensor& index,

@@ -205,6 +205,19 @@ at::Tensor sparse_sddmm_impl(const at::Tensor& a, const at::Tensor& b, const at:
 
 // ---- autograd: sparse_mm and sparse_sddmm differentiate into each other ----
 
+// S @ D's gradients to S's values (the SDDMM of G and D) and to D (Sᵀ @ G) from one
+// segment_gather_sum_dot over Sᵀ @ G's segments (S @ G's for a transposed product), which reads
+// each row of G that both need once. `saved`: SparseMm's saved tensors.
+std::tuple<at::Tensor, at::Tensor> both_grads(const variable_list& saved, const at::Tensor& g,
+                                              bool transpose) {
+  const at::Tensor &values = saved[0], &dense = saved[1], &indices = saved[2];
+  const at::Tensor &col_order = saved[5], &row_order = saved[6];
+  const Direction d = direction(values, indices, saved[3], saved[4], col_order, !transpose);
+  auto [grad_dense, dots] = ops::segment_gather_sum_dot(g, d.index, d.values, d.first_idx, dense);
+  // dots follow the direction's entries: S's own order for S @ G, column order for Sᵀ @ G
+  return {transpose ? dots : dots.index_select(0, row_order), grad_dense};
+}
+
 class SparseMm : public torch::autograd::Function<SparseMm> {
  public:
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& values, const at::Tensor& dense,
@@ -225,6 +238,12 @@ class SparseMm : public torch::autograd::Function<SparseMm> {
     const bool transpose = ctx->saved_data["transpose"].toBool();
     const at::Tensor& g = grads[0];
     at::Tensor grad_values, grad_dense;
+    if (ctx->needs_input_grad(0) && ctx->needs_input_grad(1) && !at::GradMode::is_enabled()) {
+      // Both gradients read G's rows at S's entries: one pass gives both (same bits as the two
+      // ops). With create_graph the two differentiable ops below run instead.
+      std::tie(grad_values, grad_dense) = both_grads(s, g, transpose);
+      return {grad_values, grad_dense, {}, {}, {}, {}, {}, {}, {}};
+    }
     if (ctx->needs_input_grad(0)) {
       grad_values = ops::sparse_sddmm(g, s[1], s[2], s[3], s[4], s[5], s[6], transpose, false);
     }

@@ -468,6 +468,12 @@ def _segment_gather_dot_fake(a, b, index, first_idx):
     return a.new_empty((index.shape[0],))
 
 
+@register_fake("torch_ragged::segment_gather_sum_dot")
+def _segment_gather_sum_dot_fake(data, index, weight, first_idx, other):
+    _check_index_devices("segment_gather_sum_dot", data, first_idx=first_idx)
+    return data.new_empty((first_idx.shape[0] - 1, *data.shape[1:])), data.new_empty((index.shape[0],))
+
+
 @register_fake("torch_ragged::ragged_index_select")
 def _ragged_index_select_fake(values, first_idx, index, num_rows=None):
     _check_index_devices("ragged_index_select", values, first_idx=first_idx, index=index)

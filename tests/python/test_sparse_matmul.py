@@ -155,6 +155,9 @@ def test_registration_and_compile_of_a_two_layer_gcn():
     opcheck(ops.segment_gather_sum, (plain, torch.tensor([1, 1, 0]), None, torch.tensor([0, 2, 3])))
     opcheck(ops.segment_gather_sum, (plain, torch.tensor([3, 0]), values.detach()[:2], torch.tensor([0, 0, 2])))
     opcheck(ops.segment_gather_dot, (plain[:2], plain, torch.tensor([3, 0, 1]), torch.tensor([0, 1, 3])))
+    opcheck(ops.segment_gather_sum_dot, (plain, torch.tensor([3, 0, 1]), values.detach()[:3], torch.tensor([0, 1, 3]),
+                                         plain[:2]))
+    opcheck(ops.segment_gather_sum_dot, (plain, torch.tensor([3, 0]), None, torch.tensor([0, 0, 2]), plain[:2]))
     w1 = torch.randn(3, 8, dtype=torch.float64, requires_grad=True)
     w2 = torch.randn(8, 2, dtype=torch.float64, requires_grad=True)
 
@@ -280,3 +283,123 @@ def test_hspmm_smm_sspaddmm_match_torch(device, coalesced):
     values = s.coalesce().values().clone().requires_grad_()
     assert gradcheck(lambda v, d: torch_ragged.sparse.smm(torch.sparse_coo_tensor(s.coalesce().indices(), v, s.shape),
                                                          d).values(), (values, d.clone().requires_grad_()))
+
+
+def lane_order_dot(a_row, b_row):
+    """dot_row's documented order, written out: column c's product into lane c % 8 (each lane in column order,
+    in the dtype's op-math), then lane j + 4 into j, j + 2 into j, lane 1 into 0."""
+    lanes = [torch.zeros((), dtype=torch.float64 if a_row.dtype == torch.float64 else torch.float32)] * 8
+    for c in range(a_row.shape[0]):
+        lanes[c % 8] = lanes[c % 8] + a_row[c].to(lanes[0].dtype) * b_row[c].to(lanes[0].dtype)
+    for half in (4, 2, 1):
+        lanes = [lanes[j] + lanes[j + half] for j in range(half)] + lanes[half:]
+    return lanes[0].to(a_row.dtype)
+
+
+def gather_sum_dot_case(width, dtype, seed, segments=60, long_segment=0):
+    """(data, index, weight, first_idx, other): random segment lengths (empty ones included), one segment of
+    long_segment rows (across the CPU's tasks and chunks) when asked."""
+    g = torch.Generator().manual_seed(seed)
+    lengths = torch.randint(0, 6, (segments,), generator=g)
+    if long_segment:
+        lengths[segments // 2] = long_segment
+    first_idx = torch.cat([torch.zeros(1, dtype=torch.long), lengths.cumsum(0)])
+    rows = int(first_idx[-1])
+    data = torch.randn(40, width, generator=g, dtype=torch.float64).to(dtype)
+    index = torch.randint(0, 40, (rows,), generator=g)
+    weight = torch.randn(rows, generator=g, dtype=torch.float64).to(dtype)
+    other = torch.randn(segments, width, generator=g, dtype=torch.float64).to(dtype)
+    return data, index, weight, first_idx, other
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("width,long_segment", [(1, 0), (7, 0), (8, 0), (64, 0), (70, 0), (16, 20_000)])
+def test_gather_sum_dot_is_the_gathered_sum_and_dot_bit_for_bit(device, dtype, width, long_segment):
+    data, index, weight, first_idx, other = (t.to(device) for t in gather_sum_dot_case(width, dtype, 3, 60,
+                                                                                         long_segment))
+    for w in (weight, None):
+        sums, dots = ops.segment_gather_sum_dot(data, index, w, first_idx, other)
+        assert torch.equal(sums, ops.segment_gather_sum(data, index, w, first_idx))
+        assert torch.equal(dots, ops.segment_gather_dot(other, data, index, first_idx))
+    # and against float64 math: the rows summed (empty segments give 0) and each row dotted with its segment's
+    ids = torch.repeat_interleave(torch.arange(first_idx.numel() - 1), first_idx.diff().cpu())
+    gathered = data.cpu().double()[index.cpu()]
+    expected_sums = torch.zeros(first_idx.numel() - 1, width, dtype=torch.float64).index_add_(
+        0, ids, weight.cpu().double()[:, None] * gathered)
+    expected_dots = (gathered * other.cpu().double()[ids]).sum(1)
+    tol = {torch.float16: 2e-2, torch.bfloat16: 1e-1}.get(dtype, 1e-4)
+    sums, dots = ops.segment_gather_sum_dot(data, index, weight, first_idx, other)
+    torch.testing.assert_close(sums.cpu().double(), expected_sums, rtol=tol, atol=tol * max(1, width) ** 0.5 * 3)
+    torch.testing.assert_close(dots.cpu().double(), expected_dots, rtol=tol, atol=tol * max(1, width) ** 0.5 * 3)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("width", [1, 5, 8, 13, 64, 67])
+def test_dots_are_summed_in_the_documented_lane_order(dtype, width):
+    # magnitudes ~1 with one large column per row: a different order of the sums would change the last bits
+    g = torch.Generator().manual_seed(width)
+    a = torch.randn(30, width, generator=g, dtype=torch.float64).to(dtype)
+    b = torch.randn(30, width, generator=g, dtype=torch.float64).to(dtype)
+    a[:, 0] *= 1e7
+    index = torch.randperm(30, generator=g)
+    first_idx = torch.tensor([0, 30])
+    expected = torch.stack([lane_order_dot(a[0], b[i]) for i in index.tolist()])
+    assert torch.equal(ops.segment_gather_dot(a[:1], b, index, first_idx), expected)
+    assert torch.equal(ops.segment_gather_sum_dot(b, index, None, first_idx, a[:1])[1], expected)
+
+
+def test_gather_sum_dot_is_the_same_for_any_thread_count():
+    data, index, weight, first_idx, other = gather_sum_dot_case(64, torch.float32, 4, 3000, long_segment=50_000)
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        one = ops.segment_gather_sum_dot(data, index, weight, first_idx, other)
+    finally:
+        torch.set_num_threads(threads)
+    many = ops.segment_gather_sum_dot(data, index, weight, first_idx, other)
+    assert torch.equal(one[0], many[0]) and torch.equal(one[1], many[1])
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("transpose", [False, True])
+def test_both_gradients_in_one_pass_equal_the_two_ops(device, transpose):
+    # without create_graph both gradients come from one segment_gather_sum_dot; with it, from the two
+    # differentiable ops: the same bits either way, and dense float64 math's values
+    s = random_matrix(300, 200, 3000, dtype=torch.float32, seed=11)
+    n_dense = s.shape[0] if transpose else s.shape[1]
+    g = torch.Generator().manual_seed(12)
+    dense = torch.randn(n_dense, 24, generator=g).to(device)
+    weight = torch.randn(s.shape[1] if transpose else s.shape[0], 24, generator=g).to(device)
+    indices = s.indices().to(device)
+    plan = plan_of(indices, list(s.shape))
+
+    def grads(create_graph):
+        values = s.values().to(device).requires_grad_(True)
+        d = dense.clone().requires_grad_(True)
+        out = ops.sparse_mm(values, d, indices, *plan, transpose)
+        return torch.autograd.grad((out * weight).sum(), (values, d), create_graph=create_graph)
+
+    fused, separate = grads(False), grads(True)
+    assert torch.equal(fused[0], separate[0].detach()) and torch.equal(fused[1], separate[1].detach())
+    dense_s = s.to_dense().double().requires_grad_(True)
+    d64 = dense.cpu().double().requires_grad_(True)
+    product = (dense_s.t() if transpose else dense_s) @ d64
+    grad_s, grad_d = torch.autograd.grad((product * weight.cpu().double()).sum(), (dense_s, d64))
+    idx = s.indices()
+    torch.testing.assert_close(fused[0].cpu().double(), grad_s[idx[0], idx[1]], rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(fused[1].cpu().double(), grad_d, rtol=1e-4, atol=1e-4)
+
+
+def test_gather_sum_dot_bad_input():
+    data, index, weight, first_idx, other = gather_sum_dot_case(4, torch.float32, 5, 6)
+    with pytest.raises(ValueError, match="torch_ragged.segment_gather_sum_dot: other .* and data .* must share dtype"):
+        ops.segment_gather_sum_dot(data, index, weight, first_idx, other[:, :3])
+    with pytest.raises(ValueError, match="torch_ragged.segment_gather_sum_dot: first_idx must have other.size\\(0\\)"):
+        ops.segment_gather_sum_dot(data, index, weight, first_idx, other[:5])
+    with pytest.raises(IndexError, match="torch_ragged.segment_gather_sum_dot: index\\[0\\] = 40 is out of range"):
+        ops.segment_gather_sum_dot(data, torch.full_like(index, 40), weight, first_idx, other)
+    with pytest.raises(TypeError, match="segment_gather_sum_dot"):
+        ops.segment_gather_sum_dot(data.long(), index, None, first_idx, other.long())
+    with pytest.raises(RuntimeError, match="segment_gather_sum_dot"):
+        ops.segment_gather_sum_dot(data.requires_grad_(True), index, weight, first_idx, other)[0].sum().backward()
