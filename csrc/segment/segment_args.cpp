@@ -90,6 +90,7 @@ at::Tensor checked_gather_index(std::string_view op, const at::Tensor& data,
 void check_dot_operands(std::string_view op, std::string_view rows_name, const at::Tensor& rows,
                         std::string_view gathered_name, const at::Tensor& gathered,
                         const at::Tensor& first_idx) {
+  check_segment_args(op, gathered, first_idx, SegmentDtypes::kFloating);
   check_defined(op, rows_name, rows);
   TORCH_CHECK_VALUE(
       rows.dim() == gathered.dim() && rows.sizes().slice(1) == gathered.sizes().slice(1) &&

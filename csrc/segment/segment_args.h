@@ -41,9 +41,9 @@ int64_t row_width(const at::Tensor& data);
 at::Tensor checked_gather_index(std::string_view op, const at::Tensor& data,
                                 const at::Tensor& index, const std::optional<at::Tensor>& weight);
 
-// segment_gather_dot / segment_gather_sum_dot: `rows` (the rows dotted with the gathered ones, one
-// per segment of first_idx, which check_segment_args checked) and the gathered tensor share dtype,
-// device and the sizes after dim 0.
+// segment_gather_dot / segment_gather_sum_dot: the gathered tensor floating with first_idx as
+// check_segment_args checks them, and `rows` (the rows dotted with the gathered ones, one per
+// segment of first_idx) sharing its dtype, device and sizes after dim 0.
 void check_dot_operands(std::string_view op, std::string_view rows_name, const at::Tensor& rows,
                         std::string_view gathered_name, const at::Tensor& gathered,
                         const at::Tensor& first_idx);

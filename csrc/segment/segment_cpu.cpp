@@ -940,7 +940,6 @@ at::Tensor segment_gather_sum_cpu(const at::Tensor& data, const at::Tensor& inde
 at::Tensor segment_gather_dot_cpu(const at::Tensor& a, const at::Tensor& b, const at::Tensor& index,
                                   const at::Tensor& first_idx) {
   constexpr std::string_view op = "segment_gather_dot";
-  check_segment_args(op, b, first_idx, SegmentDtypes::kFloating);
   check_dot_operands(op, "a", a, "b", b, first_idx);
   const at::Tensor rows = checked_gather_index(op, b, index, std::nullopt);
   const std::vector<int64_t> offsets = checked_first_idx(op, first_idx, rows.numel());
@@ -976,7 +975,6 @@ std::tuple<at::Tensor, at::Tensor> segment_gather_sum_dot_cpu(
     const at::Tensor& data, const at::Tensor& index, const std::optional<at::Tensor>& weight,
     const at::Tensor& first_idx, const at::Tensor& other) {
   constexpr std::string_view op = "segment_gather_sum_dot";
-  check_segment_args(op, data, first_idx, SegmentDtypes::kFloating);
   check_dot_operands(op, "other", other, "data", data, first_idx);
   const at::Tensor rows = checked_gather_index(op, data, index, weight);
   const std::vector<int64_t> offsets = checked_first_idx(op, first_idx, rows.numel());

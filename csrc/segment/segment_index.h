@@ -529,7 +529,7 @@ constexpr int kDotLanes = 8;
 template <typename acc_t>
 C10_HOST_DEVICE acc_t sum_of_lanes(const acc_t* lane) {
   static_assert(kDotLanes == 8, "sum_of_lanes is written out for 8 lanes");
-  // written out, so the lanes stay in registers
+  // the halving order, written out for the eight lanes
   const acc_t a0 = lane[0] + lane[4], a1 = lane[1] + lane[5], a2 = lane[2] + lane[6],
               a3 = lane[3] + lane[7];
   return (a0 + a2) + (a1 + a3);

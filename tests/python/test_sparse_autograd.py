@@ -47,6 +47,8 @@ def sparse_samples():
         (ops.sparse_spgemm, (COALESCED, values[:, 0], COALESCED_TRANSPOSED, values[:, 1], [3, 2], [2, 3])),
         (ops.segment_gather_sum, (plain[:, 0], torch.tensor([1, 2]), None, torch.tensor([0, 2]))),
         (ops.segment_gather_dot, (plain[0, :1], plain[1], torch.tensor([1, 0]), torch.tensor([0, 2]))),
+        (ops.segment_gather_sum_dot, (plain[1], torch.tensor([1, 0, 1]), plain[:, 0, 0], torch.tensor([0, 1, 3]),
+                                      plain[0, :2])),
     ]
 
 
