@@ -519,16 +519,28 @@ void check_gather_range_on_device(const at::Tensor& index, int64_t rows) {
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
+// The gathered ops' index (int64, each entry a row of `data`) and first_idx (ending at the index's
+// length), checked on the device: values by asserts, no host read.
+struct CheckedGather {
+  at::Tensor rows, offsets;
+};
+
+CheckedGather checked_gather(std::string_view op, const at::Tensor& data, const at::Tensor& index,
+                             const std::optional<at::Tensor>& weight, const at::Tensor& first_idx) {
+  at::Tensor rows = checked_gather_index(op, data, index, weight);
+  at::Tensor offsets =
+      checked_first_idx_on_device(op, first_idx, rows.numel(), data.device(), false);
+  check_gather_range_on_device(rows, data.size(0));
+  return {std::move(rows), std::move(offsets)};
+}
+
 at::Tensor segment_gather_sum_cuda(const at::Tensor& data, const at::Tensor& index,
                                    const std::optional<at::Tensor>& weight,
                                    const at::Tensor& first_idx) {
   constexpr std::string_view op = "segment_gather_sum";
   check_segment_args(op, data, first_idx, SegmentDtypes::kSummable);
   const c10::cuda::CUDAGuard guard(data.device());
-  const at::Tensor rows = checked_gather_index(op, data, index, weight);
-  const at::Tensor offsets =
-      checked_first_idx_on_device(op, first_idx, rows.numel(), data.device(), false);
-  check_gather_range_on_device(rows, data.size(0));
+  const auto [rows, offsets] = checked_gather(op, data, index, weight, first_idx);
   return cuda::segment_gather_sum(data, rows, weight.value_or(at::Tensor()), offsets);
 }
 
@@ -566,10 +578,7 @@ at::Tensor segment_gather_dot_cuda(const at::Tensor& a, const at::Tensor& b,
   constexpr std::string_view op = "segment_gather_dot";
   check_dot_operands(op, "a", a, "b", b, first_idx);
   const c10::cuda::CUDAGuard guard(b.device());
-  const at::Tensor rows = checked_gather_index(op, b, index, std::nullopt);
-  const at::Tensor offsets =
-      checked_first_idx_on_device(op, first_idx, rows.numel(), b.device(), false);
-  check_gather_range_on_device(rows, b.size(0));
+  const auto [rows, offsets] = checked_gather(op, b, index, std::nullopt, first_idx);
   return gather_dot(a, b, rows, offsets);
 }
 
@@ -581,10 +590,7 @@ std::tuple<at::Tensor, at::Tensor> segment_gather_sum_dot_cuda(
   constexpr std::string_view op = "segment_gather_sum_dot";
   check_dot_operands(op, "other", other, "data", data, first_idx);
   const c10::cuda::CUDAGuard guard(data.device());
-  const at::Tensor rows = checked_gather_index(op, data, index, weight);
-  const at::Tensor offsets =
-      checked_first_idx_on_device(op, first_idx, rows.numel(), data.device(), false);
-  check_gather_range_on_device(rows, data.size(0));
+  const auto [rows, offsets] = checked_gather(op, data, index, weight, first_idx);
   return {cuda::segment_gather_sum(data, rows, weight.value_or(at::Tensor()), offsets),
           gather_dot(other, data, rows, offsets)};
 }

@@ -38,8 +38,8 @@ TORCH_LIBRARY_FRAGMENT(torch_ragged, m) {
       tags);
 }
 
-// The gathered sum and dot are the kernels under the sparse family's matmul, whose autograd
-// (sparse_autograd.cpp) knows the transposed structure they need; alone they do not
+// The gathered sum, dot and sum-and-dot are the kernels under the sparse family's matmul, whose
+// autograd (sparse_matmul.cpp) knows the transposed structure they need; alone they do not
 // differentiate, and say so when asked to.
 TORCH_LIBRARY_IMPL(torch_ragged, Autograd, m) {
   m.impl("segment_gather_sum", torch::autograd::autogradNotImplementedFallback());
