@@ -53,6 +53,33 @@ at::Tensor flat_keys_cuda(std::string_view op, const at::Tensor& indices, const 
   return keys;
 }
 
+template <typename index_t>
+__global__ void run_indices_kernel(KeyGeometry g, const int64_t* __restrict__ sorted_keys,
+                                   const int64_t* __restrict__ first_idx, int64_t runs,
+                                   index_t* __restrict__ out) {
+  for (int64_t r = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; r < runs;
+       r += int64_t{gridDim.x} * blockDim.x) {
+    run_head_indices(g, sorted_keys, first_idx, runs, r, out);
+  }
+}
+
+at::Tensor run_indices_cuda(const at::Tensor& sorted_keys, const at::Tensor& first_idx,
+                            const KeyGeometry& g, at::ScalarType dtype) {
+  const c10::cuda::CUDAGuard guard(sorted_keys.device());
+  const int64_t runs = first_idx.numel() - 1;
+  at::Tensor out = at::empty({g.sparse_dim, runs}, sorted_keys.options().dtype(dtype));
+  if (runs > 0) {
+    AT_DISPATCH_INDEX_TYPES(dtype, "sparse_coalesce_cuda", [&] {
+      run_indices_kernel<index_t>
+          <<<cuda_grid_for(runs), kCudaThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
+              g, sorted_keys.const_data_ptr<int64_t>(), first_idx.const_data_ptr<int64_t>(), runs,
+              out.mutable_data_ptr<index_t>());
+      C10_CUDA_KERNEL_LAUNCH_CHECK();
+    });
+  }
+  return out;
+}
+
 template <typename scalar_t, typename acc_t>
 __global__ void spgemm_numeric_kernel(int64_t n, const int64_t* __restrict__ a_first,
                                       const int64_t* __restrict__ a_cols,
@@ -112,8 +139,8 @@ SpgemmResult spgemm_rows_cuda(const SpgemmOperands& s) {
 
 // Linkage outside the anonymous namespace: register_sparse_kernels takes it as a template argument.
 extern const CoalesceBackend kCudaBackend;
-const CoalesceBackend kCudaBackend{&flat_keys_cuda, &cuda::sort_keys, &cuda::run_offsets,
-                                   &cuda::segment_gather_sum, &spgemm_rows_cuda};
+const CoalesceBackend kCudaBackend{&flat_keys_cuda,   &cuda::sort_keys,          &cuda::run_offsets,
+                                   &run_indices_cuda, &cuda::segment_gather_sum, &spgemm_rows_cuda};
 
 TORCH_LIBRARY_IMPL(torch_ragged, CUDA, m) { register_sparse_kernels<kCudaBackend>(m); }
 

@@ -138,13 +138,17 @@ struct CountingPass {
   std::vector<int64_t> bucket_first;       // (buckets + 1,): each bucket's first sorted position
 
   // Counts and offsets; false (nothing else valid) when a key's bucket is not below `buckets`.
+  // Every step runs on all threads: the histograms (8 bytes per bucket per chunk, megabytes for
+  // msd_sort's million buckets) are zeroed by the thread that counts into them, and the offsets
+  // are a scan over ranges of buckets (a serial pass over them left the other threads waiting).
   template <typename BucketOf>
   bool count(const int64_t* keys, const Chunks& chunks, int64_t buckets,
              const BucketOf& bucket_of) {
-    next.assign(chunks.count, std::vector<int64_t>(buckets, 0));
+    next.resize(chunks.count);
     std::atomic<bool> fits{true};
     at::parallel_for(0, chunks.count, 1, [&](int64_t first, int64_t last) {
       for (int64_t t = first; t < last; ++t) {
+        next[t].assign(buckets, 0);
         int64_t* counts = next[t].data();
         for (int64_t i = chunks.begin(t); i < chunks.end(t); ++i) {
           const uint64_t bucket = bucket_of(keys[i]);
@@ -157,17 +161,34 @@ struct CountingPass {
       }
     });
     if (!fits.load()) return false;
-    bucket_first.assign(buckets + 1, 0);
-    int64_t position = 0;
-    for (int64_t b = 0; b < buckets; ++b) {
-      bucket_first[b] = position;
-      for (int64_t t = 0; t < chunks.count; ++t) {
-        const int64_t count = next[t][b];
-        next[t][b] = position;
-        position += count;
+    bucket_first.resize(buckets + 1);
+    // Keys in each range of buckets, then each range's first position, then the slots within it.
+    const Chunks ranges{buckets, std::min<int64_t>(buckets, chunks.count * 4)};
+    std::vector<int64_t> range_first(ranges.count + 1, 0);
+    at::parallel_for(0, ranges.count, 1, [&](int64_t first, int64_t last) {
+      for (int64_t r = first; r < last; ++r) {
+        int64_t keys_in_range = 0;
+        for (int64_t b = ranges.begin(r); b < ranges.end(r); ++b) {
+          for (int64_t t = 0; t < chunks.count; ++t) keys_in_range += next[t][b];
+        }
+        range_first[r + 1] = keys_in_range;
       }
-    }
-    bucket_first[buckets] = position;
+    });
+    for (int64_t r = 0; r < ranges.count; ++r) range_first[r + 1] += range_first[r];
+    at::parallel_for(0, ranges.count, 1, [&](int64_t first, int64_t last) {
+      for (int64_t r = first; r < last; ++r) {
+        int64_t position = range_first[r];
+        for (int64_t b = ranges.begin(r); b < ranges.end(r); ++b) {
+          bucket_first[b] = position;
+          for (int64_t t = 0; t < chunks.count; ++t) {
+            const int64_t count = next[t][b];
+            next[t][b] = position;
+            position += count;
+          }
+        }
+      }
+    });
+    bucket_first[buckets] = range_first[ranges.count];
     return true;
   }
   // place(slot, i) for every key i, slots ascending in input order within each bucket.
@@ -184,6 +205,47 @@ struct CountingPass {
     });
   }
 };
+
+// msd_sort's buckets (keys sharing their bits from `shift` up, counted by `pass`) through one
+// 64-bit word per key: (key's bits below shift) << 32 | input position, both below 2^32. The
+// scatter moves 8 bytes per key instead of a key and a position (16), and sorting a bucket's words
+// sorts its keys stably (equal keys by position); each sorted bucket is then unpacked into the
+// sorted keys and the permutation. The words live in the permutation's memory (each is read
+// before the position unpacked from it overwrites it): no buffer of their own.
+void sort_packed(const int64_t* in, const Chunks& chunks, CountingPass& pass, int shift,
+                 int64_t* keys_out, int64_t* perm_out) {
+  const uint64_t low_mask = (uint64_t{1} << shift) - 1;
+  const auto top = [shift](int64_t key) { return static_cast<uint64_t>(key) >> shift; };
+  static_assert(sizeof(uint64_t) == sizeof(int64_t));
+  uint64_t* packed = reinterpret_cast<uint64_t*>(perm_out);
+  pass.scatter(in, chunks, top, [&](int64_t slot, int64_t i) {
+    packed[slot] = (static_cast<uint64_t>(in[i]) & low_mask) << 32 | static_cast<uint64_t>(i);
+  });
+  const std::vector<int64_t>& bucket_first = pass.bucket_first;
+  const int64_t buckets = static_cast<int64_t>(bucket_first.size()) - 1;
+  at::parallel_for(0, buckets, 1 << 12, [&](int64_t first, int64_t last) {
+    for (int64_t b = first; b < last; ++b) {
+      uint64_t* begin = packed + bucket_first[b];
+      uint64_t* end = packed + bucket_first[b + 1];
+      if (end - begin <= 32) {
+        for (uint64_t* i = begin + 1; i < end; ++i) {  // insertion sort: most buckets are short
+          const uint64_t word = *i;
+          uint64_t* j = i;
+          for (; j > begin && j[-1] > word; --j) *j = j[-1];
+          *j = word;
+        }
+      } else {
+        std::sort(begin, end);  // the words are distinct: no stability needed
+      }
+      const uint64_t high = static_cast<uint64_t>(b) << shift;
+      for (int64_t i = bucket_first[b]; i < bucket_first[b + 1]; ++i) {
+        const uint64_t word = packed[i];
+        keys_out[i] = static_cast<int64_t>(high | word >> 32);
+        perm_out[i] = static_cast<int64_t>(word & 0xffffffffu);
+      }
+    }
+  });
+}
 
 // Keys wide enough for three or more LSD passes (a large COO tensor's flattened indices): one
 // stable counting pass on the top bits, about one bucket per few keys (for a 2-D tensor, about a
@@ -213,6 +275,10 @@ std::optional<KeyOrder> msd_sort(const at::Tensor& keys, int key_bits, const Chu
   at::Tensor sorted = at::empty_like(keys), permutation = at::empty_like(keys);
   int64_t* keys_out = sorted.mutable_data_ptr<int64_t>();
   int64_t* perm_out = permutation.mutable_data_ptr<int64_t>();
+  if (shift <= 32 && n <= (int64_t{1} << 32)) {
+    sort_packed(in, chunks, pass, shift, keys_out, perm_out);
+    return KeyOrder{sorted, permutation};
+  }
   pass.scatter(in, chunks, top, [&](int64_t slot, int64_t i) {
     keys_out[slot] = in[i];
     perm_out[slot] = i;

@@ -27,18 +27,6 @@ at::Tensor columns_of(const at::Tensor& indices, const at::Tensor& columns) {
   return out;
 }
 
-// The indices of flattened keys (inverse of flat_key for in-range entries): one sequential pass per
-// sparse dim over the (sorted) keys instead of a random gather of each index row.
-at::Tensor indices_of_keys(const at::Tensor& keys, const KeyGeometry& g, at::ScalarType dtype) {
-  at::Tensor out = at::empty({g.sparse_dim, keys.numel()}, keys.options().dtype(dtype));
-  for (int d = 0; d < g.sparse_dim; ++d) {
-    at::Tensor index = g.stride[d] == 1 ? keys : at::div(keys, g.stride[d], "floor");
-    if (d > 0) index = at::remainder(index, g.size[d]);
-    out.select(0, d).copy_(index);
-  }
-  return out;
-}
-
 // Sparse sizes whose flattened key would overflow int64: sort by each sparse dim in turn, last
 // first (stable sorts compose into the lexicographic order), with torch's stable sort.
 CoalesceResult coalesce_lexicographic(const CoalesceBackend& backend, const at::Tensor& indices,
@@ -89,12 +77,11 @@ CoalesceResult coalesce_with(const CoalesceBackend& backend, const at::Tensor& i
   if (sorted && runs == nnz) {  // already coalesced: nothing to move or add
     return {indices.clone(), values.clone(), permutation, first_idx};
   }
-  const at::Tensor heads = first_idx.narrow(0, 0, runs);  // sorted positions
   // Validated keys decode to the indices; unvalidated ones may hold an out-of-range index's 0, so
   // those entries' own indices are gathered.
+  const at::Tensor heads = first_idx.narrow(0, 0, runs);  // sorted positions
   const at::Tensor out_indices =
-      validate ? indices_of_keys(order.sorted_keys.index_select(0, heads), *geometry,
-                                 indices.scalar_type())
+      validate ? backend.run_indices(order.sorted_keys, first_idx, *geometry, indices.scalar_type())
                : columns_of(indices, sorted ? heads : order.permutation.index_select(0, heads));
   return {out_indices, sum_runs(backend, values, order.permutation, first_idx), permutation,
           first_idx};

@@ -22,6 +22,9 @@ struct CoalesceBackend {
                           bool validate);
   KeyOrder (*sort_keys)(const at::Tensor& keys, int key_bits);
   at::Tensor (*run_offsets)(const at::Tensor& sorted_keys);
+  // (sparse_dim, runs) of dtype: each run's indices, decoded from its key (run_head_indices)
+  at::Tensor (*run_indices)(const at::Tensor& sorted_keys, const at::Tensor& first_idx,
+                            const KeyGeometry& g, at::ScalarType dtype);
   at::Tensor (*segment_gather_sum)(const at::Tensor& data, const at::Tensor& index,
                                    const at::Tensor& weight, const at::Tensor& first_idx);
   SpgemmResult (*spgemm_rows)(const SpgemmOperands& operands);

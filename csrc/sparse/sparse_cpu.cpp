@@ -47,6 +47,22 @@ at::Tensor flat_keys_cpu(std::string_view op, const at::Tensor& indices, const K
   return keys;
 }
 
+at::Tensor run_indices_cpu(const at::Tensor& sorted_keys, const at::Tensor& first_idx,
+                           const KeyGeometry& g, at::ScalarType dtype) {
+  const int64_t runs = first_idx.numel() - 1;
+  at::Tensor out = at::empty({g.sparse_dim, runs}, sorted_keys.options().dtype(dtype));
+  const int64_t* keys = sorted_keys.const_data_ptr<int64_t>();
+  const int64_t* heads = first_idx.const_data_ptr<int64_t>();
+  AT_DISPATCH_INDEX_TYPES(dtype, "sparse_coalesce_cpu", [&] {
+    index_t* indices = out.mutable_data_ptr<index_t>();
+    at::parallel_for(0, runs, kGrainElems, [&](int64_t begin, int64_t end) {
+      const KeyGeometry local = g;  // a local copy: stores to `indices` cannot alias it
+      for (int64_t r = begin; r < end; ++r) run_head_indices(local, keys, heads, runs, r, indices);
+    });
+  });
+  return out;
+}
+
 // ---- sparse @ sparse by rows (Gustavson) ----
 
 // Sorts a row's distinct columns (all < 2^bits): least-significant-digit radix sort in 8-bit
@@ -109,7 +125,7 @@ class RowAccumulator {
     if (!dense_) {
       products_.emplace_back(col, value);
     } else if (Slot& slot = slot_[col]; slot.stamp != row_) {
-      slot = Slot{row_, acc_t(0) + value};
+      slot = Slot{row_, static_cast<acc_t>(acc_t(0) + value)};  // int8 / int16: promoted to int
       touched_.push_back(col);
     } else {
       slot.sum += value;
@@ -288,8 +304,8 @@ SpgemmResult spgemm_rows_cpu(const SpgemmOperands& s) {
 
 // Linkage outside the anonymous namespace: register_sparse_kernels takes it as a template argument.
 extern const CoalesceBackend kCpuBackend;
-const CoalesceBackend kCpuBackend{&flat_keys_cpu, &cpu::sort_keys, &cpu::run_offsets,
-                                  &cpu::segment_gather_sum, &spgemm_rows_cpu};
+const CoalesceBackend kCpuBackend{&flat_keys_cpu,   &cpu::sort_keys,          &cpu::run_offsets,
+                                  &run_indices_cpu, &cpu::segment_gather_sum, &spgemm_rows_cpu};
 
 TORCH_LIBRARY_IMPL(torch_ragged, CPU, m) { register_sparse_kernels<kCpuBackend>(m); }
 

@@ -41,6 +41,23 @@ C10_HOST_DEVICE inline int64_t flat_key(const KeyGeometry& g, const index_t* ind
   return key;
 }
 
+// flat_key's inverse for run r of coalesce: the indices of its key (the key at its head,
+// sorted_keys[first_idx[r]], in range), written to out[d * runs + r] for each sparse dim d. One
+// division per dim after the first (quotient and remainder from the same one).
+template <typename index_t>
+C10_HOST_DEVICE inline void run_head_indices(const KeyGeometry& g, const int64_t* sorted_keys,
+                                             const int64_t* first_idx, int64_t runs, int64_t r,
+                                             index_t* out) {
+  if (g.sparse_dim == 0) return;
+  int64_t key = sorted_keys[first_idx[r]];
+  for (int d = g.sparse_dim - 1; d > 0; --d) {
+    const int64_t above = key / g.size[d];
+    out[d * runs + r] = static_cast<index_t>(key - above * g.size[d]);
+    key = above;
+  }
+  out[r] = static_cast<index_t>(key);
+}
+
 // ---- sparse @ sparse (C = A @ B, CSR operands: int64 row offsets and columns) ----
 
 // One product a * b as C accumulates it: in acc_t (float for half / bfloat16), rounded once to

@@ -1,6 +1,7 @@
 // The sparse family's CUDA key kernel (flat_keys_kernel: sparse_index.h's flat_key per entry and a
 // shared out-of-range flag), run on the host over its launch grid (grid_emulator.h) against the
 // CPU's sparse_flat_keys: the same keys, and a flag exactly when the CPU raises (validate=True).
+// Coalesce's decode of each run's indices from its key against torch's coalesce.
 // Sparse @ sparse: the CUDA kernel's pattern step (the products' keys, sorted and made unique) and
 // its numeric kernel (spgemm_row_numeric, one thread per row) against the CPU's Gustavson kernel:
 // the same entries, the same bits.
@@ -65,6 +66,53 @@ TEST(SparseEmulation, FlatKeysMatchTheCpu) {
   }
   EXPECT_GT(flagged, 10);
   EXPECT_LT(flagged, 90);
+}
+
+// coalesce's CUDA decode (run_indices_kernel: run_head_indices per run) over its grid: each run's
+// indices from its sorted key, against torch's own coalesce (1-3 sparse dims, int32 and int64).
+TEST(SparseEmulation, RunIndicesMatchTorchsCoalesce) {
+  std::mt19937_64 rng(37);
+  for (int trial = 0; trial < 60; ++trial) {
+    const int dims = 1 + static_cast<int>(rng() % 3);
+    KeyGeometry g;
+    g.sparse_dim = dims;
+    std::vector<int64_t> sizes;
+    for (int d = 0; d < dims; ++d) sizes.push_back(1 + static_cast<int64_t>(rng() % 9000));
+    int64_t stride = 1;
+    for (int d = dims - 1; d >= 0; --d) {
+      g.size[d] = sizes[d];
+      g.stride[d] = stride;
+      stride *= sizes[d];
+    }
+    const int64_t nnz = 1 + static_cast<int64_t>(rng() % 400);
+    const at::ScalarType dtype = trial % 2 == 0 ? torch::kLong : torch::kInt;
+    std::vector<at::Tensor> rows;
+    for (int d = 0; d < dims; ++d) {
+      rows.push_back(torch::randint(std::min<int64_t>(sizes[d], 1 + trial % 5 * 3), {nnz},
+                                    torch::kLong));  // small ranges now and then: duplicates
+    }
+    const at::Tensor indices = torch::stack(rows);
+    const at::Tensor expected =
+        torch::sparse_coo_tensor(indices, torch::ones({nnz}), sizes).coalesce().indices();
+    const at::Tensor keys =
+        (indices * torch::tensor(std::vector<int64_t>(g.stride, g.stride + dims)).unsqueeze(1))
+            .sum(0);
+    const at::Tensor sorted_keys = std::get<0>(torch::sort(keys));
+    const at::Tensor unique = std::get<0>(torch::unique_consecutive(sorted_keys));
+    // first_idx of the runs: where each distinct key first appears in the sorted keys
+    const at::Tensor first_idx =
+        torch::cat({torch::searchsorted(sorted_keys, unique), torch::tensor({nnz})});
+    const int64_t runs = unique.size(0);
+    at::Tensor out = torch::empty({dims, runs}, dtype);
+    AT_DISPATCH_INDEX_TYPES(dtype, "run_indices_emulation", [&] {
+      emulate_launch(runs, [&](int64_t r) {
+        run_head_indices(g, sorted_keys.const_data_ptr<int64_t>(),
+                         first_idx.const_data_ptr<int64_t>(), runs, r,
+                         out.mutable_data_ptr<index_t>());
+      });
+    });
+    EXPECT_TRUE(torch::equal(out.to(torch::kLong), expected)) << trial;
+  }
 }
 
 at::Tensor random_coalesced(int64_t rows, int64_t cols, int64_t nnz, at::ScalarType dtype,

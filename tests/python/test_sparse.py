@@ -104,24 +104,45 @@ def test_coalesce_of_many_entries_uses_every_radix_pass(device):
     torch.testing.assert_close(actual._values().cpu(), expected.values())
 
 
-@pytest.mark.parametrize("pattern", ["uniform with a busy row", "one row only"])
+@pytest.mark.parametrize("pattern", ["uniform with a busy row", "one row only", "columns wider than 32 bits"])
 def test_the_top_bits_sort_keeps_the_stable_order(pattern):
-    # 1M x 1M, 150k entries: the CPU sorts 40-bit keys by their top bits, then each bucket (insertion sort for short
-    # ones, a stable sort for the busy row's); when one row holds everything it falls back to LSD radix passes.
+    # 150k entries: the CPU sorts the row-major keys by their top bits, then each bucket (insertion sort for short
+    # ones, a full sort for the busy row's); when one row holds everything it falls back to LSD radix passes. 1M x 1M
+    # (40-bit keys) packs each key's bits below the bucket with its position into one word; columns of 2^40 leave too
+    # many bits below the bucket for that, and keys and positions are moved as they are.
     # Reference: torch's stable sort of the row-major keys.
     g = torch.Generator().manual_seed(11)
     n = 150_000
-    rows = torch.randint(0, 10**6, (n,), generator=g) if pattern.startswith("uniform") else torch.full((n,), 7)
+    num_cols = 2**40 if pattern.startswith("columns") else 10**6
+    rows = torch.full((n,), 7) if pattern == "one row only" else torch.randint(0, 10**6, (n,), generator=g)
     rows[:5000] = 123_456  # a row with thousands of entries (duplicates among them)
-    cols = torch.randint(0, 10**6 if pattern.startswith("uniform") else 3000, (n,), generator=g)
+    cols = torch.randint(0, 3000 if pattern == "one row only" else num_cols, (n,), generator=g)
+    cols[5000:5100] = cols[100:200]  # duplicates in other rows too
+    rows[5000:5100] = rows[100:200]
     indices = torch.stack([rows, cols])
     values = torch.randn(n, generator=g, dtype=torch.float64)
-    out_indices, out_values, permutation, first_idx = ops.sparse_coalesce(indices, values, (10**6, 10**6))
-    keys = rows * 10**6 + cols
+    out_indices, out_values, permutation, first_idx = ops.sparse_coalesce(indices, values, (10**6, num_cols))
+    keys = rows * num_cols + cols
     assert torch.equal(permutation, torch.sort(keys, stable=True).indices)
-    expected = torch_sparse(indices, values, (10**6, 10**6)).coalesce()
-    assert torch.equal(out_indices, expected.indices())
-    torch.testing.assert_close(out_values, expected.values())
+    expected = python_coalesce_by_sorting(keys, indices, values)
+    assert torch.equal(out_indices, expected[0])
+    torch.testing.assert_close(out_values, expected[1])  # long runs are summed in the reduction tree's order
+
+
+def python_coalesce_by_sorting(keys, indices, values):
+    """Entries in stable key order, each run's float64 values added one by one in that order (Python floats are
+    IEEE doubles): coalesce by its definition."""
+    assert values.dtype == torch.float64
+    order = torch.sort(keys, stable=True).indices
+    sorted_keys, entries, numbers = keys[order].tolist(), order.tolist(), values.tolist()
+    heads = [i for i in range(len(entries)) if i == 0 or sorted_keys[i] != sorted_keys[i - 1]]
+    sums = []
+    for head, stop in zip(heads, [*heads[1:], len(entries)]):
+        total = 0.0
+        for i in entries[head:stop]:
+            total += numbers[i]
+        sums.append(total)
+    return indices[:, order[heads]], torch.tensor(sums, dtype=torch.float64)
 
 
 def python_coalesce(indices, values):
