@@ -65,7 +65,14 @@ std::optional<KeyGroups> grouped_by_small_keys(const CoalesceBackend& backend,
                                                const KeyGeometry& geometry) {
   const int64_t positions = geometry.size[0] * geometry.stride[0];  // every key lies below it
   if (!offsets_cost_fits(positions, indices.size(1))) return std::nullopt;
-  const at::Tensor keys = backend.flat_keys("sparse_softmax", indices, geometry, false);
+  // A matrix along dim 0 (its row dim has size 1 in the geometry): the keys are its int64 column
+  // indices as they are. One out of range is refused by the counting pass, and the general path
+  // then keys it as flat_keys does.
+  const bool columns_are_keys =
+      geometry.sparse_dim == 2 && geometry.size[0] == 1 && indices.scalar_type() == at::kLong;
+  const at::Tensor keys = columns_are_keys
+                              ? indices.select(0, 1).contiguous()
+                              : backend.flat_keys("sparse_softmax", indices, geometry, false);
   return cpu::group_small_keys(keys, positions);
 }
 

@@ -137,7 +137,7 @@ def python_coalesce_by_sorting(keys, indices, values):
     sorted_keys, entries, numbers = keys[order].tolist(), order.tolist(), values.tolist()
     heads = [i for i in range(len(entries)) if i == 0 or sorted_keys[i] != sorted_keys[i - 1]]
     sums = []
-    for head, stop in zip(heads, [*heads[1:], len(entries)]):
+    for head, stop in zip(heads, [*heads[1:], len(entries)], strict=True):
         total = 0.0
         for i in entries[head:stop]:
             total += numbers[i]

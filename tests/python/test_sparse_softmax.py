@@ -240,8 +240,9 @@ def test_rows_over_several_parallel_chunks_along_dim_1(case, log):
     torch.testing.assert_close(got, reference)
 
 
+@pytest.mark.parametrize("index_dtype", [torch.int64, torch.int32])
 @pytest.mark.parametrize("log", [False, True])
-def test_pools_along_dim_0_keep_a_stable_sorts_order_bit_for_bit(log):
+def test_pools_along_dim_0_keep_a_stable_sorts_order_bit_for_bit(log, index_dtype):
     """Along dim 0 of a CPU matrix with few columns for its entries, the pools come from one counting pass over the
     columns (no sort). A pool's entries must stay in input order, as a stable sort by column leaves them: the values
     are then bitwise segment_softmax's over the entries sorted stably by column (torch.sort), put back in place.
@@ -258,5 +259,21 @@ def test_pools_along_dim_0_keep_a_stable_sorts_order_bit_for_bit(log):
     segment_op = ops.segment_log_softmax if log else ops.segment_softmax
     expected = torch.empty_like(values)
     expected[order] = segment_op(values[order].unsqueeze(1), offsets).squeeze(1)
-    got = ops.sparse_softmax(torch.stack([rows, cols]), values, [n_rows, n_cols], 0, log)
+    # int64 columns are the counting pass's keys as they are; int32 ones go through the flattened keys
+    got = ops.sparse_softmax(torch.stack([rows, cols]).to(index_dtype), values, [n_rows, n_cols], 0, log)
     assert torch.equal(got, expected)
+
+
+def test_a_column_out_of_range_along_dim_0_is_pooled_as_the_flattened_keys_have_it():
+    """The raw op does not validate its (coalesced) indices. Along dim 0 an int64 column out of range makes the
+    counting pass give up and the sort of flattened keys (which count such an index as 0) pool the entries: the same
+    pools, in the same order, as int32 indices, whose flattened keys the counting pass takes. No crash either way."""
+    g = torch.Generator().manual_seed(13)
+    rows, cols = torch.randint(0, 300, (20_000,), generator=g), torch.randint(0, 50, (20_000,), generator=g)
+    cols[[7, 500, 9000]] = torch.tensor([50, -1, 10**9])
+    values = torch.randn(20_000, generator=g)
+    got = ops.sparse_softmax(torch.stack([rows, cols]), values, [300, 50], 0)
+    via_int32 = ops.sparse_softmax(torch.stack([rows, cols]).int(), values, [300, 50], 0)
+    assert torch.equal(got, via_int32)
+    in_column_0 = (cols == 0) | (cols < 0) | (cols >= 50)
+    torch.testing.assert_close(got[in_column_0].sum(), torch.tensor(1.0))
