@@ -250,36 +250,116 @@ TORCH_RAGGED_CPU_CLONES void sum_rows(const scalar_t* data, const int64_t* index
   }
 }
 
+// ---- dot products: dot_row's lanes as one vector ----
+//
+// dot_row (segment_index.h) with its kDotLanes lanes held in one GCC / clang vector, lane j its
+// element j: the products are added elementwise (never fused: -ffp-contract=off) and sum_of_lanes'
+// halving is three shuffle-and-add steps. The same bits as dot_row; GCC kept the lanes of the
+// array form in a register too, but took them apart into eight scalars for the final sum, which
+// cost 12 ms of the fused backward's 80 (2M rows of 64 floats). Helpers always inlined, as
+// portable_lanes.h's: their callers are compiled once per target.
+
+template <typename acc_t>
+struct DotLanes {
+  typedef acc_t Values __attribute__((vector_size(kDotLanes * sizeof(acc_t))));
+  typedef std::conditional_t<sizeof(acc_t) == 4, int32_t, int64_t> Index;
+  typedef Index Indices __attribute__((vector_size(kDotLanes * sizeof(acc_t))));
+};
+
+// v = kDotLanes values from p, in acc_t. (Vectors pass by reference: by value, a 32- or 64-byte
+// vector would be passed differently by each target's ABI.)
+template <typename acc_t, typename scalar_t>
+__attribute__((always_inline)) inline void load_lanes(const scalar_t* p,
+                                                      typename DotLanes<acc_t>::Values& v) {
+  if constexpr (std::is_same_v<scalar_t, acc_t>) {
+    std::memcpy(&v, p, sizeof v);
+  } else {
+    for (int j = 0; j < kDotLanes; ++j) v[j] = static_cast<acc_t>(p[j]);
+  }
+}
+
+// sum_of_lanes: lane j + 4 into lane j, then j + 2, then j + 1.
+template <typename acc_t>
+__attribute__((always_inline)) inline acc_t sum_of_lane_vector(
+    const typename DotLanes<acc_t>::Values& lanes) {
+  static_assert(kDotLanes == 8, "the shuffles are written out for 8 lanes");
+  typename DotLanes<acc_t>::Values v = lanes;
+#if defined(__clang__)
+  v += __builtin_shufflevector(v, v, 4, 5, 6, 7, 0, 1, 2, 3);
+  v += __builtin_shufflevector(v, v, 2, 3, 0, 1, 6, 7, 4, 5);
+  v += __builtin_shufflevector(v, v, 1, 0, 3, 2, 5, 4, 7, 6);
+#else
+  using Indices = typename DotLanes<acc_t>::Indices;
+  v += __builtin_shuffle(v, Indices{4, 5, 6, 7, 0, 1, 2, 3});
+  v += __builtin_shuffle(v, Indices{2, 3, 0, 1, 6, 7, 4, 5});
+  v += __builtin_shuffle(v, Indices{1, 0, 3, 2, 5, 4, 7, 6});
+#endif
+  return v[0];
+}
+
+// dot_row(a_row, b_row, width), in acc_t.
+template <typename acc_t, typename scalar_t>
+__attribute__((always_inline)) inline acc_t dot_of_rows(const scalar_t* a_row,
+                                                        const scalar_t* b_row, int64_t width) {
+  typename DotLanes<acc_t>::Values lane = {}, a, b;
+  int64_t c = 0;
+  for (; c + kDotLanes <= width; c += kDotLanes) {
+    load_lanes<acc_t>(a_row + c, a);
+    load_lanes<acc_t>(b_row + c, b);
+    lane += a * b;
+  }
+  for (int j = 0; c + j < width; ++j) {
+    lane[j] += static_cast<acc_t>(a_row[c + j]) * static_cast<acc_t>(b_row[c + j]);
+  }
+  return sum_of_lane_vector<acc_t>(lane);
+}
+
+// segment_gather_dot's entries [begin, end): out[entry] = dot_row(a[its segment], b[index[entry]])
+// (gather_dot_entry's arithmetic), the entries' segment found once, then walked.
+template <typename scalar_t, typename acc_t = at::opmath_type<scalar_t>>
+TORCH_RAGGED_CPU_CLONES void gather_dot_entries(const scalar_t* a, const scalar_t* b,
+                                                const int64_t* index, const int64_t* first_idx,
+                                                int64_t segments, int64_t width, int64_t begin,
+                                                int64_t end, scalar_t* __restrict__ out) {
+  int64_t segment = segment_of_row(first_idx, segments, begin);
+  for (int64_t entry = begin; entry < end; ++entry) {
+    while (first_idx[segment + 1] <= entry) ++segment;
+    out[entry] = static_cast<scalar_t>(
+        dot_of_rows<acc_t>(a + segment * width, b + index[entry] * width, width));
+  }
+}
+
 // sum_rows (weight given) and, per row, dots[row] = dot_row(segment_row, the row's data row): each
-// gathered row read once for both. The dot's lanes are dot_row's (column c into lane c %
-// kDotLanes, then sum_of_lanes), so the same bits as segment_gather_dot; they are written out in
-// the same column loop as the sum rather than calling dot_row per row, which measured 25% slower
-// (one thread, 2M rows of 64: 202-208 vs 154-172 ms).
+// gathered row read once for both, its dot taken in the same column loop as its sum (calling a
+// dot per row after the sum measured 25% slower: one thread, 2M rows of 64, 202-208 vs 154-172
+// ms). The same bits as segment_gather_sum and segment_gather_dot.
 template <typename scalar_t, typename acc_t = at::opmath_type<scalar_t>>
 TORCH_RAGGED_CPU_CLONES void sum_dot_rows(const scalar_t* data, const int64_t* index,
                                           const scalar_t* weight, const scalar_t* segment_row,
                                           int64_t width, int64_t lo, int64_t hi,
                                           acc_t* __restrict__ acc, scalar_t* __restrict__ dots) {
+  using Values = typename DotLanes<acc_t>::Values;
   std::fill(acc, acc + width, acc_t(0));
   const int64_t whole = width - width % kDotLanes;
   const scalar_t* __restrict__ o = segment_row;
   for (int64_t row = lo; row < hi; ++row) {
     const scalar_t* __restrict__ x = data + index[row] * width;
     const acc_t w = static_cast<acc_t>(weight[row]);
-    acc_t lane[kDotLanes] = {};
+    Values lane = {}, v, segment_values, sum;
     for (int64_t c = 0; c < whole; c += kDotLanes) {
-      for (int j = 0; j < kDotLanes; ++j) {
-        const acc_t v = static_cast<acc_t>(x[c + j]);
-        acc[c + j] += w * v;
-        lane[j] += static_cast<acc_t>(o[c + j]) * v;
-      }
+      load_lanes<acc_t>(x + c, v);
+      std::memcpy(&sum, acc + c, sizeof sum);
+      sum += w * v;
+      std::memcpy(acc + c, &sum, sizeof sum);
+      load_lanes<acc_t>(o + c, segment_values);
+      lane += segment_values * v;
     }
     for (int j = 0; whole + j < width; ++j) {
       const acc_t v = static_cast<acc_t>(x[whole + j]);
       acc[whole + j] += w * v;
       lane[j] += static_cast<acc_t>(o[whole + j]) * v;
     }
-    dots[row] = static_cast<scalar_t>(sum_of_lanes(lane));
+    dots[row] = static_cast<scalar_t>(sum_of_lane_vector<acc_t>(lane));
   }
 }
 
@@ -443,8 +523,10 @@ struct SumRows {
   void begin_task(int64_t, int64_t) const {}
   void end_task() const {}
   void fold(int64_t segment, int64_t lo, int64_t hi, acc_t* out) const {
-    if (dots != nullptr) {  // the tree folds each row exactly once: its dot is taken here
-      return sum_dot_rows(data, index, weight, other + segment * width, width, lo, hi, out, dots);
+    if constexpr (std::is_floating_point_v<acc_t>) {  // segment_gather_sum_dot: floating only
+      if (dots != nullptr) {  // the tree folds each row exactly once: its dot is taken here
+        return sum_dot_rows(data, index, weight, other + segment * width, width, lo, hi, out, dots);
+      }
     }
     if (width == 1) {  // sum_rows' arithmetic, inline: short scalar segments cost no call
       acc_t acc = 0;
@@ -973,12 +1055,7 @@ at::Tensor segment_gather_dot_cpu(const at::Tensor& a, const at::Tensor& b, cons
                    const int64_t grain =
                        std::max<int64_t>(1, kGrainElems / std::max<int64_t>(1, width));
                    at::parallel_for(0, n, grain, [&](int64_t begin, int64_t end) {
-                     // gather_dot_entry's arithmetic, the entries' segment found once, then walked
-                     int64_t b = segment_of_row(offsets.data(), segments, begin);
-                     for (int64_t entry = begin; entry < end; ++entry) {
-                       while (offsets[b + 1] <= entry) ++b;
-                       o[entry] = dot_row(l + b * width, r + idx[entry] * width, width);
-                     }
+                     gather_dot_entries(l, r, idx, offsets.data(), segments, width, begin, end, o);
                    });
                  }),
                  AT_EXPAND(AT_FLOATING_TYPES), at::kHalf, at::kBFloat16);
