@@ -29,8 +29,10 @@ struct KeyGroups {
 };
 
 namespace cpu {
-// LSD radix sort over the low key_bits bits (11-bit digits, parallel histograms, digits on which
-// every key agrees skipped); keys already non-decreasing are detected in one pass and not moved.
+// Stable sort over the low key_bits bits; keys already non-decreasing are detected in one pass and
+// not moved. Wide keys: one counting pass on their top bits, then each bucket sorted (its keys
+// packed with their positions into one word each where both fit in 32 bits); narrow or crowded
+// keys: LSD radix sort (11-bit digits, parallel histograms, digits every key agrees on skipped).
 KeyOrder sort_keys(const at::Tensor& keys, int key_bits);
 // first_idx (runs + 1,) int64 of the runs of equal keys in sorted_keys.
 at::Tensor run_offsets(const at::Tensor& sorted_keys);
