@@ -206,45 +206,101 @@ struct CountingPass {
   }
 };
 
-// msd_sort's buckets (keys sharing their bits from `shift` up, counted by `pass`) through one
-// 64-bit word per key: (key's bits below shift) << 32 | input position, both below 2^32. The
-// scatter moves 8 bytes per key instead of a key and a position (16), and sorting a bucket's words
-// sorts its keys stably (equal keys by position); each sorted bucket is then unpacked into the
-// sorted keys and the permutation. The words live in the permutation's memory (each is read
-// before the position unpacked from it overwrites it): no buffer of their own.
-void sort_packed(const int64_t* in, const Chunks& chunks, CountingPass& pass, int shift,
-                 int64_t* keys_out, int64_t* perm_out) {
-  const uint64_t low_mask = (uint64_t{1} << shift) - 1;
-  const auto top = [shift](int64_t key) { return static_cast<uint64_t>(key) >> shift; };
+// Insertion sort of words[0, n): most of msd_sort's buckets hold a few keys.
+inline void insertion_sort(uint64_t* words, int64_t n) {
+  for (int64_t i = 1; i < n; ++i) {
+    const uint64_t word = words[i];
+    int64_t j = i;
+    for (; j > 0 && words[j - 1] > word; --j) words[j] = words[j - 1];
+    words[j] = word;
+  }
+}
+
+// Sorts the words of one first-level bucket, `count` of them from `words`, into `sorted` (scratch
+// of its own): a counting pass on the digit just below the bucket's bits (sized for 2-4 words per
+// digit, in cache), then each digit's words by insertion (or std::sort past 32: the words are
+// distinct, so no stability is needed). `low_bits`: the key bits a word carries above its position.
+void sort_bucket_words(const uint64_t* words, int64_t count, int low_bits, uint64_t* sorted,
+                       std::vector<int64_t>& digit_first) {
+  int digit_bits = 0;
+  while (digit_bits < low_bits && (int64_t{4} << digit_bits) <= count) ++digit_bits;
+  const int shift = 32 + low_bits - digit_bits;
+  const int64_t digits = int64_t{1} << digit_bits;
+  const uint64_t digit_mask = static_cast<uint64_t>(digits - 1);
+  digit_first.assign(digits + 1, 0);
+  for (int64_t i = 0; i < count; ++i) ++digit_first[((words[i] >> shift) & digit_mask) + 1];
+  for (int64_t d = 0; d < digits; ++d) digit_first[d + 1] += digit_first[d];
+  for (int64_t i = 0; i < count; ++i)
+    sorted[digit_first[(words[i] >> shift) & digit_mask]++] = words[i];
+  int64_t begin = 0;  // digit_first[d] is now digit d's end
+  for (int64_t d = 0; d < digits; ++d) {
+    const int64_t end = digit_first[d];
+    if (end - begin <= 32) {
+      insertion_sort(sorted + begin, end - begin);
+    } else {
+      std::sort(sorted + begin, sorted + end);
+    }
+    begin = end;
+  }
+}
+
+// msd_sort for keys whose bits below the first level fit in 32 bits (low_bits = key_bits -
+// first_bits), as are the positions (n <= 2^32): each key moves as one 64-bit word, (those bits)
+// << 32 | position, and sorting a bucket's words sorts its keys stably (equal keys by position).
+// Two levels: a counting pass into 2^first_bits buckets (few enough that their write streams stay
+// in cache; the words live in the permutation's memory), then each bucket sorted on its own in
+// cache (sort_bucket_words) and unpacked into the sorted keys and the permutation. The buckets are
+// shared between threads by their keys. nullopt (nothing written) when one bucket holds so many
+// keys that the threads could not share the second level.
+std::optional<KeyOrder> sort_packed(const at::Tensor& keys, const Chunks& chunks, int key_bits,
+                                    int first_bits) {
+  const int64_t n = keys.numel();
+  const int64_t* in = keys.const_data_ptr<int64_t>();
+  const int low_bits = key_bits - first_bits;
+  const uint64_t low_mask = (uint64_t{1} << low_bits) - 1;
+  const auto top = [low_bits](int64_t key) { return static_cast<uint64_t>(key) >> low_bits; };
+  const int64_t buckets = int64_t{1} << first_bits;
+  CountingPass pass;
+  if (!pass.count(in, chunks, buckets, top)) return std::nullopt;  // keys wider than key_bits
+  const std::vector<int64_t>& bucket_first = pass.bucket_first;
+  const int64_t threads = std::max<int64_t>(1, at::get_num_threads());
+  int64_t largest = 0;
+  for (int64_t b = 0; b < buckets; ++b) {
+    largest = std::max(largest, bucket_first[b + 1] - bucket_first[b]);
+  }
+  if (threads > 1 && largest > 2 * n / threads) return std::nullopt;
+  at::Tensor sorted = at::empty_like(keys), permutation = at::empty_like(keys);
+  int64_t* keys_out = sorted.mutable_data_ptr<int64_t>();
+  int64_t* perm_out = permutation.mutable_data_ptr<int64_t>();
   static_assert(sizeof(uint64_t) == sizeof(int64_t));
-  uint64_t* packed = reinterpret_cast<uint64_t*>(perm_out);
+  uint64_t* packed = reinterpret_cast<uint64_t*>(perm_out);  // read back before it is overwritten
   pass.scatter(in, chunks, top, [&](int64_t slot, int64_t i) {
     packed[slot] = (static_cast<uint64_t>(in[i]) & low_mask) << 32 | static_cast<uint64_t>(i);
   });
-  const std::vector<int64_t>& bucket_first = pass.bucket_first;
-  const int64_t buckets = static_cast<int64_t>(bucket_first.size()) - 1;
-  at::parallel_for(0, buckets, 1 << 12, [&](int64_t first, int64_t last) {
-    for (int64_t b = first; b < last; ++b) {
-      uint64_t* begin = packed + bucket_first[b];
-      uint64_t* end = packed + bucket_first[b + 1];
-      if (end - begin <= 32) {
-        for (uint64_t* i = begin + 1; i < end; ++i) {  // insertion sort: most buckets are short
-          const uint64_t word = *i;
-          uint64_t* j = i;
-          for (; j > begin && j[-1] > word; --j) *j = j[-1];
-          *j = word;
+  // Part t of the second level: the buckets starting in keys [n t / parts, n (t + 1) / parts).
+  const Chunks parts{n, threads};
+  const auto first_bucket_of = [&](int64_t t) {
+    return std::lower_bound(bucket_first.begin(), bucket_first.end() - 1, parts.begin(t)) -
+           bucket_first.begin();
+  };
+  at::parallel_for(0, parts.count, 1, [&](int64_t first, int64_t last) {
+    std::vector<uint64_t> scratch;
+    std::vector<int64_t> digit_first;
+    for (int64_t t = first; t < last; ++t) {
+      const int64_t end = t + 1 == parts.count ? buckets : first_bucket_of(t + 1);
+      for (int64_t b = first_bucket_of(t); b < end; ++b) {
+        const int64_t begin = bucket_first[b], count = bucket_first[b + 1] - begin;
+        scratch.resize(count);
+        sort_bucket_words(packed + begin, count, low_bits, scratch.data(), digit_first);
+        const uint64_t high = static_cast<uint64_t>(b) << low_bits;
+        for (int64_t i = 0; i < count; ++i) {
+          keys_out[begin + i] = static_cast<int64_t>(high | scratch[i] >> 32);
+          perm_out[begin + i] = static_cast<int64_t>(scratch[i] & 0xffffffffu);
         }
-      } else {
-        std::sort(begin, end);  // the words are distinct: no stability needed
-      }
-      const uint64_t high = static_cast<uint64_t>(b) << shift;
-      for (int64_t i = bucket_first[b]; i < bucket_first[b + 1]; ++i) {
-        const uint64_t word = packed[i];
-        keys_out[i] = static_cast<int64_t>(high | word >> 32);
-        perm_out[i] = static_cast<int64_t>(word & 0xffffffffu);
       }
     }
   });
+  return KeyOrder{sorted, permutation};
 }
 
 // Keys wide enough for three or more LSD passes (a large COO tensor's flattened indices): one
@@ -261,6 +317,14 @@ std::optional<KeyOrder> msd_sort(const at::Tensor& keys, int key_bits, const Chu
     --top_bits;
   }
   top_bits = std::min(top_bits, key_bits);
+  // The packed two-level sort where a word holds the bits below its first level: 2^10 first-level
+  // buckets or more, as few as leave 32 bits below them.
+  const int first_bits = std::min(top_bits, std::max(10, key_bits - 32));
+  if (key_bits - first_bits <= 32 && n <= (int64_t{1} << 32)) {
+    if (std::optional<KeyOrder> order = sort_packed(keys, chunks, key_bits, first_bits)) {
+      return order;
+    }
+  }
   const int shift = key_bits - top_bits;
   const int64_t buckets = int64_t{1} << top_bits;
   const auto top = [shift](int64_t key) { return static_cast<uint64_t>(key) >> shift; };
@@ -275,10 +339,6 @@ std::optional<KeyOrder> msd_sort(const at::Tensor& keys, int key_bits, const Chu
   at::Tensor sorted = at::empty_like(keys), permutation = at::empty_like(keys);
   int64_t* keys_out = sorted.mutable_data_ptr<int64_t>();
   int64_t* perm_out = permutation.mutable_data_ptr<int64_t>();
-  if (shift <= 32 && n <= (int64_t{1} << 32)) {
-    sort_packed(in, chunks, pass, shift, keys_out, perm_out);
-    return KeyOrder{sorted, permutation};
-  }
   pass.scatter(in, chunks, top, [&](int64_t slot, int64_t i) {
     keys_out[slot] = in[i];
     perm_out[slot] = i;

@@ -104,24 +104,37 @@ def test_coalesce_of_many_entries_uses_every_radix_pass(device):
     torch.testing.assert_close(actual._values().cpu(), expected.values())
 
 
-@pytest.mark.parametrize("pattern", ["uniform with a busy row", "one row only", "columns wider than 32 bits"])
-def test_the_top_bits_sort_keeps_the_stable_order(pattern):
-    # 150k entries: the CPU sorts the row-major keys by their top bits, then each bucket (insertion sort for short
-    # ones, a full sort for the busy row's); when one row holds everything it falls back to LSD radix passes. 1M x 1M
-    # (40-bit keys) packs each key's bits below the bucket with its position into one word; columns of 2^40 leave too
-    # many bits below the bucket for that, and keys and positions are moved as they are.
+@pytest.mark.parametrize("threads", [1, 2, 5])
+@pytest.mark.parametrize("pattern", ["uniform with a busy row", "power-law rows", "one row only",
+                                     "columns wider than 32 bits"])
+def test_the_top_bits_sort_keeps_the_stable_order(pattern, threads):
+    # 150k entries: the CPU sorts the row-major keys by their top bits, then each bucket. 1M x 1M (40-bit keys) packs
+    # each key's bits below 2^10 first-level buckets with its position into one word, then sorts each bucket's words
+    # by a digit below (insertion sort for short digits, a full sort for the busy row's). One bucket holding more
+    # keys than the threads can share (power-law rows or one row, on 5 threads) takes the one-level sort, which falls
+    # back to LSD radix passes when one row holds everything; columns of 2^40 leave too many bits below the buckets
+    # for a word, and keys and positions are moved as they are.
     # Reference: torch's stable sort of the row-major keys.
     g = torch.Generator().manual_seed(11)
     n = 150_000
     num_cols = 2**40 if pattern.startswith("columns") else 10**6
-    rows = torch.full((n,), 7) if pattern == "one row only" else torch.randint(0, 10**6, (n,), generator=g)
+    if pattern == "power-law rows":  # row r holds ~ 1 / (r + 1) of the entries
+        rows = torch.multinomial(1.0 / torch.arange(1, 10**6 + 1, dtype=torch.float64), n, replacement=True,
+                                 generator=g)
+    else:
+        rows = torch.full((n,), 7) if pattern == "one row only" else torch.randint(0, 10**6, (n,), generator=g)
     rows[:5000] = 123_456  # a row with thousands of entries (duplicates among them)
     cols = torch.randint(0, 3000 if pattern == "one row only" else num_cols, (n,), generator=g)
     cols[5000:5100] = cols[100:200]  # duplicates in other rows too
     rows[5000:5100] = rows[100:200]
     indices = torch.stack([rows, cols])
     values = torch.randn(n, generator=g, dtype=torch.float64)
-    out_indices, out_values, permutation, first_idx = ops.sparse_coalesce(indices, values, (10**6, num_cols))
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        out_indices, out_values, permutation, first_idx = ops.sparse_coalesce(indices, values, (10**6, num_cols))
+    finally:
+        torch.set_num_threads(before)
     keys = rows * num_cols + cols
     assert torch.equal(permutation, torch.sort(keys, stable=True).indices)
     expected = python_coalesce_by_sorting(keys, indices, values)
