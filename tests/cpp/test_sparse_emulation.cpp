@@ -19,6 +19,19 @@
 namespace torch_ragged::testing {
 namespace {
 
+// Row-major strides over sizes (what flat_key expects), written here as the tests' own reference.
+KeyGeometry row_major_geometry(const std::vector<int64_t>& sizes) {
+  KeyGeometry g;
+  g.sparse_dim = static_cast<int>(sizes.size());
+  int64_t stride = 1;
+  for (int d = g.sparse_dim - 1; d >= 0; --d) {
+    g.size[d] = sizes[d];
+    g.stride[d] = stride;
+    stride *= sizes[d];
+  }
+  return g;
+}
+
 TEST(SparseEmulation, FlatKeysMatchTheCpu) {
   static auto op = c10::Dispatcher::singleton()
                        .findSchemaOrThrow("torch_ragged::sparse_flat_keys", "")
@@ -28,15 +41,8 @@ TEST(SparseEmulation, FlatKeysMatchTheCpu) {
   for (int trial = 0; trial < 100; ++trial) {
     const int dims = 1 + static_cast<int>(rng() % 3);
     std::vector<int64_t> sizes;
-    KeyGeometry g;
-    g.sparse_dim = dims;
     for (int d = 0; d < dims; ++d) sizes.push_back(1 + static_cast<int64_t>(rng() % 7));
-    int64_t stride = 1;
-    for (int d = dims - 1; d >= 0; --d) {
-      g.size[d] = sizes[d];
-      g.stride[d] = stride;
-      stride *= sizes[d];
-    }
+    const KeyGeometry g = row_major_geometry(sizes);
     const int64_t nnz = static_cast<int64_t>(rng() % 12);
     at::Tensor indices = torch::empty({dims, nnz}, torch::kLong);
     for (int d = 0; d < dims; ++d) {
@@ -74,16 +80,9 @@ TEST(SparseEmulation, RunIndicesMatchTorchsCoalesce) {
   std::mt19937_64 rng(37);
   for (int trial = 0; trial < 60; ++trial) {
     const int dims = 1 + static_cast<int>(rng() % 3);
-    KeyGeometry g;
-    g.sparse_dim = dims;
     std::vector<int64_t> sizes;
     for (int d = 0; d < dims; ++d) sizes.push_back(1 + static_cast<int64_t>(rng() % 9000));
-    int64_t stride = 1;
-    for (int d = dims - 1; d >= 0; --d) {
-      g.size[d] = sizes[d];
-      g.stride[d] = stride;
-      stride *= sizes[d];
-    }
+    const KeyGeometry g = row_major_geometry(sizes);
     const int64_t nnz = 1 + static_cast<int64_t>(rng() % 400);
     const at::ScalarType dtype = trial % 2 == 0 ? torch::kLong : torch::kInt;
     std::vector<at::Tensor> rows;
