@@ -139,8 +139,9 @@ SpgemmResult spgemm_rows_cuda(const SpgemmOperands& s) {
 
 // Linkage outside the anonymous namespace: register_sparse_kernels takes it as a template argument.
 extern const CoalesceBackend kCudaBackend;
-const CoalesceBackend kCudaBackend{&flat_keys_cuda,   &cuda::sort_keys,          &cuda::run_offsets,
-                                   &run_indices_cuda, &cuda::segment_gather_sum, &spgemm_rows_cuda};
+const CoalesceBackend kCudaBackend{&flat_keys_cuda,    nullptr,           &cuda::sort_keys,
+                                   &cuda::run_offsets, &run_indices_cuda, &cuda::segment_gather_sum,
+                                   &spgemm_rows_cuda};
 
 TORCH_LIBRARY_IMPL(torch_ragged, CUDA, m) { register_sparse_kernels<kCudaBackend>(m); }
 

@@ -68,6 +68,11 @@ CoalesceResult coalesce_with(const CoalesceBackend& backend, const at::Tensor& i
   if (!geometry.has_value()) {
     return coalesce_lexicographic(backend, indices, values, shape, validate);
   }
+  if (backend.already_coalesced != nullptr && backend.already_coalesced(indices, *geometry)) {
+    // nothing to move or add: copies, the identity order, one entry per run (as the sort would say)
+    const at::TensorOptions longs = indices.options().dtype(at::kLong);
+    return {indices.clone(), values.clone(), at::arange(nnz, longs), at::arange(nnz + 1, longs)};
+  }
   const at::Tensor keys = backend.flat_keys(kOp, indices, *geometry, validate);
   const KeyOrder order = backend.sort_keys(keys, geometry->key_bits);
   const at::Tensor first_idx = backend.run_offsets(order.sorted_keys);

@@ -20,6 +20,10 @@ struct CoalesceBackend {
   // Keys of the entries (sparse_flat_keys' kernel); IndexError when validate and out of range.
   at::Tensor (*flat_keys)(std::string_view op, const at::Tensor& indices, const KeyGeometry& g,
                           bool validate);
+  // Whether the entries are coalesced already (every index in range, the index tuples strictly
+  // increasing), found in a pass that stops at the first entry that is not; nullptr where the
+  // backend has no such pass (CUDA: the sort finds the order itself).
+  bool (*already_coalesced)(const at::Tensor& indices, const KeyGeometry& g);
   KeyOrder (*sort_keys)(const at::Tensor& keys, int key_bits);
   at::Tensor (*run_offsets)(const at::Tensor& sorted_keys);
   // (sparse_dim, runs) of dtype: each run's indices, decoded from its key (run_head_indices)

@@ -47,6 +47,59 @@ at::Tensor flat_keys_cpu(std::string_view op, const at::Tensor& indices, const K
   return keys;
 }
 
+// Entry i's index tuple in range, and after entry i - 1's (row-major order; i > 0), without
+// branches: kDims sparse dims (0: g.sparse_dim, not known when compiled).
+template <int kDims, typename index_t>
+inline bool in_range_and_after_previous(const KeyGeometry& g, const index_t* indices, int64_t nnz,
+                                        int64_t i) {
+  const int dims = kDims > 0 ? kDims : g.sparse_dim;
+  bool in_range = true, decided = false, after = false;  // the first dim that differs decides
+  for (int d = 0; d < dims; ++d) {
+    const int64_t index = static_cast<int64_t>(indices[d * nnz + i]);
+    const int64_t previous = static_cast<int64_t>(indices[d * nnz + i - 1]);
+    in_range = in_range & (index >= 0) & (index < g.size[d]);
+    after = after | (!decided & (index > previous));
+    decided = decided | (index != previous);
+  }
+  return in_range & after;
+}
+
+// already_coalesced for kDims sparse dims (0: any): blocks of entries checked without a branch
+// per entry, each chunk stopping after the first block that fails or once another chunk failed.
+template <int kDims, typename index_t>
+bool already_coalesced_dims(const index_t* idx, int64_t nnz, const KeyGeometry& g) {
+  std::atomic<bool> coalesced{true};
+  for (int d = 0; d < g.sparse_dim && nnz > 0; ++d) {  // the first entry has only its range
+    const int64_t index = static_cast<int64_t>(idx[d * nnz]);
+    if (index < 0 || index >= g.size[d]) return false;
+  }
+  constexpr int64_t kBlock = 1024;
+  at::parallel_for(1, std::max<int64_t>(nnz, 1), kGrainElems, [&](int64_t begin, int64_t end) {
+    const KeyGeometry local = g;
+    for (int64_t block = begin; block < end; block += kBlock) {
+      bool all = true;
+      for (int64_t i = block; i < std::min(end, block + kBlock); ++i) {
+        all = all & in_range_and_after_previous<kDims>(local, idx, nnz, i);
+      }
+      if (!all) coalesced.store(false);
+      if (!coalesced.load(std::memory_order_relaxed)) return;
+    }
+  });
+  return coalesced.load();
+}
+
+bool already_coalesced_cpu(const at::Tensor& indices, const KeyGeometry& g) {
+  const at::Tensor src = indices.contiguous();
+  const int64_t nnz = src.size(1);
+  bool coalesced = false;
+  AT_DISPATCH_INDEX_TYPES(src.scalar_type(), "sparse_coalesce_cpu", [&] {
+    const index_t* idx = src.const_data_ptr<index_t>();
+    coalesced = g.sparse_dim == 2 ? already_coalesced_dims<2>(idx, nnz, g)
+                                  : already_coalesced_dims<0>(idx, nnz, g);
+  });
+  return coalesced;
+}
+
 at::Tensor run_indices_cpu(const at::Tensor& sorted_keys, const at::Tensor& first_idx,
                            const KeyGeometry& g, at::ScalarType dtype) {
   const int64_t runs = first_idx.numel() - 1;
@@ -304,8 +357,9 @@ SpgemmResult spgemm_rows_cpu(const SpgemmOperands& s) {
 
 // Linkage outside the anonymous namespace: register_sparse_kernels takes it as a template argument.
 extern const CoalesceBackend kCpuBackend;
-const CoalesceBackend kCpuBackend{&flat_keys_cpu,   &cpu::sort_keys,          &cpu::run_offsets,
-                                  &run_indices_cpu, &cpu::segment_gather_sum, &spgemm_rows_cpu};
+const CoalesceBackend kCpuBackend{
+    &flat_keys_cpu,   &already_coalesced_cpu,   &cpu::sort_keys, &cpu::run_offsets,
+    &run_indices_cpu, &cpu::segment_gather_sum, &spgemm_rows_cpu};
 
 TORCH_LIBRARY_IMPL(torch_ragged, CPU, m) { register_sparse_kernels<kCpuBackend>(m); }
 

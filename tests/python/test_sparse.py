@@ -89,6 +89,34 @@ def test_sorted_and_coalesced_inputs_take_the_fast_paths_with_the_same_result(de
     assert torch.equal(permutation.cpu(), torch.arange(doubled_i.shape[1]))
 
 
+@pytest.mark.parametrize("index_dtype", [torch.int64, torch.int32])
+@pytest.mark.parametrize("sparse_sizes", [(300, 200), (40, 30, 60)])
+def test_the_already_coalesced_check_stops_at_any_entry_that_is_not(sparse_sizes, index_dtype):
+    """The CPU looks for input that is coalesced already (in range, strictly increasing) in blocks of entries over
+    several chunks; one duplicate, one entry out of order or one index out of range anywhere (the first entry, a
+    block's edge, the last entry) must send it to the sort: the result is then torch's coalesce, and an index out of
+    range is refused by name."""
+    indices, values, size = random_triplet(sparse_sizes, (), 60_000, torch.float64, seed=4, index_dtype=index_dtype)
+    coalesced = torch_sparse(indices.long(), values, size).coalesce()
+    good_i, good_v = coalesced.indices().to(index_dtype), coalesced.values()
+    nnz = good_i.shape[1]
+    i, v, permutation, first_idx = ops.sparse_coalesce(good_i, good_v, size)
+    assert torch.equal(i, good_i) and torch.equal(v, good_v) and i.data_ptr() != good_i.data_ptr()
+    assert torch.equal(permutation, torch.arange(nnz)) and torch.equal(first_idx, torch.arange(nnz + 1))
+    assert nnz > 32768  # more than one parallel chunk
+    for entry in (0, 1, 1023, 1024, 32768, nnz - 1):
+        duplicated = good_i.clone()
+        duplicated[:, entry] = good_i[:, entry - 1 if entry > 0 else 1]  # a duplicate (out of order at entry 0)
+        expected = torch_sparse(duplicated.long(), good_v, size).coalesce()
+        i, v, _, _ = ops.sparse_coalesce(duplicated, good_v, size)
+        assert torch.equal(i.long(), expected.indices()), entry
+        torch.testing.assert_close(v, expected.values())
+        out_of_range = good_i.clone()
+        out_of_range[-1, entry] = size[len(sparse_sizes) - 1]
+        with pytest.raises(IndexError, match="out of range"):
+            ops.sparse_coalesce(out_of_range, good_v, size)
+
+
 @pytest.mark.parametrize("device", DEVICES)
 def test_coalesce_of_many_entries_uses_every_radix_pass(device):
     # 1M x 1M: keys of 40 bits (5 byte digits), 200k entries with 30% duplicates, many threads' chunks
