@@ -30,9 +30,9 @@ struct KeyGroups {
 
 namespace cpu {
 // Stable sort over the low key_bits bits; keys already non-decreasing are detected in one pass and
-// not moved. Wide keys: one counting pass on their top bits, then each bucket sorted (its keys
-// packed with their positions into one word each where both fit in 32 bits); narrow or crowded
-// keys: LSD radix sort (11-bit digits, parallel histograms, digits every key agrees on skipped).
+// not moved. Wide keys: counting passes from their top bits down, each bucket then sorted (keys
+// packed with their positions into one word each, in two cache-sized levels, where both fit in 32
+// bits); narrow or crowded keys: LSD radix sort (11-bit digits, digits all keys share skipped).
 KeyOrder sort_keys(const at::Tensor& keys, int key_bits);
 // first_idx (runs + 1,) int64 of the runs of equal keys in sorted_keys.
 at::Tensor run_offsets(const at::Tensor& sorted_keys);
