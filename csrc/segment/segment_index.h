@@ -521,8 +521,9 @@ C10_HOST_DEVICE void write_if_empty(const ReductionTree& tree, int64_t segment, 
 }
 
 // Lanes of dot_row: independent partial sums, so no add waits on the one before it (a single chain
-// of 64 dependent adds made the SDDMM twice as slow as the gather-sum it pairs with) and the CPU
-// loop vectorises.
+// of 64 dependent adds made the SDDMM twice as slow as the gather-sum it pairs with). The CPU
+// kernels hold the lanes in one vector (segment_cpu.cpp, dot_of_rows / sum_dot_rows) in this same
+// order; this scalar form is the GPU's, run on the host by the emulation tests.
 constexpr int kDotLanes = 8;
 
 // dot_row's last step: lane j + half added into lane j, halving; the sum ends in lane 0.
