@@ -41,7 +41,7 @@ at::Tensor sparse_tensor(const at::Tensor& indices, const at::Tensor& values,
 std::pair<at::Tensor, at::Tensor> coalesced_parts(const at::Tensor& sparse) {
   if (sparse.is_coalesced()) return {sparse._indices(), sparse._values()};
   auto [indices, values, permutation, first_idx] =
-      ops::sparse_coalesce(sparse._indices(), sparse._values(), sparse.sym_sizes(), true);
+      ops::sparse_coalesce(sparse._indices(), sparse._values(), sparse.sym_sizes(), true, false);
   return {indices, values};
 }
 
@@ -70,7 +70,7 @@ at::Tensor values_on_pattern(const at::Tensor& from_indices, const at::Tensor& f
 
 at::Tensor coalesce_kernel(const at::Tensor& self) {
   auto [indices, values, permutation, first_idx] =
-      ops::sparse_coalesce(self._indices(), self._values(), self.sym_sizes(), true);
+      ops::sparse_coalesce(self._indices(), self._values(), self.sym_sizes(), true, false);
   return sparse_tensor(indices, values, self.sizes());
 }
 

@@ -58,29 +58,46 @@ CoalesceResult coalesce_lexicographic(const CoalesceBackend& backend, const at::
           sum_runs(backend, values, permutation, first_idx), permutation, first_idx};
 }
 
+// The order's tensors as the caller asked for them: themselves, or empty (return_order = false).
+CoalesceResult with_order(at::Tensor indices, at::Tensor values, at::Tensor permutation,
+                          at::Tensor first_idx, bool return_order) {
+  if (!return_order) {
+    permutation = at::empty({0}, indices.options().dtype(at::kLong));
+    first_idx = at::empty({0}, indices.options().dtype(at::kLong));
+  }
+  return {std::move(indices), std::move(values), std::move(permutation), std::move(first_idx)};
+}
+
 }  // namespace
 
 CoalesceResult coalesce_with(const CoalesceBackend& backend, const at::Tensor& indices,
-                             const at::Tensor& values, c10::SymIntArrayRef size, bool validate) {
+                             const at::Tensor& values, c10::SymIntArrayRef size, bool validate,
+                             bool return_order) {
   const SparseShape shape = check_sparse_args(kOp, indices, values, size);
   const int64_t nnz = indices.size(1);
   const std::optional<KeyGeometry> geometry = key_geometry(shape.sparse_sizes());
   if (!geometry.has_value()) {
-    return coalesce_lexicographic(backend, indices, values, shape, validate);
+    auto [out_indices, out_values, permutation, first_idx] =
+        coalesce_lexicographic(backend, indices, values, shape, validate);
+    return with_order(out_indices, out_values, permutation, first_idx, return_order);
   }
-  if (backend.already_coalesced != nullptr && backend.already_coalesced(indices, *geometry)) {
-    // nothing to move or add: copies, the identity order, one entry per run (as the sort would say)
-    const at::TensorOptions longs = indices.options().dtype(at::kLong);
-    return {indices.clone(), values.clone(), at::arange(nnz, longs), at::arange(nnz + 1, longs)};
+  const at::TensorOptions longs = indices.options().dtype(at::kLong);
+  if (backend.copy_if_coalesced != nullptr) {
+    if (at::Tensor copy = backend.copy_if_coalesced(indices, *geometry); copy.defined()) {
+      // nothing to move or add: copies, the identity order, one entry per run (as the sort says)
+      if (!return_order) return with_order(copy, values.clone(), {}, {}, false);
+      return {copy, values.clone(), at::arange(nnz, longs), at::arange(nnz + 1, longs)};
+    }
   }
   const at::Tensor keys = backend.flat_keys(kOp, indices, *geometry, validate);
   const KeyOrder order = backend.sort_keys(keys, geometry->key_bits);
   const at::Tensor first_idx = backend.run_offsets(order.sorted_keys);
   const int64_t runs = first_idx.numel() - 1;
   const bool sorted = !order.permutation.defined();
-  const at::Tensor permutation = sorted ? at::arange(nnz, keys.options()) : order.permutation;
   if (sorted && runs == nnz) {  // already coalesced: nothing to move or add
-    return {indices.clone(), values.clone(), permutation, first_idx};
+    return with_order(indices.clone(), values.clone(),
+                      return_order ? at::arange(nnz, longs) : at::Tensor(), first_idx,
+                      return_order);
   }
   // Validated keys decode to the indices; unvalidated ones may hold an out-of-range index's 0, so
   // those entries' own indices are gathered.
@@ -88,8 +105,10 @@ CoalesceResult coalesce_with(const CoalesceBackend& backend, const at::Tensor& i
   const at::Tensor out_indices =
       validate ? backend.run_indices(order.sorted_keys, first_idx, *geometry, indices.scalar_type())
                : columns_of(indices, sorted ? heads : order.permutation.index_select(0, heads));
-  return {out_indices, sum_runs(backend, values, order.permutation, first_idx), permutation,
-          first_idx};
+  const at::Tensor permutation =
+      sorted && return_order ? at::arange(nnz, keys.options()) : order.permutation;
+  return with_order(out_indices, sum_runs(backend, values, order.permutation, first_idx),
+                    permutation, first_idx, return_order);
 }
 
 }  // namespace torch_ragged

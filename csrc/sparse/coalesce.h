@@ -20,10 +20,10 @@ struct CoalesceBackend {
   // Keys of the entries (sparse_flat_keys' kernel); IndexError when validate and out of range.
   at::Tensor (*flat_keys)(std::string_view op, const at::Tensor& indices, const KeyGeometry& g,
                           bool validate);
-  // Whether the entries are coalesced already (every index in range, the index tuples strictly
-  // increasing), found in a pass that stops at the first entry that is not; nullptr where the
-  // backend has no such pass (CUDA: the sort finds the order itself).
-  bool (*already_coalesced)(const at::Tensor& indices, const KeyGeometry& g);
+  // A copy of the indices if the entries are coalesced already (every index in range, the index
+  // tuples strictly increasing), else an undefined tensor, found in a pass that stops at the first
+  // entry that is not; nullptr where the backend has no such pass (CUDA: the sort finds the order).
+  at::Tensor (*copy_if_coalesced)(const at::Tensor& indices, const KeyGeometry& g);
   KeyOrder (*sort_keys)(const at::Tensor& keys, int key_bits);
   at::Tensor (*run_offsets)(const at::Tensor& sorted_keys);
   // (sparse_dim, runs) of dtype: each run's indices, decoded from its key (run_head_indices)
@@ -34,11 +34,13 @@ struct CoalesceBackend {
   SpgemmResult (*spgemm_rows)(const SpgemmOperands& operands);
 };
 
-// (indices, values, permutation, first_idx): see sparse_coalesce's schema (sparse.cpp).
+// (indices, values, permutation, first_idx): see sparse_coalesce's schema (sparse.cpp);
+// permutation and first_idx empty unless return_order.
 using CoalesceResult = std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor>;
 
 CoalesceResult coalesce_with(const CoalesceBackend& backend, const at::Tensor& indices,
-                             const at::Tensor& values, c10::SymIntArrayRef size, bool validate);
+                             const at::Tensor& values, c10::SymIntArrayRef size, bool validate,
+                             bool return_order);
 
 // sparse_spgemm's kernel: (indices, values) of the coalesced product A @ B.
 std::tuple<at::Tensor, at::Tensor> spgemm_with(

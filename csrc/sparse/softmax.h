@@ -37,9 +37,9 @@ struct SparseKernels {
                               validate);
   }
   static CoalesceResult coalesce(const at::Tensor& indices, const at::Tensor& values,
-                                 c10::SymIntArrayRef size, bool validate) {
+                                 c10::SymIntArrayRef size, bool validate, bool return_order) {
     const c10::OptionalDeviceGuard guard(values.device());
-    return coalesce_with(kBackend, indices, values, size, validate);
+    return coalesce_with(kBackend, indices, values, size, validate, return_order);
   }
   static at::Tensor softmax(const at::Tensor& indices, const at::Tensor& values,
                             c10::SymIntArrayRef size, int64_t dim, bool log) {

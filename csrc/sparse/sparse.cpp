@@ -24,7 +24,8 @@ TORCH_LIBRARY_FRAGMENT(torch_ragged, m) {
   m.def("sparse_flat_keys(Tensor indices, SymInt[] sparse_size, bool validate=True) -> Tensor",
         tags);
   m.def(
-      "sparse_coalesce(Tensor indices, Tensor values, SymInt[] size, bool validate=True) -> "
+      "sparse_coalesce(Tensor indices, Tensor values, SymInt[] size, bool validate=True, "
+      "bool return_order=True) -> "
       "(Tensor indices, Tensor values, Tensor permutation, Tensor first_idx)",
       tags);
   m.def(
@@ -146,7 +147,7 @@ TensorPair sparse_sum_impl(const at::Tensor& indices, const at::Tensor& values,
   for (const int64_t d : kept_sparse) kept_rows.push_back(indices.select(0, d));
   auto [out_indices, out_values, permutation, first_idx] = as_op(op, [&] {
     return ops::sparse_coalesce(at::stack(kept_rows), summed, as_symints(out_size),
-                                /*validate=*/false);
+                                /*validate=*/false, /*return_order=*/false);
   });
   return {out_indices, out_values};
 }
@@ -292,10 +293,11 @@ at::Tensor sparse_flat_keys(const Tensor& indices, SymSizes sparse_size, bool va
   return op.call(indices, sparse_size, validate);
 }
 
-Quad sparse_coalesce(const Tensor& indices, const Tensor& values, SymSizes size, bool validate) {
-  static auto op = op_handle<Quad(const Tensor&, const Tensor&, SymSizes, bool)>(
+Quad sparse_coalesce(const Tensor& indices, const Tensor& values, SymSizes size, bool validate,
+                     bool return_order) {
+  static auto op = op_handle<Quad(const Tensor&, const Tensor&, SymSizes, bool, bool)>(
       "torch_ragged::sparse_coalesce");
-  return op.call(indices, values, size, validate);
+  return op.call(indices, values, size, validate, return_order);
 }
 
 TensorPair sparse_sum(const Tensor& indices, const Tensor& values, SymSizes size,
@@ -383,8 +385,10 @@ TensorPair sparse_index_select(const Tensor& indices, const Tensor& values, SymS
 // ---- Public C++ API (int sizes; torch sparse tensors in the convenience overloads) ----
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> sparse_coalesce(
-    const at::Tensor& indices, const at::Tensor& values, at::IntArrayRef size, bool validate) {
-  return ops::sparse_coalesce(indices, values, c10::fromIntArrayRefSlow(size), validate);
+    const at::Tensor& indices, const at::Tensor& values, at::IntArrayRef size, bool validate,
+    bool return_order) {
+  return ops::sparse_coalesce(indices, values, c10::fromIntArrayRefSlow(size), validate,
+                              return_order);
 }
 
 std::tuple<at::Tensor, at::Tensor> sparse_sum(const at::Tensor& indices, const at::Tensor& values,
@@ -451,7 +455,7 @@ at::Tensor coalesce(const at::Tensor& sparse) {
   TORCH_CHECK_TYPE(sparse.layout() == at::kSparse, "torch_ragged.coalesce: expected a sparse COO ",
                    "tensor, got layout ", sparse.layout());
   auto [indices, values, permutation, first_idx] =
-      sparse_coalesce(sparse._indices(), sparse._values(), sparse.sizes());
+      sparse_coalesce(sparse._indices(), sparse._values(), sparse.sizes(), true, false);
   return at::_sparse_coo_tensor_unsafe(indices.to(at::kLong), values, sparse.sizes(),
                                        values.options().layout(at::kSparse), /*is_coalesced=*/true);
 }

@@ -10,9 +10,11 @@
 #include <atomic>
 #include <limits>
 #include <numeric>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
+#include "common/cpu_clones.h"
 #include "common/parallel.h"
 #include "sparse/coalesce.h"
 #include "sparse/softmax.h"
@@ -21,10 +23,16 @@
 namespace torch_ragged {
 namespace {
 
+// indices with their entries contiguous, each sparse dim's row where it lies: the kernels read rows
+// by their stride (torch's coalesce leaves indices as rows of a wider buffer: no copy needed).
+at::Tensor with_contiguous_rows(const at::Tensor& indices) {
+  return indices.stride(1) == 1 || indices.size(1) <= 1 ? indices : indices.contiguous();
+}
+
 at::Tensor flat_keys_cpu(std::string_view op, const at::Tensor& indices, const KeyGeometry& g,
                          bool validate) {
-  const at::Tensor src = indices.contiguous();
-  const int64_t nnz = src.size(1);
+  const at::Tensor src = with_contiguous_rows(indices);
+  const int64_t nnz = src.size(1), row_stride = src.stride(0);
   at::Tensor keys = at::empty({nnz}, src.options().dtype(at::kLong));
   int64_t* out = keys.mutable_data_ptr<int64_t>();
   std::atomic<bool> out_of_range{false};
@@ -35,7 +43,7 @@ at::Tensor flat_keys_cpu(std::string_view op, const at::Tensor& indices, const K
       bool all_in_range = true;
       for (int64_t i = b; i < e; ++i) {
         bool in_range;
-        out[i] = flat_key(local, idx, nnz, i, in_range);
+        out[i] = flat_key(local, idx, row_stride, i, in_range);
         all_in_range = all_in_range && in_range;
       }
       if (!all_in_range) out_of_range = true;
@@ -48,15 +56,14 @@ at::Tensor flat_keys_cpu(std::string_view op, const at::Tensor& indices, const K
 }
 
 // Entry i's index tuple in range, and after entry i - 1's (row-major order; i > 0), without
-// branches: kDims sparse dims (0: g.sparse_dim, not known when compiled).
-template <int kDims, typename index_t>
-inline bool in_range_and_after_previous(const KeyGeometry& g, const index_t* indices, int64_t nnz,
-                                        int64_t i) {
-  const int dims = kDims > 0 ? kDims : g.sparse_dim;
+// branches, for any number of sparse dims.
+template <typename index_t>
+inline bool in_range_and_after_previous(const KeyGeometry& g, const index_t* indices,
+                                        int64_t row_stride, int64_t i) {
   bool in_range = true, decided = false, after = false;  // the first dim that differs decides
-  for (int d = 0; d < dims; ++d) {
-    const int64_t index = static_cast<int64_t>(indices[d * nnz + i]);
-    const int64_t previous = static_cast<int64_t>(indices[d * nnz + i - 1]);
+  for (int d = 0; d < g.sparse_dim; ++d) {
+    const int64_t index = static_cast<int64_t>(indices[d * row_stride + i]);
+    const int64_t previous = static_cast<int64_t>(indices[d * row_stride + i - 1]);
     in_range = in_range & (index >= 0) & (index < g.size[d]);
     after = after | (!decided & (index > previous));
     decided = decided | (index != previous);
@@ -64,40 +71,78 @@ inline bool in_range_and_after_previous(const KeyGeometry& g, const index_t* ind
   return in_range & after;
 }
 
-// already_coalesced for kDims sparse dims (0: any): blocks of entries checked without a branch
-// per entry, each chunk stopping after the first block that fails or once another chunk failed.
-template <int kDims, typename index_t>
-bool already_coalesced_dims(const index_t* idx, int64_t nnz, const KeyGeometry& g) {
-  std::atomic<bool> coalesced{true};
-  for (int d = 0; d < g.sparse_dim && nnz > 0; ++d) {  // the first entry has only its range
-    const int64_t index = static_cast<int64_t>(idx[d * nnz]);
-    if (index < 0 || index >= g.size[d]) return false;
+// Entries [begin, end) of a matrix's indices (rows and columns) copied to `out` (contiguous, nnz
+// entries), and whether each is in range and after the one before it: the copy and the check in
+// one read of the indices, written so that the compiler keeps whole vectors of entries in flight
+// (no branch, unsigned range compares).
+template <typename index_t>
+TORCH_RAGGED_CPU_CLONES bool copy_block_if_ordered_2d(const index_t* row, const index_t* col,
+                                                      index_t* out, int64_t nnz, int64_t begin,
+                                                      int64_t end, int64_t rows, int64_t cols) {
+  using unsigned_t = std::make_unsigned_t<index_t>;
+  int failed = 0;
+  for (int64_t i = begin; i < end; ++i) {
+    const index_t r = row[i], c = col[i], previous_r = row[i - 1], previous_c = col[i - 1];
+    out[i] = r;
+    out[nnz + i] = c;
+    failed |= static_cast<int>(static_cast<uint64_t>(static_cast<unsigned_t>(r)) >=
+                               static_cast<uint64_t>(rows)) |
+              static_cast<int>(static_cast<uint64_t>(static_cast<unsigned_t>(c)) >=
+                               static_cast<uint64_t>(cols)) |
+              static_cast<int>(r < previous_r) |
+              (static_cast<int>(r == previous_r) & static_cast<int>(c <= previous_c));
   }
-  constexpr int64_t kBlock = 1024;
-  at::parallel_for(1, std::max<int64_t>(nnz, 1), kGrainElems, [&](int64_t begin, int64_t end) {
-    const KeyGeometry local = g;
-    for (int64_t block = begin; block < end; block += kBlock) {
-      bool all = true;
-      for (int64_t i = block; i < std::min(end, block + kBlock); ++i) {
-        all = all & in_range_and_after_previous<kDims>(local, idx, nnz, i);
-      }
-      if (!all) coalesced.store(false);
-      if (!coalesced.load(std::memory_order_relaxed)) return;
-    }
-  });
-  return coalesced.load();
+  return failed == 0;
 }
 
-bool already_coalesced_cpu(const at::Tensor& indices, const KeyGeometry& g) {
-  const at::Tensor src = indices.contiguous();
-  const int64_t nnz = src.size(1);
-  bool coalesced = false;
+template <typename index_t>
+bool copy_block_if_ordered(const index_t* idx, int64_t row_stride, index_t* out, int64_t nnz,
+                           int64_t begin, int64_t end, const KeyGeometry& g) {
+  if (g.sparse_dim == 2) {
+    return copy_block_if_ordered_2d(idx, idx + row_stride, out, nnz, begin, end, g.size[0],
+                                    g.size[1]);
+  }
+  bool all = true;
+  for (int64_t i = begin; i < end; ++i) {
+    for (int d = 0; d < g.sparse_dim; ++d) out[d * nnz + i] = idx[d * row_stride + i];
+    all = all & in_range_and_after_previous(g, idx, row_stride, i);
+  }
+  return all;
+}
+
+// The indices copied, if they are coalesced already (every index in range, the tuples strictly
+// increasing), else an undefined tensor: blocks of entries copied and checked together, each chunk
+// stopping after the first block that fails or once another chunk failed (random input pays
+// microseconds, coalesced input about a copy).
+at::Tensor copy_if_coalesced_cpu(const at::Tensor& indices, const KeyGeometry& g) {
+  const at::Tensor src = with_contiguous_rows(indices);
+  const int64_t nnz = src.size(1), row_stride = src.stride(0);
+  at::Tensor out = at::empty(src.sizes(), src.options());
+  bool coalesced = true;
   AT_DISPATCH_INDEX_TYPES(src.scalar_type(), "sparse_coalesce_cpu", [&] {
     const index_t* idx = src.const_data_ptr<index_t>();
-    coalesced = g.sparse_dim == 2 ? already_coalesced_dims<2>(idx, nnz, g)
-                                  : already_coalesced_dims<0>(idx, nnz, g);
+    index_t* copy = out.mutable_data_ptr<index_t>();
+    for (int d = 0; d < g.sparse_dim && nnz > 0; ++d) {  // the first entry has only its range
+      const int64_t index = static_cast<int64_t>(idx[d * row_stride]);
+      copy[d * nnz] = idx[d * row_stride];
+      coalesced = coalesced && index >= 0 && index < g.size[d];
+    }
+    if (!coalesced) return;
+    std::atomic<bool> all{true};
+    constexpr int64_t kBlock = 1024;
+    at::parallel_for(1, std::max<int64_t>(nnz, 1), kGrainElems, [&](int64_t begin, int64_t end) {
+      const KeyGeometry local = g;  // a local copy: stores to `copy` cannot alias it
+      for (int64_t block = begin; block < end; block += kBlock) {
+        if (!copy_block_if_ordered(idx, row_stride, copy, nnz, block, std::min(end, block + kBlock),
+                                   local)) {
+          all.store(false);
+        }
+        if (!all.load(std::memory_order_relaxed)) return;
+      }
+    });
+    coalesced = all.load();
   });
-  return coalesced;
+  return coalesced ? out : at::Tensor();
 }
 
 at::Tensor run_indices_cpu(const at::Tensor& sorted_keys, const at::Tensor& first_idx,
@@ -358,7 +403,7 @@ SpgemmResult spgemm_rows_cpu(const SpgemmOperands& s) {
 // Linkage outside the anonymous namespace: register_sparse_kernels takes it as a template argument.
 extern const CoalesceBackend kCpuBackend;
 const CoalesceBackend kCpuBackend{
-    &flat_keys_cpu,   &already_coalesced_cpu,   &cpu::sort_keys, &cpu::run_offsets,
+    &flat_keys_cpu,   &copy_if_coalesced_cpu,   &cpu::sort_keys, &cpu::run_offsets,
     &run_indices_cpu, &cpu::segment_gather_sum, &spgemm_rows_cpu};
 
 TORCH_LIBRARY_IMPL(torch_ragged, CPU, m) { register_sparse_kernels<kCpuBackend>(m); }

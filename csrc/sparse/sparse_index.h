@@ -27,13 +27,14 @@ struct KeyGeometry {
 
 // The key of entry `entry` of indices (sparse_dim, nnz), row-major; in_range is false when an
 // index lies outside [0, size) (the key is then meaningless but computed without overflow).
+// row_stride: from one sparse dim's row of indices to the next (nnz when contiguous).
 template <typename index_t>
-C10_HOST_DEVICE inline int64_t flat_key(const KeyGeometry& g, const index_t* indices, int64_t nnz,
-                                        int64_t entry, bool& in_range) {
+C10_HOST_DEVICE inline int64_t flat_key(const KeyGeometry& g, const index_t* indices,
+                                        int64_t row_stride, int64_t entry, bool& in_range) {
   int64_t key = 0;
   in_range = true;
   for (int d = 0; d < g.sparse_dim; ++d) {
-    const int64_t i = static_cast<int64_t>(indices[d * nnz + entry]);
+    const int64_t i = static_cast<int64_t>(indices[d * row_stride + entry]);
     const bool ok = i >= 0 && i < g.size[d];
     in_range = in_range && ok;
     key += (ok ? i : 0) * g.stride[d];

@@ -12,7 +12,8 @@ namespace torch_ragged::ops {
 at::Tensor sparse_flat_keys(const at::Tensor& indices, c10::SymIntArrayRef sparse_size,
                             bool validate);
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> sparse_coalesce(
-    const at::Tensor& indices, const at::Tensor& values, c10::SymIntArrayRef size, bool validate);
+    const at::Tensor& indices, const at::Tensor& values, c10::SymIntArrayRef size, bool validate,
+    bool return_order = true);
 std::tuple<at::Tensor, at::Tensor> sparse_sum(const at::Tensor& indices, const at::Tensor& values,
                                               c10::SymIntArrayRef size, at::OptionalIntArrayRef dim,
                                               bool validate);

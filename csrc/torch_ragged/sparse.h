@@ -17,9 +17,11 @@ namespace torch_ragged {
 // duplicates' values summed in input order; permutation (nnz,) maps each sorted position to its
 // input entry and first_idx (unique + 1,) cuts the sorted positions into the runs that were summed.
 // Input already sorted costs no sort. validate: indices out of range raise IndexError.
+// return_order = false: permutation and first_idx come back empty (input already coalesced then
+// costs about a copy of its indices and values).
 TORCH_RAGGED_API std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> sparse_coalesce(
-    const at::Tensor& indices, const at::Tensor& values, at::IntArrayRef size,
-    bool validate = true);
+    const at::Tensor& indices, const at::Tensor& values, at::IntArrayRef size, bool validate = true,
+    bool return_order = true);
 
 // A torch sparse COO tensor, coalesced by sparse_coalesce.
 TORCH_RAGGED_API at::Tensor coalesce(const at::Tensor& sparse);

@@ -138,7 +138,7 @@ def _row_major(op: str, s: torch.Tensor, validate: bool = True):
     c = _compressed(op, s, validate)
     if not c.transposed:
         return c.indices, c.values
-    indices, values, _, _ = _ops.sparse_coalesce(c.indices.flip(0), c.values, s.shape, False)
+    indices, values, _, _ = _ops.sparse_coalesce(c.indices.flip(0), c.values, s.shape, False, return_order=False)
     return indices, values
 
 
@@ -187,7 +187,7 @@ def _block_rows(op: str, s: torch.Tensor, transpose: bool, validate: bool):
         indices, blocks, size = indices.flip(0), blocks.transpose(1, 2), (size[1], size[0], bw, bh)
     if row_compressed and not transpose:
         return compressed, plain, blocks, size
-    indices, blocks, _, _ = _ops.sparse_coalesce(indices, blocks, size, False)
+    indices, blocks, _, _ = _ops.sparse_coalesce(indices, blocks, size, False, return_order=False)
     first = _row_offsets(op, indices[0], size[0], indices.dtype == torch.int32)
     return first, indices[1], blocks, size
 
@@ -269,7 +269,7 @@ def _convert(op: str, x, layout, validate: bool) -> torch.Tensor:
         else:
             indices, values = _row_major(op, x, validate)
         size_t = (x.shape[1], x.shape[0], *x.shape[2:])
-        indices, values, _, _ = _ops.sparse_coalesce(indices.flip(0), values, size_t, validate)
+        indices, values, _, _ = _ops.sparse_coalesce(indices.flip(0), values, size_t, validate, return_order=False)
     return _compress(op, indices, values, x.shape, layout, _index_dtype(x))
 
 
@@ -287,7 +287,8 @@ def coalesce(s: torch.Tensor, *, validate: bool = True, return_order: bool = Fal
            size=(3,), nnz=2, layout=torch.sparse_coo)
     """
     _check_sparse("coalesce", s)
-    indices, values, permutation, first_idx = _ops.sparse_coalesce(s._indices(), _values(s), s.shape, validate)
+    indices, values, permutation, first_idx = _ops.sparse_coalesce(s._indices(), _values(s), s.shape, validate,
+                                                                   return_order)
     result = _sparse(indices, values, s.shape, True)
     return (result, permutation, first_idx) if return_order else result
 
@@ -401,7 +402,7 @@ def _softmax(op: str, s: torch.Tensor, dim: int, dtype, log: bool) -> torch.Tens
         values = values.to(dtype)  # torch casts before computing
     indices = s._indices()
     if not s.is_coalesced():  # duplicates are summed first, as torch does
-        indices, values, _, _ = _ops.sparse_coalesce(indices, values, s.shape)
+        indices, values, _, _ = _ops.sparse_coalesce(indices, values, s.shape, return_order=False)
     out = _ops.sparse_softmax(indices, values, s.shape, dim, log)
     return _sparse(indices, out, s.shape, True)
 
@@ -487,7 +488,7 @@ def add(a: torch.Tensor, b: torch.Tensor, *, alpha=1) -> torch.Tensor:
         b_values = b_values * alpha
     indices = torch.cat([a._indices(), b._indices()], 1)
     values = torch.cat([_values(a).to(dtype), b_values])
-    out_indices, out_values, _, _ = _ops.sparse_coalesce(indices, values, a.shape)
+    out_indices, out_values, _, _ = _ops.sparse_coalesce(indices, values, a.shape, return_order=False)
     return _sparse(out_indices, out_values, a.shape, True)
 
 
@@ -793,9 +794,9 @@ def permute(s: torch.Tensor, dims) -> torch.Tensor:
         values = values.permute(0, *(d - sparse_dim + 1 for d in dims[sparse_dim:]))
     if dims[:sparse_dim] == list(range(sparse_dim)):  # only dense dims move: the keys stay sorted
         indices, values = (s._indices(), values) if s.is_coalesced() else _ops.sparse_coalesce(
-            s._indices(), values, shape)[:2]
+            s._indices(), values, shape, return_order=False)[:2]
         return _sparse(indices, values, shape, True)
-    indices, values, _, _ = _ops.sparse_coalesce(s._indices()[dims[:sparse_dim]], values, shape)
+    indices, values, _, _ = _ops.sparse_coalesce(s._indices()[dims[:sparse_dim]], values, shape, return_order=False)
     return _sparse(indices, values, shape, True)
 
 
@@ -863,7 +864,7 @@ def cat(tensors, dim: int = 0) -> torch.Tensor:
             x_values = torch.nn.functional.pad(x_values, pad)
         indices.append(x_indices)
         values.append(x_values)
-    indices, values, _, _ = _ops.sparse_coalesce(torch.cat(indices, 1), torch.cat(values), shape)
+    indices, values, _, _ = _ops.sparse_coalesce(torch.cat(indices, 1), torch.cat(values), shape, return_order=False)
     return _sparse(indices, values, shape, True)
 
 
@@ -914,7 +915,7 @@ def _coalesced(op: str, s: torch.Tensor):
     _check_sparse(op, s)
     if s.is_coalesced():
         return s._indices(), _values(s)
-    indices, values, _, _ = _ops.sparse_coalesce(s._indices(), _values(s), s.shape)
+    indices, values, _, _ = _ops.sparse_coalesce(s._indices(), _values(s), s.shape, return_order=False)
     return indices, values
 
 
@@ -1269,8 +1270,8 @@ def _sparse_spgemm_fake(a_indices, a_values, b_indices, b_values, a_size, b_size
 
 
 @register_fake("torch_ragged::sparse_coalesce")
-def _sparse_coalesce_fake(indices, values, size, validate=True):
+def _sparse_coalesce_fake(indices, values, size, validate=True, return_order=True):
     unique = torch.library.get_ctx().new_dynamic_size()
     return (indices.new_empty((indices.shape[0], unique)), values.new_empty((unique, *values.shape[1:])),
-            indices.new_empty((indices.shape[1],), dtype=torch.long),
-            indices.new_empty((unique + 1,), dtype=torch.long))
+            indices.new_empty((indices.shape[1] if return_order else 0,), dtype=torch.long),
+            indices.new_empty((unique + 1 if return_order else 0,), dtype=torch.long))

@@ -18,6 +18,14 @@ TEST(Sparse, CoalesceSumsDuplicatesInInputOrderAndKeepsInt32Indices) {
   EXPECT_TRUE(torch::equal(sums, torch::tensor({4.0, 8.0})));
   EXPECT_TRUE(torch::equal(permutation, longs({1, 0, 2})));
   EXPECT_TRUE(torch::equal(first_idx, longs({0, 1, 3})));
+  // without the order: the same entries, the order's tensors empty
+  auto [same_unique, same_sums, no_permutation, no_first_idx] =
+      torch_ragged::sparse_coalesce(indices, values, {2, 3}, /*validate=*/true,
+                                    /*return_order=*/false);
+  EXPECT_TRUE(torch::equal(same_unique, unique));
+  EXPECT_TRUE(torch::equal(same_sums, sums));
+  EXPECT_EQ(no_permutation.numel(), 0);
+  EXPECT_EQ(no_first_idx.numel(), 0);
 }
 
 TEST(Sparse, CoalesceOfATorchSparseTensorMatchesTorch) {

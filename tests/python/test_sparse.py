@@ -89,6 +89,50 @@ def test_sorted_and_coalesced_inputs_take_the_fast_paths_with_the_same_result(de
     assert torch.equal(permutation.cpu(), torch.arange(doubled_i.shape[1]))
 
 
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("layout", ["contiguous", "rows of a wider buffer", "entries strided"])
+@pytest.mark.parametrize("case", ["random", "sorted with duplicates", "coalesced", "keys over 63 bits", "bool"])
+def test_coalesce_without_the_order_returns_it_empty_and_the_same_result(device, case, layout):
+    """return_order=False: permutation and first_idx come back empty on every path (the same shapes the fake
+    kernel promises), indices and values as with the order, and the values' gradient is still the per-run one.
+    Indices as torch's coalesce leaves them (rows of a wider buffer) are read in place; any layout is accepted."""
+    sizes = (2**40, 2**40) if case == "keys over 63 bits" else (50, 40)
+    indices, values, size = random_triplet(sizes, (), 300, torch.float64, seed=7)
+    coalesced = torch_sparse(indices, values, size).coalesce() if sizes[0] < 2**20 else None
+    if case == "sorted with duplicates":
+        indices, values = coalesced.indices().repeat_interleave(2, 1), coalesced.values().repeat_interleave(2)
+    elif case == "coalesced":
+        indices, values = coalesced.indices(), coalesced.values()
+    elif case == "bool":
+        values = values > 0
+    sums = {}  # the definition: each distinct index tuple's values summed (small integers: exact)
+    for col, value in zip(indices.t().tolist(), values.double().tolist(), strict=True):
+        sums[tuple(col)] = sums.get(tuple(col), 0.0) + value
+    keys = sorted(sums)
+    expected_indices = torch.tensor(keys).t().reshape(2, -1)
+    expected_values = torch.tensor([sums[k] for k in keys], dtype=torch.float64)
+    leaf = values.to(device).requires_grad_(values.is_floating_point())
+    indices = indices.to(device)
+    if layout == "rows of a wider buffer":
+        indices = torch.cat([indices, indices.flip(1)], 1)[:, :indices.shape[1]]
+        assert indices.stride() == (2 * indices.shape[1], 1)
+    elif layout == "entries strided":
+        indices = indices.t().contiguous().t()
+    i, v, permutation, first_idx = ops.sparse_coalesce(indices, leaf, size, True, False)
+    assert permutation.shape == (0,) and first_idx.shape == (0,) and permutation.dtype == torch.long
+    assert torch.equal(i.cpu(), expected_indices)
+    if case == "bool":
+        assert torch.equal(v.cpu(), expected_values != 0)
+        return
+    assert torch.equal(v.cpu(), expected_values)
+    weights = torch.randn(v.shape, generator=torch.Generator().manual_seed(8), dtype=torch.float64)
+    (grad,) = torch.autograd.grad((v * weights.to(device)).sum(), leaf)
+    # each input's gradient is the weight of the run it joined
+    run_of = {k: r for r, k in enumerate(keys)}
+    expected_grad = torch.stack([weights[run_of[tuple(col)]] for col in indices.cpu().t().tolist()])
+    assert torch.equal(grad.cpu(), expected_grad)
+
+
 @pytest.mark.parametrize("index_dtype", [torch.int64, torch.int32])
 @pytest.mark.parametrize("sparse_sizes", [(300, 200), (40, 30, 60)])
 def test_the_already_coalesced_check_stops_at_any_entry_that_is_not(sparse_sizes, index_dtype):
@@ -103,6 +147,9 @@ def test_the_already_coalesced_check_stops_at_any_entry_that_is_not(sparse_sizes
     i, v, permutation, first_idx = ops.sparse_coalesce(good_i, good_v, size)
     assert torch.equal(i, good_i) and torch.equal(v, good_v) and i.data_ptr() != good_i.data_ptr()
     assert torch.equal(permutation, torch.arange(nnz)) and torch.equal(first_idx, torch.arange(nnz + 1))
+    i, v, permutation, first_idx = ops.sparse_coalesce(good_i, good_v, size, True, False)
+    assert torch.equal(i, good_i) and torch.equal(v, good_v) and i.data_ptr() != good_i.data_ptr()
+    assert permutation.numel() == 0 and first_idx.numel() == 0
     assert nnz > 32768  # more than one parallel chunk
     for entry in (0, 1, 1023, 1024, 32768, nnz - 1):
         duplicated = good_i.clone()

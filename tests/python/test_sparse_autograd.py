@@ -31,6 +31,7 @@ def sparse_samples():
         (ops.sparse_flat_keys, (INDICES, [3, 2], True)),
         (ops.sparse_coalesce, (INDICES, values, SIZE, True)),
         (ops.sparse_coalesce, (INDICES.to(torch.int32), values, SIZE, False)),
+        (ops.sparse_coalesce, (INDICES, values, SIZE, True, False)),  # no order returned, gradients all the same
         (ops.sparse_sum, (INDICES, values, SIZE, [1], True)),
         (ops.sparse_sum, (INDICES, values, SIZE, [0, 2], True)),
         (ops.sparse_sum, (INDICES, values, SIZE, None, True)),
