@@ -384,21 +384,32 @@ at::Tensor run_offsets(const at::Tensor& sorted_keys) {
   const Chunks chunks{n, n < kParallelKeys ? 1 : std::max<int64_t>(1, at::get_num_threads())};
   auto is_head = [&](int64_t i) { return i == 0 || keys[i] != keys[i - 1]; };
   std::vector<int64_t> heads(chunks.count + 1, 0);
+  std::vector<int64_t> last_head(chunks.count, -1);  // per chunk; -1: it has none
   at::parallel_for(0, chunks.count, 1, [&](int64_t first, int64_t last) {
     for (int64_t t = first; t < last; ++t) {
       int64_t count = 0;
       for (int64_t i = chunks.begin(t); i < chunks.end(t); ++i) count += is_head(i);
       heads[t + 1] = count;
+      for (int64_t i = chunks.end(t) - 1; count > 0 && i >= chunks.begin(t); --i) {
+        if (is_head(i)) {
+          last_head[t] = i;
+          break;
+        }
+      }
     }
   });
   for (int64_t t = 0; t < chunks.count; ++t) heads[t + 1] += heads[t];
   at::Tensor first_idx = at::empty({heads.back() + 1}, sorted_keys.options());
   int64_t* out = first_idx.mutable_data_ptr<int64_t>();
+  // Without a branch per key (heads fall at random): every position is stored at the next free
+  // slot, which only a head advances. Up to the chunk's last head the stores stay inside the
+  // chunk's own slots (a later head overwrites each stray one), so chunks never write each other's.
   at::parallel_for(0, chunks.count, 1, [&](int64_t first, int64_t last) {
     for (int64_t t = first; t < last; ++t) {
       int64_t slot = heads[t];
-      for (int64_t i = chunks.begin(t); i < chunks.end(t); ++i) {
-        if (is_head(i)) out[slot++] = i;
+      for (int64_t i = chunks.begin(t); i <= last_head[t]; ++i) {
+        out[slot] = i;
+        slot += is_head(i);
       }
     }
   });

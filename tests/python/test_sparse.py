@@ -164,6 +164,28 @@ def test_the_already_coalesced_check_stops_at_any_entry_that_is_not(sparse_sizes
             ops.sparse_coalesce(out_of_range, good_v, size)
 
 
+@pytest.mark.parametrize("threads", [1, 2, 3, 5])
+def test_run_offsets_hold_at_every_chunk_edge(threads):
+    """The CPU finds the runs of equal sorted keys in parallel chunks without a branch per key (each position stored
+    at the next free slot, only heads advance it): a run across chunk edges, runs ending at an edge, all-duplicate
+    chunks. Reference: torch.unique's counts."""
+    g = torch.Generator().manual_seed(12)
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        for trial in range(12):
+            nnz = int(torch.randint(70_000, 250_000, (1,), generator=g))
+            span = [2, 1000, nnz, 4 * nnz][trial % 4]
+            index = torch.randint(0, span, (1, nnz), generator=g)
+            if trial % 3 == 0:
+                index[0, : nnz // 2] = span // 2  # one run over the first chunks
+            _, _, _, first_idx = ops.sparse_coalesce(index, torch.ones(nnz), [span])
+            _, counts = torch.unique(index[0], return_counts=True)
+            assert torch.equal(first_idx, torch.cat([torch.zeros(1, dtype=torch.long), counts.cumsum(0)])), trial
+    finally:
+        torch.set_num_threads(before)
+
+
 @pytest.mark.parametrize("device", DEVICES)
 def test_coalesce_of_many_entries_uses_every_radix_pass(device):
     # 1M x 1M: keys of 40 bits (5 byte digits), 200k entries with 30% duplicates, many threads' chunks
