@@ -185,14 +185,21 @@ void sort_columns(std::vector<col_t>& cols, std::vector<col_t>& scratch, int bit
 // One row of C at a time: the columns it reaches and, for the numeric pass, each column's sum
 // (from 0, products added in the order they arrive: ascending l, as spgemm_row_numeric adds them).
 // Dense: an array over C's m columns stamped with the row that last touched each column (allocated
-// once per task). Sparse, where m is too large for that: the row's products collected and sorted
-// stably by column. Both emit the row's columns sorted, with the same sums. col_t: int32_t where
-// columns and rows fit (half the cache footprint and a faster sort), else int64_t.
+// once per task), and a two-level bitmap of the row's columns (a bit per column, a bit per
+// 64-column word): where its top level is short next to the row, the row's columns come out in
+// order by scanning the set bits (no sort; the scan clears them), else they are sorted. Sparse,
+// where m is too large for that: the row's products collected and sorted stably by column. Both
+// emit the row's columns sorted, with the same sums. col_t: int32_t where columns and rows fit
+// (half the cache footprint and a faster sort), else int64_t.
 template <typename scalar_t, typename acc_t, typename col_t>
 class RowAccumulator {
  public:
   RowAccumulator(int64_t m, bool dense) : dense_(dense), column_bits_(bits_for(m)) {
-    if (dense_) slot_.assign(m, Slot{col_t(-1), acc_t(0)});
+    if (dense_) {
+      slot_.assign(m, Slot{col_t(-1), acc_t(0)});
+      column_bits_of_word_.assign((m + 63) / 64, 0);
+      word_bits_.assign((m + 4095) / 4096, 0);
+    }
   }
 
   void start(int64_t row) {
@@ -225,6 +232,9 @@ class RowAccumulator {
     } else if (Slot& slot = slot_[col]; slot.stamp != row_) {
       slot = Slot{row_, static_cast<acc_t>(acc_t(0) + value)};  // int8 / int16: promoted to int
       touched_.push_back(col);
+      const auto c = static_cast<uint64_t>(col);
+      column_bits_of_word_[c >> 6] |= uint64_t{1} << (c & 63);
+      word_bits_[c >> 12] |= uint64_t{1} << ((c >> 6) & 63);
     } else {
       slot.sum += value;
     }
@@ -233,11 +243,19 @@ class RowAccumulator {
   // Writes the row's entries (its row index, its columns in ascending order) and their sums.
   void finish(int64_t* rows, int64_t* cols, scalar_t* values) {
     if (dense_) {
+      // the bitmap's top level costs a word read per 4096 columns; a sort, a few steps per column
+      if (word_bits_.size() <= 2 * touched_.size()) {
+        emit_columns_in_bit_order(rows, cols, values);
+        return;
+      }
       sort_columns(touched_, scratch_, column_bits_);
       for (size_t p = 0; p < touched_.size(); ++p) {
         rows[p] = row_;
         cols[p] = touched_[p];
         values[p] = static_cast<scalar_t>(slot_[touched_[p]].sum);
+        const auto c = static_cast<uint64_t>(touched_[p]);
+        column_bits_of_word_[c >> 6] = 0;
+        word_bits_[c >> 12] = 0;
       }
       return;
     }
@@ -258,6 +276,25 @@ class RowAccumulator {
   }
 
  private:
+  // The row's entries in column order, read off the bitmap's set bits (and the bitmap cleared).
+  void emit_columns_in_bit_order(int64_t* rows, int64_t* cols, scalar_t* values) {
+    int64_t p = 0;
+    for (size_t top = 0; top < word_bits_.size(); ++top) {
+      for (uint64_t words = std::exchange(word_bits_[top], 0); words != 0; words &= words - 1) {
+        const uint64_t word = top * 64 + static_cast<uint64_t>(__builtin_ctzll(words));
+        for (uint64_t bits = std::exchange(column_bits_of_word_[word], 0); bits != 0;
+             bits &= bits - 1) {
+          const auto col =
+              static_cast<col_t>(word * 64 + static_cast<uint64_t>(__builtin_ctzll(bits)));
+          rows[p] = row_;
+          cols[p] = col;
+          values[p] = static_cast<scalar_t>(slot_[col].sum);
+          ++p;
+        }
+      }
+    }
+  }
+
   static int bits_for(int64_t m) {
     int bits = 0;
     while (bits < 63 && (int64_t{1} << bits) < m) ++bits;
@@ -273,6 +310,9 @@ class RowAccumulator {
     acc_t sum;
   };
   std::vector<Slot> slot_;
+  // bit c % 64 of column_bits_of_word_[c / 64]: column c holds a product of the row; bit w % 64
+  // of word_bits_[w / 64]: column_bits_of_word_[w] is not zero
+  std::vector<uint64_t> column_bits_of_word_, word_bits_;
   std::vector<col_t> touched_, scratch_;
   std::vector<std::pair<col_t, acc_t>> products_;
 };

@@ -63,6 +63,32 @@ def test_matches_the_product_loop_and_torch(device, n, k, m, nnz_a, nnz_b, power
         assert torch.equal(c.indices().cpu(), expected.indices())
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+def test_rows_read_off_the_column_bitmap_or_sorted_alike(threads):
+    """The CPU's dense accumulator emits a row's columns by scanning a two-level bitmap when its top level (a bit
+    per 4096 columns) is short next to the row, and sorts them otherwise; both clear what they used. C here is
+    20011 wide (five top-level words, the last one partial): power-law rows put one- and two-column rows (sorted)
+    between long ones (scanned) in the same task, with columns 0 and m - 1 present. Reference: the product loop."""
+    n, k, m = 400, 300, 20_011
+    a = random_matrix(n, k, 1500, seed=21, power_law=True)
+    b = random_matrix(k, m, 450, seed=22)
+    b = torch.sparse_coo_tensor(torch.cat([b.indices(), torch.tensor([[0, 0], [0, m - 1]])], 1),
+                                torch.cat([b.values(), torch.tensor([1.5, -2.5], dtype=torch.float64)]),
+                                (k, m)).coalesce()
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        c = torch_ragged.sparse.mm(a, b)
+    finally:
+        torch.set_num_threads(before)
+    indices, products, _ = product_loop(a, b)
+    row_lengths = torch.bincount(indices[0], minlength=n)
+    assert (row_lengths[row_lengths > 0] <= 2).any() and (row_lengths >= 3).any()  # both ways are taken
+    assert m - 1 in indices[1].tolist()
+    assert torch.equal(c.indices(), indices)
+    torch.testing.assert_close(c.values(), torch.tensor([math.fsum(p) for p in products], dtype=torch.float64))
+
+
 def test_the_sum_order_is_ascending_inner_index_from_zero():
     # float32 sums that depend on their order: 1e8 + 1 - 1e8 is 0 left to right, 1 in any other grouping.
     a = torch.sparse_coo_tensor([[0, 0, 0], [0, 1, 2]], torch.tensor([1e8, 1.0, -1e8]), (1, 3)).coalesce()
