@@ -68,6 +68,15 @@ CoalesceResult with_order(at::Tensor indices, at::Tensor values, at::Tensor perm
   return {std::move(indices), std::move(values), std::move(permutation), std::move(first_idx)};
 }
 
+// Input already coalesced: nothing moved or added; the identity order, one entry per run.
+CoalesceResult in_identity_order(at::Tensor indices, at::Tensor values, bool return_order) {
+  if (!return_order) return with_order(std::move(indices), std::move(values), {}, {}, false);
+  const int64_t nnz = indices.size(1);
+  const at::TensorOptions longs = indices.options().dtype(at::kLong);
+  return {std::move(indices), std::move(values), at::arange(nnz, longs),
+          at::arange(nnz + 1, longs)};
+}
+
 }  // namespace
 
 CoalesceResult coalesce_with(const CoalesceBackend& backend, const at::Tensor& indices,
@@ -81,12 +90,9 @@ CoalesceResult coalesce_with(const CoalesceBackend& backend, const at::Tensor& i
         coalesce_lexicographic(backend, indices, values, shape, validate);
     return with_order(out_indices, out_values, permutation, first_idx, return_order);
   }
-  const at::TensorOptions longs = indices.options().dtype(at::kLong);
   if (backend.copy_if_coalesced != nullptr) {
     if (at::Tensor copy = backend.copy_if_coalesced(indices, *geometry); copy.defined()) {
-      // nothing to move or add: copies, the identity order, one entry per run (as the sort says)
-      if (!return_order) return with_order(copy, values.clone(), {}, {}, false);
-      return {copy, values.clone(), at::arange(nnz, longs), at::arange(nnz + 1, longs)};
+      return in_identity_order(copy, values.clone(), return_order);
     }
   }
   const at::Tensor keys = backend.flat_keys(kOp, indices, *geometry, validate);
@@ -94,11 +100,8 @@ CoalesceResult coalesce_with(const CoalesceBackend& backend, const at::Tensor& i
   const at::Tensor first_idx = backend.run_offsets(order.sorted_keys);
   const int64_t runs = first_idx.numel() - 1;
   const bool sorted = !order.permutation.defined();
-  if (sorted && runs == nnz) {  // already coalesced: nothing to move or add
-    return with_order(indices.clone(), values.clone(),
-                      return_order ? at::arange(nnz, longs) : at::Tensor(), first_idx,
-                      return_order);
-  }
+  if (sorted && runs == nnz)
+    return in_identity_order(indices.clone(), values.clone(), return_order);
   // Validated keys decode to the indices; unvalidated ones may hold an out-of-range index's 0, so
   // those entries' own indices are gathered.
   const at::Tensor heads = first_idx.narrow(0, 0, runs);  // sorted positions
