@@ -163,60 +163,61 @@ at::Tensor run_indices_cpu(const at::Tensor& sorted_keys, const at::Tensor& firs
 
 // ---- sparse @ sparse by rows (Gustavson) ----
 
-// Sorts a row's distinct columns (all < 2^bits): least-significant-digit radix sort in 8-bit
-// digits for rows long enough to amortise its 256-entry counts, std::sort below that (the sort
-// was half of a row's time under comparison sorting).
+// Sorts a row's distinct columns (all < 2^bits) in place: least-significant-digit radix sort in
+// 8-bit digits for rows long enough to amortise its 256-entry counts, std::sort below that (the
+// sort was half of a row's time under comparison sorting).
 template <typename col_t>
-void sort_columns(std::vector<col_t>& cols, std::vector<col_t>& scratch, int bits) {
-  if (cols.size() < 64) {
-    std::sort(cols.begin(), cols.end());
+void sort_columns(col_t* cols, int64_t n, std::vector<col_t>& scratch, int bits) {
+  if (n < 64) {
+    std::sort(cols, cols + n);
     return;
   }
-  scratch.resize(cols.size());
+  scratch.resize(n);
+  col_t* from = cols;
+  col_t* to = scratch.data();
   for (int shift = 0; shift < bits; shift += 8) {
     uint32_t offsets[257] = {};
-    for (const col_t c : cols) ++offsets[((static_cast<uint64_t>(c) >> shift) & 255) + 1];
+    for (int64_t p = 0; p < n; ++p)
+      ++offsets[((static_cast<uint64_t>(from[p]) >> shift) & 255) + 1];
     for (int d = 0; d < 256; ++d) offsets[d + 1] += offsets[d];
-    for (const col_t c : cols) scratch[offsets[(static_cast<uint64_t>(c) >> shift) & 255]++] = c;
-    cols.swap(scratch);
+    for (int64_t p = 0; p < n; ++p)
+      to[offsets[(static_cast<uint64_t>(from[p]) >> shift) & 255]++] = from[p];
+    std::swap(from, to);
   }
+  if (from != cols) std::copy(from, from + n, cols);
 }
 
-// One row of C at a time: the columns it reaches and, for the numeric pass, each column's sum
-// (from 0, products added in the order they arrive: ascending l, as spgemm_row_numeric adds them).
-// Dense: an array over C's m columns stamped with the row that last touched each column (allocated
-// once per task), and a two-level bitmap of the row's columns (a bit per column, a bit per
-// 64-column word): where its top level is short next to the row, the row's columns come out in
-// order by scanning the set bits (no sort; the scan clears them), else they are sorted. Sparse,
-// where m is too large for that: the row's products collected and sorted stably by column. Both
-// emit the row's columns sorted, with the same sums. col_t: int32_t where columns and rows fit
-// (half the cache footprint and a faster sort), else int64_t.
-template <typename scalar_t, typename acc_t, typename col_t>
-class RowAccumulator {
+// The symbolic pass, one row of C at a time: how many distinct columns the row reaches. Dense: a
+// stamp per column of C (the row that last touched it), allocated once per thread; a row's
+// columns arrive in no order, so the count is kept without a branch. Sparse, where C's m columns
+// are too many for that: the row's columns collected, sorted and made unique.
+template <typename col_t>
+class RowColumnCounter {
  public:
-  RowAccumulator(int64_t m, bool dense) : dense_(dense), column_bits_(bits_for(m)) {
-    if (dense_) {
-      slot_.assign(m, Slot{col_t(-1), acc_t(0)});
-      column_bits_of_word_.assign((m + 63) / 64, 0);
-      word_bits_.assign((m + 4095) / 4096, 0);
-    }
+  RowColumnCounter(int64_t m, bool dense) : dense_(dense) {
+    if (dense_) stamp_.assign(m, col_t(-1));
   }
 
   void start(int64_t row) {
     row_ = static_cast<col_t>(row);
-    touched_.clear();
-    products_.clear();
     distinct_ = 0;
+    touched_.clear();
   }
 
-  // The symbolic pass: counts the row's distinct columns.
-  void touch(col_t col) {
+  // The columns of one row of B (every pointer a local: the loop keeps them in registers).
+  void touch(const col_t* cols, int64_t count) {
     if (!dense_) {
-      touched_.push_back(col);
-    } else if (slot_[col].stamp != row_) {
-      slot_[col].stamp = row_;
-      ++distinct_;
+      touched_.insert(touched_.end(), cols, cols + count);
+      return;
     }
+    col_t* stamp = stamp_.data();
+    const col_t row = row_;
+    int64_t distinct = distinct_;
+    for (int64_t q = 0; q < count; ++q) {
+      distinct += stamp[cols[q]] != row;
+      stamp[cols[q]] = row;
+    }
+    distinct_ = distinct;
   }
 
   int64_t count() {
@@ -225,37 +226,76 @@ class RowAccumulator {
     return std::unique(touched_.begin(), touched_.end()) - touched_.begin();
   }
 
-  // The numeric pass.
-  void add(col_t col, acc_t value) {
-    if (!dense_) {
-      products_.emplace_back(col, value);
-    } else if (Slot& slot = slot_[col]; slot.stamp != row_) {
-      slot = Slot{row_, static_cast<acc_t>(acc_t(0) + value)};  // int8 / int16: promoted to int
-      touched_.push_back(col);
-      const auto c = static_cast<uint64_t>(col);
-      column_bits_of_word_[c >> 6] |= uint64_t{1} << (c & 63);
-      word_bits_[c >> 12] |= uint64_t{1} << ((c >> 6) & 63);
-    } else {
-      slot.sum += value;
+ private:
+  bool dense_;
+  col_t row_ = -1;
+  int64_t distinct_ = 0;
+  std::vector<col_t> stamp_, touched_;
+};
+
+// The numeric pass, one row of C at a time: each column's sum, from 0, the products added in the
+// order they arrive (ascending l, as spgemm_row_numeric adds them). Dense: a sum per column of C
+// and a bit per column (allocated once per thread), every product added without a branch: its
+// column is appended to the row's list and the list grows only where the bit was clear. The
+// row's columns come out in order by scanning the bit words where they are few next to the row,
+// else by sorting the list; either way the sums and bits are cleared as they are read. Sparse,
+// where m is too large for that: the row's products collected and sorted stably by column. Both
+// emit the row's columns sorted, with the same sums. col_t: int32_t where columns and rows fit
+// (half the cache footprint and a faster sort), else int64_t.
+template <typename scalar_t, typename acc_t, typename col_t>
+class RowAccumulator {
+ public:
+  RowAccumulator(int64_t m, bool dense) : dense_(dense), column_bits_(bits_for(m)) {
+    if (dense_) {
+      sum_.assign(m, acc_t(0));
+      column_bits_of_word_.assign((m + 63) / 64, 0);
+      word_bits_.assign((m + 4095) / 4096, 0);
     }
+  }
+
+  // `distinct`: the row's column count, from the symbolic pass (the list's capacity).
+  void start(int64_t row, int64_t distinct) {
+    row_ = row;
+    listed_ = 0;
+    distinct_ = distinct;
+    products_.clear();
+    if (dense_ && static_cast<int64_t>(touched_.size()) <= distinct) touched_.resize(distinct + 1);
+  }
+
+  // The products a * b_values[q] of one row of B, at columns cols[q] (every pointer a local: the
+  // loop keeps them in registers).
+  void add(scalar_t a, const col_t* cols, const scalar_t* b_values, int64_t count) {
+    if (!dense_) {
+      for (int64_t q = 0; q < count; ++q) {
+        products_.emplace_back(cols[q], spgemm_product<scalar_t, acc_t>(a, b_values[q]));
+      }
+      return;
+    }
+    col_t* list = touched_.data();
+    acc_t* sum = sum_.data();
+    uint64_t* words = column_bits_of_word_.data();
+    int64_t listed = listed_;
+    for (int64_t q = 0; q < count; ++q) {
+      const auto c = static_cast<uint64_t>(cols[q]);
+      const uint64_t word = words[c >> 6], bit = uint64_t{1} << (c & 63);
+      list[listed] = cols[q];  // kept only if the column is new to the row
+      listed += (word & bit) == 0;
+      words[c >> 6] = word | bit;
+      sum[c] += spgemm_product<scalar_t, acc_t>(a, b_values[q]);
+    }
+    listed_ = listed;
   }
 
   // Writes the row's entries (its row index, its columns in ascending order) and their sums.
   void finish(int64_t* rows, int64_t* cols, scalar_t* values) {
     if (dense_) {
-      // the bitmap's top level costs a word read per 4096 columns; a sort, a few steps per column
-      if (word_bits_.size() <= 2 * touched_.size()) {
+      TORCH_INTERNAL_ASSERT_DEBUG_ONLY(listed_ == distinct_, "spgemm: the passes disagree");
+      // the bitmap's top level costs a word read per 4096 columns of C; a sort, a few steps per
+      // column of the row
+      if (word_bits_.size() <= 2 * static_cast<size_t>(listed_)) {
         emit_columns_in_bit_order(rows, cols, values);
-        return;
-      }
-      sort_columns(touched_, scratch_, column_bits_);
-      for (size_t p = 0; p < touched_.size(); ++p) {
-        rows[p] = row_;
-        cols[p] = touched_[p];
-        values[p] = static_cast<scalar_t>(slot_[touched_[p]].sum);
-        const auto c = static_cast<uint64_t>(touched_[p]);
-        column_bits_of_word_[c >> 6] = 0;
-        word_bits_[c >> 12] = 0;
+      } else {
+        emit_sorted_list(rows, cols, values);
       }
       return;
     }
@@ -276,22 +316,38 @@ class RowAccumulator {
   }
 
  private:
-  // The row's entries in column order, read off the bitmap's set bits (and the bitmap cleared).
+  void emit(int64_t* rows, int64_t* cols, scalar_t* values, int64_t p, col_t col) {
+    rows[p] = row_;
+    cols[p] = col;
+    values[p] = static_cast<scalar_t>(sum_[col]);
+    sum_[col] = acc_t(0);
+  }
+
+  // The row's entries in column order, read off the bitmap: its top level built from the list,
+  // then the set bits of the words it marks (the scan clears both levels).
   void emit_columns_in_bit_order(int64_t* rows, int64_t* cols, scalar_t* values) {
+    for (int64_t p = 0; p < listed_; ++p) {
+      const auto c = static_cast<uint64_t>(touched_[p]);
+      word_bits_[c >> 12] |= uint64_t{1} << ((c >> 6) & 63);
+    }
     int64_t p = 0;
     for (size_t top = 0; top < word_bits_.size(); ++top) {
       for (uint64_t words = std::exchange(word_bits_[top], 0); words != 0; words &= words - 1) {
         const uint64_t word = top * 64 + static_cast<uint64_t>(__builtin_ctzll(words));
         for (uint64_t bits = std::exchange(column_bits_of_word_[word], 0); bits != 0;
              bits &= bits - 1) {
-          const auto col =
-              static_cast<col_t>(word * 64 + static_cast<uint64_t>(__builtin_ctzll(bits)));
-          rows[p] = row_;
-          cols[p] = col;
-          values[p] = static_cast<scalar_t>(slot_[col].sum);
-          ++p;
+          emit(rows, cols, values, p++,
+               static_cast<col_t>(word * 64 + static_cast<uint64_t>(__builtin_ctzll(bits))));
         }
       }
+    }
+  }
+
+  void emit_sorted_list(int64_t* rows, int64_t* cols, scalar_t* values) {
+    sort_columns(touched_.data(), listed_, scratch_, column_bits_);
+    for (int64_t p = 0; p < listed_; ++p) {
+      emit(rows, cols, values, p, touched_[p]);
+      column_bits_of_word_[static_cast<uint64_t>(touched_[p]) >> 6] = 0;
     }
   }
 
@@ -303,15 +359,12 @@ class RowAccumulator {
 
   bool dense_;
   int column_bits_;  // columns are < 2^column_bits_
-  col_t row_ = -1;
-  int64_t distinct_ = 0;
-  struct Slot {  // one column: the row that last touched it, and that row's sum (one cache line)
-    col_t stamp;
-    acc_t sum;
-  };
-  std::vector<Slot> slot_;
+  int64_t row_ = -1;
+  int64_t listed_ = 0;    // the row's distinct columns so far: touched_[0, listed_)
+  int64_t distinct_ = 0;  // the row's distinct columns, as the symbolic pass counted them
+  std::vector<acc_t> sum_;
   // bit c % 64 of column_bits_of_word_[c / 64]: column c holds a product of the row; bit w % 64
-  // of word_bits_[w / 64]: column_bits_of_word_[w] is not zero
+  // of word_bits_[w / 64] (set only while the row is emitted): column_bits_of_word_[w] is not zero
   std::vector<uint64_t> column_bits_of_word_, word_bits_;
   std::vector<col_t> touched_, scratch_;
   std::vector<std::pair<col_t, acc_t>> products_;
@@ -353,22 +406,35 @@ std::vector<int64_t> balanced_row_tasks(const std::vector<int64_t>& products, in
   return bounds;
 }
 
+// Runs task(t, worker) for t in [0, tasks), handed out one at a time to the threads (equal products
+// are not equal time: a product that finds its column costs less than one that adds it), each
+// thread with one worker built by make_worker.
+template <typename MakeWorker, typename Task>
+void for_each_task(int64_t tasks, MakeWorker&& make_worker, Task&& task) {
+  std::atomic<int64_t> next{0};
+  at::parallel_for(0, std::min<int64_t>(tasks, at::get_num_threads()), 1, [&](int64_t, int64_t) {
+    auto worker = make_worker();
+    for (int64_t t = next.fetch_add(1); t < tasks; t = next.fetch_add(1)) task(t, worker);
+  });
+}
+
 // C = A @ B: a symbolic pass counts each row's columns, one scan gives C's row offsets, a numeric
-// pass fills the rows, both over tasks of equal products. Memory: C, plus one accumulator per task
-// in flight; the products are never listed. Deterministic: each entry sums its products from 0 in
+// pass fills the rows, both over tasks of equal products. Memory: C, plus one accumulator per
+// thread; the products are never listed. Deterministic: each entry sums its products from 0 in
 // ascending l whatever the thread count.
 SpgemmResult spgemm_rows_cpu(const SpgemmOperands& s) {
   const std::vector<int64_t> products = products_per_row(s);
   const int64_t threads = at::get_num_threads();
   const int64_t tasks = std::max<int64_t>(
-      1, std::min<int64_t>(s.n, std::min<int64_t>(threads * 8, products.back() / 4096 + 1)));
+      1, std::min<int64_t>(s.n, std::min<int64_t>(threads * 16, products.back() / 4096 + 1)));
   const std::vector<int64_t> bounds = balanced_row_tasks(products, tasks);
-  // Dense accumulators when their m columns cost no more than the task's products (and fit).
-  const bool dense = s.m <= std::max<int64_t>(int64_t{1} << 16, 4 * products.back() / tasks) &&
+  // Dense accumulators when their m columns cost no more than a thread's products (and fit).
+  const bool dense = s.m <= std::max<int64_t>(int64_t{1} << 16, 4 * products.back() / threads) &&
                      s.m <= (int64_t{1} << 30) / (16 * threads);
   const int64_t* a_first = s.a_first.const_data_ptr<int64_t>();
   const int64_t* a_cols = s.a_cols.const_data_ptr<int64_t>();
   const int64_t* b_first = s.b_first.const_data_ptr<int64_t>();
+  const int64_t a_nnz = s.a_cols.numel();
   std::vector<int64_t> first(s.n + 1, 0);  // C's row offsets
   SpgemmResult c;
   AT_DISPATCH_V2(
@@ -378,36 +444,41 @@ SpgemmResult spgemm_rows_cpu(const SpgemmOperands& s) {
         const scalar_t* b_values = s.b_values.const_data_ptr<scalar_t>();
         auto run = [&](auto col_zero) {
           using col_t = decltype(col_zero);
-          using Row = RowAccumulator<scalar_t, acc_t, col_t>;
           // B's columns in col_t: the loops below read them at random rows, and half the
           // bytes are half the cache misses.
           const at::Tensor b_cols_narrow = s.b_cols.to(c10::CppTypeToScalarType<col_t>::value);
           const col_t* b_cols = b_cols_narrow.const_data_ptr<col_t>();
-          // The rows of tasks [task_begin, task_end), each walked product by product: row.start(i),
-          // visit(e, q) for A entry e and B entry q in ascending l (the summation order), then
-          // done(i). The B row of A's next entry is prefetched while the current one is walked.
-          auto walk_rows = [&](int64_t task_begin, int64_t task_end, Row& row, auto&& visit,
-                               auto&& done) {
-            for (int64_t i = bounds[task_begin]; i < bounds[task_end]; ++i) {
-              row.start(i);
-              for (int64_t e = a_first[i]; e < a_first[i + 1]; ++e) {
-                if (e + 1 < a_first[i + 1]) {
+          // The rows of task t, each walked row of B by row of B: start(i), visit(e, q_begin,
+          // q_end) for A entry e in ascending l (the summation order) with B's entries
+          // [q_begin, q_end) of row l, then done(i). The B row of A's next entry is prefetched
+          // while the current one is walked, and the offsets of B's row a few entries on.
+          auto walk_rows = [&](int64_t t, auto&& start, auto&& visit, auto&& done) {
+            constexpr int64_t kAhead = 8;
+            for (int64_t i = bounds[t]; i < bounds[t + 1]; ++i) {
+              start(i);
+              const int64_t e_end = a_first[i + 1];
+              for (int64_t e = a_first[i]; e < e_end; ++e) {
+                if (e + kAhead < a_nnz) __builtin_prefetch(b_first + a_cols[e + kAhead]);
+                if (e + 1 < e_end) {
                   const int64_t next = b_first[a_cols[e + 1]];
                   __builtin_prefetch(b_cols + next);
                   __builtin_prefetch(b_values + next);
                 }
                 const int64_t l = a_cols[e];
-                for (int64_t q = b_first[l]; q < b_first[l + 1]; ++q) visit(e, q);
+                visit(e, b_first[l], b_first[l + 1]);
               }
               done(i);
             }
           };
-          at::parallel_for(0, tasks, 1, [&](int64_t task_begin, int64_t task_end) {
-            Row row(s.m, dense);
-            walk_rows(
-                task_begin, task_end, row, [&](int64_t, int64_t q) { row.touch(b_cols[q]); },
-                [&](int64_t i) { first[i + 1] = row.count(); });
-          });
+          using Counter = RowColumnCounter<col_t>;
+          for_each_task(
+              tasks, [&] { return Counter(s.m, dense); },
+              [&](int64_t t, Counter& row) {
+                walk_rows(
+                    t, [&](int64_t i) { row.start(i); },
+                    [&](int64_t, int64_t q, int64_t q_end) { row.touch(b_cols + q, q_end - q); },
+                    [&](int64_t i) { first[i + 1] = row.count(); });
+              });
           std::partial_sum(first.begin(), first.end(), first.begin());
           const int64_t nnz = first[s.n];
           c.indices = at::empty({2, nnz}, s.a_cols.options());
@@ -415,17 +486,19 @@ SpgemmResult spgemm_rows_cpu(const SpgemmOperands& s) {
           int64_t* rows = c.indices.mutable_data_ptr<int64_t>();
           int64_t* cols = rows + nnz;
           scalar_t* values = c.values.mutable_data_ptr<scalar_t>();
-          at::parallel_for(0, tasks, 1, [&](int64_t task_begin, int64_t task_end) {
-            Row row(s.m, dense);
-            walk_rows(
-                task_begin, task_end, row,
-                [&](int64_t e, int64_t q) {
-                  row.add(b_cols[q], spgemm_product<scalar_t, acc_t>(a_values[e], b_values[q]));
-                },
-                [&](int64_t i) {
-                  row.finish(rows + first[i], cols + first[i], values + first[i]);
-                });
-          });
+          using Row = RowAccumulator<scalar_t, acc_t, col_t>;
+          for_each_task(
+              tasks, [&] { return Row(s.m, dense); },
+              [&](int64_t t, Row& row) {
+                walk_rows(
+                    t, [&](int64_t i) { row.start(i, first[i + 1] - first[i]); },
+                    [&](int64_t e, int64_t q, int64_t q_end) {
+                      row.add(a_values[e], b_cols + q, b_values + q, q_end - q);
+                    },
+                    [&](int64_t i) {
+                      row.finish(rows + first[i], cols + first[i], values + first[i]);
+                    });
+              });
         };
         constexpr int64_t kInt32 = std::numeric_limits<int32_t>::max();
         if (s.m <= kInt32 && s.n <= kInt32) {

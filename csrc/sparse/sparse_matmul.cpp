@@ -17,6 +17,7 @@
 #include "common/autograd.h"
 #include "common/checks.h"
 #include "common/op_handle.h"
+#include "segment/offsets.h"
 #include "segment/segment_ops.h"
 #include "sparse/coalesce.h"
 #include "sparse/sparse_args.h"
@@ -443,20 +444,30 @@ std::tuple<at::Tensor, at::Tensor> spgemm_with(
                         keys <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max()),
                     "torch_ragged.", op, ": C = A @ B of size (", a.size[0], ", ", b.size[1],
                     ") has more than 2^63 positions; split it into blocks of rows");
-  as_op(op, [&] {  // IndexError for an entry out of range
-    ops::sparse_flat_keys(a_indices, a_size, true);
-    ops::sparse_flat_keys(b_indices, b_size, true);
-  });
   SpgemmOperands s;
   s.n = a.size[0], s.k = a.size[1], s.m = b.size[1];
-  auto csr = [&](const at::Tensor& indices, int64_t rows, std::string_view name) {
-    const at::Tensor row = indices.select(0, 0).to(at::kLong);
-    TORCH_CHECK_VALUE(row.numel() < 2 || (row.diff() >= 0).all().item<bool>(), "torch_ragged.", op,
-                      ": ", name, "'s entries must come in row order (coalesce it first)");
-    return std::pair{offsets_of(row, rows), indices.select(0, 1).to(at::kLong).contiguous()};
+  // CSR form: the row offsets (rows checked sorted and in range in the same pass) and the columns
+  // (in range: their minimum and maximum).
+  auto csr = [&](const at::Tensor& indices, c10::SymIntArrayRef size, std::string_view name) {
+    const int64_t rows = size[0].expect_int(), cols = size[1].expect_int();
+    at::Tensor col = indices.select(0, 1).to(at::kLong).contiguous();
+    std::optional<at::Tensor> first =
+        offsets_of_sorted_ids(indices.select(0, 0).to(at::kLong), rows);
+    bool cols_in_range = col.numel() == 0;
+    if (!cols_in_range) {
+      const auto [lowest, highest] = at::aminmax(col);
+      cols_in_range = lowest.item<int64_t>() >= 0 && highest.item<int64_t>() < cols;
+    }
+    if (!first.has_value() || !cols_in_range) {
+      as_op(op,
+            [&] { ops::sparse_flat_keys(indices, size, true); });  // IndexError naming the entry
+      TORCH_CHECK_VALUE(false, "torch_ragged.", op, ": ", name,
+                        "'s entries must come in row order (coalesce it first)");
+    }
+    return std::pair{std::move(*first), std::move(col)};
   };
-  std::tie(s.a_first, s.a_cols) = csr(a_indices, s.n, "A");
-  std::tie(s.b_first, s.b_cols) = csr(b_indices, s.k, "B");
+  std::tie(s.a_first, s.a_cols) = csr(a_indices, a_size, "A");
+  std::tie(s.b_first, s.b_cols) = csr(b_indices, b_size, "B");
   s.a_values = a_values.contiguous();
   s.b_values = b_values.contiguous();
   SpgemmResult c = backend.spgemm_rows(s);

@@ -66,9 +66,10 @@ def test_matches_the_product_loop_and_torch(device, n, k, m, nnz_a, nnz_b, power
 @pytest.mark.parametrize("threads", [1, 2])
 def test_rows_read_off_the_column_bitmap_or_sorted_alike(threads):
     """The CPU's dense accumulator emits a row's columns by scanning a two-level bitmap when its top level (a bit
-    per 4096 columns) is short next to the row, and sorts them otherwise; both clear what they used. C here is
-    20011 wide (five top-level words, the last one partial): power-law rows put one- and two-column rows (sorted)
-    between long ones (scanned) in the same task, with columns 0 and m - 1 present. Reference: the product loop."""
+    per 4096 columns, built from the row's list of columns) is short next to the row, and sorts the list
+    otherwise; both clear what they used, and each thread reuses one accumulator for all the rows it takes. C here
+    is 20011 wide (five top-level words, the last one partial): power-law rows put one- and two-column rows
+    (sorted) between long ones (scanned), with columns 0 and m - 1 present. Reference: the product loop."""
     n, k, m = 400, 300, 20_011
     a = random_matrix(n, k, 1500, seed=21, power_law=True)
     b = random_matrix(k, m, 450, seed=22)
