@@ -145,18 +145,24 @@ def test_very_wide_products_use_the_sorted_products_accumulator():
 
 
 def test_bitwise_identical_across_thread_counts():
+    """Rows are cut into tasks of equal products (about 16 per thread here), handed out one at a time to threads
+    that each reuse one accumulator: whichever thread takes a task, and in whatever order, C comes out the same."""
     a = random_matrix(3000, 2000, 40000, dtype=torch.float32, seed=9, power_law=True)
     b = random_matrix(2000, 2500, 30000, dtype=torch.float32, seed=10)
     threads = torch.get_num_threads()
+    results = []
     try:
-        torch.set_num_threads(1)
-        one = torch_ragged.sparse.mm(a, b)
-        torch.set_num_threads(max(2, threads))
-        many = torch_ragged.sparse.mm(a, b)
+        for count in (1, 2, 3, 5):
+            torch.set_num_threads(count)
+            results.append(torch_ragged.sparse.mm(a, b))
     finally:
         torch.set_num_threads(threads)
-    assert torch.equal(one.indices(), many.indices())
-    assert torch.equal(one.values(), many.values())
+    expected = torch.sparse.mm(a, b).coalesce()
+    assert torch.equal(results[0].indices(), expected.indices())
+    torch.testing.assert_close(results[0].values(), expected.values(), rtol=1e-5, atol=1e-5)
+    for other in results[1:]:
+        assert torch.equal(results[0].indices(), other.indices())
+        assert torch.equal(results[0].values(), other.values())
 
 
 @pytest.mark.parametrize("device", DEVICES)
