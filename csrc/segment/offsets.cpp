@@ -7,6 +7,7 @@
 #include <atomic>
 
 #include "common/checks.h"
+#include "common/cpu_clones.h"
 
 namespace torch_ragged {
 
@@ -31,27 +32,50 @@ std::vector<int64_t> offsets_from_counts(std::string_view op, std::string_view a
 
 namespace {
 
+// Whether ids [begin, end) (the ids before them ending in ids[begin - 1] when begin > 0) are
+// sorted and in [0, num_rows); out[r] for the rows that start among them (rows (previous id, id]
+// start at the id's position). Stops at the first bad id, out of bounds of nothing.
+TORCH_RAGGED_CPU_CLONES bool offsets_of_chunk(const int64_t* ids, int64_t begin, int64_t end,
+                                              int64_t num_rows, int64_t* out) {
+  constexpr int64_t kBlock = 8;
+  // -1 before the first id (rows [0, ids[0]] start at 0); clamped, so that a negative id of the
+  // previous chunk (refused there) cannot send this chunk's writes below 0.
+  int64_t previous = begin == 0 ? -1 : std::max<int64_t>(ids[begin - 1], -1);
+  for (int64_t i = begin; i < end; ++i) {
+    // Ids equal to a valid previous one (rows run tens of entries) start no row and are sorted and
+    // in range already: skipped a block at a time, one vector compare finding the first that is
+    // not.
+    if (previous >= 0 && i + kBlock <= end) {
+      uint32_t differs = 0;
+      for (int64_t j = 0; j < kBlock; ++j) {
+        differs |= static_cast<uint32_t>(ids[i + j] != previous) << j;
+      }
+      if (differs == 0) {
+        i += kBlock - 1;
+        continue;
+      }
+      i += __builtin_ctz(differs);
+    }
+    const int64_t id = ids[i];
+    if (id < previous || id < 0 || id >= num_rows) return false;
+    for (int64_t r = previous + 1; r <= id; ++r) out[r] = i;
+    previous = id;
+  }
+  return true;
+}
+
 // The CPU form: one pass over the ids in parallel chunks, each checking its ids (range, order, its
 // first against the previous chunk's last) and writing the offsets of the rows that start inside
-// it (rows (previous id, id] start at the id's position): every offset is written by one chunk,
-// none out of bounds even when the ids are not sorted (a chunk stops at its first bad id).
+// it: every offset is written by one chunk, none out of bounds even when the ids are not sorted (a
+// chunk stops at its first bad id).
 std::optional<at::Tensor> offsets_of_sorted_ids_on_host(const int64_t* ids, int64_t n,
                                                         int64_t num_rows) {
   at::Tensor offsets = at::empty({num_rows + 1}, at::kLong);
   int64_t* out = offsets.mutable_data_ptr<int64_t>();
   std::atomic<bool> fits{true};
   at::parallel_for(0, n, int64_t{1} << 16, [&](int64_t begin, int64_t end) {
-    // -1 before the first id (rows [0, ids[0]] start at 0); clamped, so that a negative id of the
-    // previous chunk (refused there) cannot send this chunk's writes below 0.
-    int64_t previous = begin == 0 ? -1 : std::max<int64_t>(ids[begin - 1], -1);
-    for (int64_t i = begin; i < end; ++i) {
-      const int64_t id = ids[i];
-      if (id < previous || id < 0 || id >= num_rows) {
-        fits.store(false, std::memory_order_relaxed);
-        return;
-      }
-      for (int64_t r = previous + 1; r <= id; ++r) out[r] = i;
-      previous = id;
+    if (!offsets_of_chunk(ids, begin, end, num_rows, out)) {
+      fits.store(false, std::memory_order_relaxed);
     }
   });
   if (!fits.load()) return std::nullopt;

@@ -215,6 +215,35 @@ def test_a_matrix_whose_rows_are_out_of_order_along_dim_1_is_still_pooled_by_row
         torch.testing.assert_close(got, expected[order])
 
 
+@pytest.mark.parametrize("log", [False, True])
+def test_row_offsets_skip_runs_of_one_row_by_blocks_and_still_see_every_bad_row(log):
+    """The row offsets pass skips ids equal to the previous one a block of 8 at a time and jumps to the first that
+    differs. Rows of 1 to 40 entries (runs shorter and longer than a block, starting at every offset within one);
+    then, one at a time, an entry at each of 17 consecutive positions inside a 40-entry run moved to an earlier
+    row (a drop the block must not hide) or to the next (which makes the entry after it a drop): the general path
+    then sorts. Each value against a dense float64 (log_)softmax over its row."""
+    g = torch.Generator().manual_seed(21)
+    lengths = torch.cat([torch.arange(1, 41), torch.tensor([0, 40, 0, 13])])  # empty rows too
+    n_rows, n_cols = lengths.numel(), 64
+    rows = torch.repeat_interleave(torch.arange(n_rows), lengths)
+    cols = torch.cat([torch.randperm(n_cols, generator=g)[:k].sort().values for k in lengths.tolist()])
+    values = torch.randn(rows.numel(), generator=g, dtype=torch.float64) * 30
+    run_start = int(lengths[:41].sum())  # the second 40-entry run (row 41), after an empty row
+    # rows 40 and 42 are empty: an entry of row 41 moved there shares no position with another entry
+    cases = [None] + [(run_start + p, moved) for p in range(3, 20) for moved in (-1, +1)]
+    for case in cases:
+        r = rows.clone()
+        if case is not None:
+            position, moved = case
+            r[position] += moved
+            assert (r.diff() < 0).any()
+        dense = torch.full((n_rows, n_cols), float("-inf"), dtype=torch.float64)
+        dense[r, cols] = values
+        reference = (torch.log_softmax if log else torch.softmax)(dense, 1)[r, cols]
+        got = ops.sparse_softmax(torch.stack([r, cols]), values, [n_rows, n_cols], 1, log)
+        torch.testing.assert_close(got, reference, msg=f"case {case}")
+
+
 @pytest.mark.parametrize("case", ["sorted", "drop at a chunk edge", "drop inside a chunk"])
 @pytest.mark.parametrize("log", [False, True])
 def test_rows_over_several_parallel_chunks_along_dim_1(case, log):
