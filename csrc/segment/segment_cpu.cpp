@@ -520,7 +520,8 @@ struct SumRows {
   // other, the row's data row)
   const scalar_t* other = nullptr;
   scalar_t* dots = nullptr;
-  void begin_task(int64_t, int64_t) const {}
+  int64_t task_end = 0;  // scalar gathered rows are prefetched up to it
+  void begin_task(int64_t, int64_t end) { task_end = end; }
   void end_task() const {}
   void fold(int64_t segment, int64_t lo, int64_t hi, acc_t* out) const {
     if constexpr (std::is_floating_point_v<acc_t>) {  // segment_gather_sum_dot: floating only
@@ -531,6 +532,14 @@ struct SumRows {
     if (width == 1) {  // sum_rows' arithmetic, inline: short scalar segments cost no call
       acc_t acc = 0;
       for (int64_t row = lo; row < hi; ++row) {
+        // Gathered rows fall at random (coalesce's sorted order): the one kGatherAhead rows on is
+        // fetched now, so that the loads overlap across the segments' ends, whose branches keep
+        // them apart otherwise (2.8M runs of 1.4 rows: coalesce 1.2x faster). Wider rows measured
+        // no gain.
+        constexpr int64_t kGatherAhead = 16;
+        if (index != nullptr && row + kGatherAhead < task_end) {
+          __builtin_prefetch(data + index[row + kGatherAhead]);
+        }
         const acc_t x = static_cast<acc_t>(data[index == nullptr ? row : index[row]]);
         acc += weight == nullptr ? x : static_cast<acc_t>(weight[row]) * x;
       }
