@@ -237,8 +237,9 @@ class RowColumnCounter {
 // order they arrive (ascending l, as spgemm_row_numeric adds them). Dense: a sum per column of C
 // and a bit per column (allocated once per thread), every product added without a branch: its
 // column is appended to the row's list and the list grows only where the bit was clear. The
-// row's columns come out in order by scanning the bit words where they are few next to the row,
-// else by sorting the list; either way the sums and bits are cleared as they are read. Sparse,
+// row's columns come out in order by scanning the set bits (a top level of a bit per 64-column
+// word, built from the list, says which words to read) where that top level is short next to the
+// row, else by sorting the list; either way the sums and bits are cleared as they are read. Sparse,
 // where m is too large for that: the row's products collected and sorted stably by column. Both
 // emit the row's columns sorted, with the same sums. col_t: int32_t where columns and rows fit
 // (half the cache footprint and a faster sort), else int64_t.
