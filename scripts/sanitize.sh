@@ -2,8 +2,9 @@
 # The CPU tests under AddressSanitizer + UndefinedBehaviorSanitizer (issue 16 item 19): the op library
 # and the GoogleTest suite built in their own directory (build/asan) with -fsanitize=address,undefined,
 # then the GoogleTest suite and a subset of pytest (the bad-input fuzz and the error tests, whose odd
-# arguments are where out-of-bounds accesses would hide, and the kernels accelerate() lends torch's own
-# sparse ops, which receive whatever torch hands them) with that library loaded in place of the
+# arguments are where out-of-bounds accesses would hide, the kernels accelerate() lends torch's own
+# sparse ops, which receive whatever torch hands them, and sparse softmax's pools normalised in place,
+# whose index arithmetic replays the reduction tree) with that library loaded in place of the
 # package's own (TORCH_RAGGED_LIBRARY). Any ASan report or UB aborts the process and fails the run.
 # Called by scripts/test.sh after scripts/build.sh; usable alone once build.sh has run.
 set -euo pipefail
@@ -38,4 +39,8 @@ LD_PRELOAD="$runtime" TORCH_RAGGED_LIBRARY="$PWD/build/asan/libtorch_ragged.so" 
   "$PYTHON" -m pytest -q -p no:cacheprovider tests/python/test_fuzz_bad_input.py \
   tests/python/test_batch_errors.py tests/python/test_pad_errors.py tests/python/test_segment_errors.py \
   tests/python/test_sparse_errors.py tests/python/test_tiles_errors.py tests/python/test_container_errors.py \
-  tests/python/test_sparse_accelerate.py -k "not cuda" | tail -n 2
+  tests/python/test_sparse_accelerate.py \
+  tests/python/test_sparse_softmax.py::test_pools_along_dim_0_replay_the_reduction_tree_bit_for_bit_at_every_level \
+  tests/python/test_sparse_softmax.py::test_pools_of_a_3d_tensor_along_each_dim_replay_the_tree_bit_for_bit \
+  tests/python/test_sparse_softmax.py::test_a_column_out_of_range_along_dim_0_is_pooled_as_the_flattened_keys_have_it \
+  -k "not cuda" | tail -n 2

@@ -41,6 +41,13 @@ at::Tensor run_offsets(const at::Tensor& sorted_keys);
 // key k at sorted positions [first_idx[k], first_idx[k + 1]) (empty for absent keys): the sorted
 // keys and their runs without sorting them. nullopt when a key lies outside [0, num_keys).
 std::optional<KeyGroups> group_small_keys(const at::Tensor& keys, int64_t num_keys);
+// Softmax (log) of scalar values (n,) over the groups of group_small_keys' keys, in input order:
+// bit for bit segment_(log_)softmax of the grouped values, put back where they came from, without
+// moving any (each group's sums replay the reduction tree over its grouped positions). nullopt
+// when a key lies outside [0, num_keys).
+std::optional<at::Tensor> softmax_of_small_key_groups(const at::Tensor& values,
+                                                      const at::Tensor& keys, int64_t num_keys,
+                                                      bool log);
 // out[r] = sum over i in [first_idx[r], first_idx[r + 1]) of weight[i] * data[index[i]] (data[i]
 // when index is undefined, weight 1 when weight is), rows of data (n, ...) in op-math, in order:
 // (runs, ...). Unchecked: the segment_gather_sum op checks its arguments first.

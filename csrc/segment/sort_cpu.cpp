@@ -1,5 +1,7 @@
 // CPU sort by key and runs of equal keys (segment/sort.h).
 
+#include <ATen/Dispatch.h>
+#include <ATen/OpMathType.h>
 #include <ATen/Parallel.h>
 
 #include <algorithm>
@@ -11,6 +13,8 @@
 #include <vector>
 
 #include "common/cpu_clones.h"
+#include "segment/portable_lanes.h"
+#include "segment/segment_index.h"
 #include "segment/sort.h"
 
 namespace torch_ragged::cpu {
@@ -71,7 +75,7 @@ bool radix_pass(const Chunks& chunks, int shift, const int64_t* keys, const int6
   at::parallel_for(0, chunks.count, 1, [&](int64_t first, int64_t last) {
     for (int64_t t = first; t < last; ++t) {
       Histogram& next = hist[t];
-      for (int64_t i = chunks.begin(t); i < chunks.end(t); ++i) {
+      for (int64_t i = chunks.begin(t), end = chunks.end(t); i < end; ++i) {
         const int64_t slot = next[(static_cast<uint64_t>(keys[i]) >> shift) & (kBuckets - 1)]++;
         keys_out[slot] = keys[i];
         perm_out[slot] = perm == nullptr ? i : perm[i];
@@ -150,7 +154,7 @@ struct CountingPass {
       for (int64_t t = first; t < last; ++t) {
         next[t].assign(buckets, 0);
         int64_t* counts = next[t].data();
-        for (int64_t i = chunks.begin(t); i < chunks.end(t); ++i) {
+        for (int64_t i = chunks.begin(t), end = chunks.end(t); i < end; ++i) {
           const uint64_t bucket = bucket_of(keys[i]);
           if (bucket >= static_cast<uint64_t>(buckets)) {
             fits.store(false, std::memory_order_relaxed);
@@ -168,7 +172,7 @@ struct CountingPass {
     at::parallel_for(0, ranges.count, 1, [&](int64_t first, int64_t last) {
       for (int64_t r = first; r < last; ++r) {
         int64_t keys_in_range = 0;
-        for (int64_t b = ranges.begin(r); b < ranges.end(r); ++b) {
+        for (int64_t b = ranges.begin(r), end = ranges.end(r); b < end; ++b) {
           for (int64_t t = 0; t < chunks.count; ++t) keys_in_range += next[t][b];
         }
         range_first[r + 1] = keys_in_range;
@@ -178,7 +182,7 @@ struct CountingPass {
     at::parallel_for(0, ranges.count, 1, [&](int64_t first, int64_t last) {
       for (int64_t r = first; r < last; ++r) {
         int64_t position = range_first[r];
-        for (int64_t b = ranges.begin(r); b < ranges.end(r); ++b) {
+        for (int64_t b = ranges.begin(r), end = ranges.end(r); b < end; ++b) {
           bucket_first[b] = position;
           for (int64_t t = 0; t < chunks.count; ++t) {
             const int64_t count = next[t][b];
@@ -198,7 +202,7 @@ struct CountingPass {
     at::parallel_for(0, chunks.count, 1, [&](int64_t first, int64_t last) {
       for (int64_t t = first; t < last; ++t) {
         int64_t* slots = next[t].data();
-        for (int64_t i = chunks.begin(t); i < chunks.end(t); ++i) {
+        for (int64_t i = chunks.begin(t), end = chunks.end(t); i < end; ++i) {
           place(slots[bucket_of(keys[i])]++, i);
         }
       }
@@ -378,6 +382,282 @@ std::optional<KeyGroups> group_small_keys(const at::Tensor& keys, int64_t num_ke
   return KeyGroups{permutation, at::tensor(pass.bucket_first, keys.options())};
 }
 
+namespace {
+
+// ---- softmax over the groups of small keys, entries left in place ----
+//
+// group_small_keys puts key k's entries at grouped positions [first[k], first[k + 1]), in input
+// order; segment_(log_)softmax then sums each group's terms over the reduction tree of those
+// positions (segment_index.h). The same sums are replayed here without moving the entries into
+// that order: each group keeps the grouped position of its next entry, so each entry knows its
+// place in the tree, and its term is folded as the tree folds it. The replay must see each group's
+// entries in input order, so it runs one key range per thread, over the terms of its range (a
+// stable partition of the entries by range, written by the pass that computes the terms).
+
+// Per chunk of entries and key: the entries and their maximum (the first of equals kept, as every
+// max of the core keeps it; merged in chunk order, the maxima are the tree's).
+template <typename acc_t, typename Index>
+struct KeyTally {
+  Index count;
+  acc_t max;
+};
+
+// A group's state in the replay: the grouped position of its next entry and its partials of
+// levels 0 and 1 (level 0: the fold of its current chunk's terms from the identity, in order),
+// where one line holds them; the partials above, touched once per 1024 entries, lie apart.
+template <typename acc_t, typename Index>
+struct GroupRun {
+  Index next;
+  acc_t chunk, level_one;
+};
+
+// The tree's sum of each group, replayed over n grouped positions (width 1). When a group's entry
+// ends a chunk (its next position is a chunk edge), the chunk's partial is merged into the group's
+// level-1 partial; a level-1 partial is merged into level 2 where that edge is also a level-1
+// node's edge, and so on. Each level's partial starts from the identity and merges its children
+// left to right, as value(L) does; the group's sum then merges them top down over the last
+// (unfinished) child of each level: the tree's value at the group's top level, bit for bit.
+template <typename acc_t, typename Index>
+class TreeSumReplay {
+ public:
+  TreeSumReplay(int64_t n, const std::vector<int64_t>& first)
+      : tree_(ReductionTree::of(nullptr, 0, n, 1)),
+        uppers_(tree_.levels() - 1),
+        runs_(first.size() - 1),
+        upper_(runs_.size() * std::max(uppers_ - 1, 0), acc_t(0)) {
+    at::parallel_for(0, static_cast<int64_t>(runs_.size()), 1 << 14, [&](int64_t lo, int64_t hi) {
+      for (int64_t g = lo; g < hi; ++g) {
+        runs_[g] = GroupRun<acc_t, Index>{static_cast<Index>(first[g]), acc_t(0), acc_t(0)};
+      }
+    });
+  }
+
+  // The terms of `count` entries, in input order within each group.
+  void add(const Index* groups, const acc_t* terms, int64_t count) {
+    GroupRun<acc_t, Index>* runs = runs_.data();
+    const int64_t chunk_mask = tree_.node_rows(0) - 1, n = tree_.num_rows;
+    for (int64_t j = 0; j < count; ++j) {
+      if (j + kPrefetchAhead < count) __builtin_prefetch(runs + groups[j + kPrefetchAhead], 1);
+      const int64_t g = groups[j];
+      GroupRun<acc_t, Index>& run = runs[g];
+      const int64_t edge = ++run.next;
+      run.chunk += terms[j];
+      if ((edge & chunk_mask) == 0 && edge < n) close_chunk(run, g, edge);
+    }
+  }
+  // Group g's sum, once all its entries were added.
+  acc_t sum(int64_t g) const {
+    acc_t value = runs_[g].chunk;
+    if (uppers_ >= 1) value = runs_[g].level_one + value;
+    for (int level = 2; level <= uppers_; ++level) value = upper(level)[g] + value;
+    return value;
+  }
+
+ private:
+  static constexpr int64_t kPrefetchAhead = 16;
+
+  // Group g's chunk ending at grouped position `edge` (0 < edge < n) is complete.
+  void close_chunk(GroupRun<acc_t, Index>& run, int64_t g, int64_t edge) {
+    acc_t value = run.chunk;
+    run.chunk = acc_t(0);
+    run.level_one += value;
+    if (uppers_ == 1 || (edge & (tree_.node_rows(1) - 1)) != 0) return;
+    value = run.level_one;
+    run.level_one = acc_t(0);
+    for (int level = 2;; ++level) {
+      acc_t& partial = upper(level)[g];
+      partial += value;
+      // A node of the top level holds every row: no edge below n ends one.
+      if (level == uppers_ || (edge & (tree_.node_rows(level) - 1)) != 0) return;
+      value = partial;
+      partial = acc_t(0);
+    }
+  }
+  // The partials of `level` (>= 2), one per group.
+  acc_t* upper(int level) { return upper_.data() + (level - 2) * runs_.size(); }
+  const acc_t* upper(int level) const { return upper_.data() + (level - 2) * runs_.size(); }
+
+  ReductionTree tree_;  // over the grouped positions; only its shape is used
+  int uppers_;          // its levels above 0
+  std::vector<GroupRun<acc_t, Index>> runs_;
+  std::vector<acc_t> upper_;  // per level 2, 3, ...: its partial of each group
+};
+
+// Key ranges [range_first[r], range_first[r + 1]) holding about as many entries each (first: the
+// groups' first grouped positions), and the range of a key without a branch.
+struct KeyRanges {
+  std::vector<int64_t> range_first;
+
+  KeyRanges(const std::vector<int64_t>& first, int64_t ranges) : range_first(ranges + 1) {
+    const int64_t n = first.back();
+    for (int64_t r = 0; r <= ranges; ++r) {
+      range_first[r] =
+          r == ranges
+              ? static_cast<int64_t>(first.size()) - 1
+              : std::lower_bound(first.begin(), first.end() - 1, n * r / ranges) - first.begin();
+    }
+  }
+  int64_t count() const { return static_cast<int64_t>(range_first.size()) - 1; }
+  int64_t range_of(int64_t key) const {  // ranges hold keys [0, range_first.back())
+    int64_t r = 0;
+    for (int64_t step = int64_t{1} << (63 - __builtin_clzll(count())); step > 0; step >>= 1) {
+      r += (r + step < count() && range_first[r + step] <= key) ? step : 0;
+    }
+    return r;
+  }
+};
+
+// terms[0, count) = exp(x - shift of the key) for entries [lo, lo + count).
+template <typename scalar_t, typename acc_t = at::opmath_type<scalar_t>>
+void shifted_exp_terms(const scalar_t* x, const int64_t* keys, const acc_t* shift, int64_t lo,
+                       int64_t count, acc_t* terms) {
+  for (int64_t j = 0; j < count; ++j)
+    terms[j] = static_cast<acc_t>(x[lo + j]) - shift[keys[lo + j]];
+  exp_values(terms, count);
+}
+
+template <typename scalar_t, bool kLog, typename Index>
+bool softmax_of_groups(const scalar_t* x, const int64_t* keys, int64_t n, int64_t groups,
+                       scalar_t* out) {
+  using acc_t = at::opmath_type<scalar_t>;
+  using Max = ExtremumReducer<acc_t, true>;
+  using Tally = KeyTally<acc_t, Index>;
+  constexpr int64_t kBlock = 1 << 12;  // entries whose terms are computed at once
+  const Chunks chunks{n, n < kParallelKeys ? 1 : std::max<int64_t>(1, at::get_num_threads())};
+  // 1. Per chunk: each key's entries and maximum (a table of 8 bytes a key for float).
+  std::vector<std::vector<Tally>> tallies(chunks.count);
+  std::atomic<bool> fits{true};
+  at::parallel_for(0, chunks.count, 1, [&](int64_t first_chunk, int64_t last_chunk) {
+    for (int64_t t = first_chunk; t < last_chunk; ++t) {
+      tallies[t].assign(groups, Tally{0, -std::numeric_limits<acc_t>::infinity()});
+      Tally* tally = tallies[t].data();
+      for (int64_t i = chunks.begin(t), end = chunks.end(t); i < end; ++i) {
+        const int64_t key = keys[i];
+        if (static_cast<uint64_t>(key) >= static_cast<uint64_t>(groups)) {
+          fits.store(false, std::memory_order_relaxed);
+          return;
+        }
+        const acc_t v = static_cast<acc_t>(x[i]);
+        Tally& k = tally[key];
+        ++k.count;
+        k.max = Max::beats(v, k.max) ? v : k.max;
+      }
+    }
+  });
+  if (!fits.load()) return false;
+  // 2. Each group's shift and first grouped position.
+  std::vector<acc_t> shift(groups);
+  std::vector<int64_t> first(groups + 1);
+  at::parallel_for(0, groups, 1 << 14, [&](int64_t lo, int64_t hi) {
+    for (int64_t g = lo; g < hi; ++g) {
+      acc_t max = tallies[0][g].max;
+      int64_t count = tallies[0][g].count;
+      for (int64_t t = 1; t < chunks.count; ++t) {
+        max = Max::beats(tallies[t][g].max, max) ? tallies[t][g].max : max;
+        count += tallies[t][g].count;
+      }
+      shift[g] = softmax_shift(max);
+      first[g + 1] = count;
+    }
+  });
+  first[0] = 0;
+  for (int64_t g = 0; g < groups; ++g) first[g + 1] += first[g];
+  // 3. The terms, partitioned stably by key range: range r's, chunk by chunk, at
+  // slot[t][r] onwards (slot: where chunk t writes its first entry of range r).
+  const KeyRanges ranges(first, chunks.count);
+  std::vector<std::vector<int64_t>> slot(chunks.count, std::vector<int64_t>(ranges.count()));
+  for (int64_t r = 0, position = 0; r < ranges.count(); ++r) {
+    for (int64_t t = 0; t < chunks.count; ++t) {
+      slot[t][r] = position;
+      for (int64_t g = ranges.range_first[r]; g < ranges.range_first[r + 1]; ++g)
+        position += tallies[t][g].count;
+    }
+  }
+  tallies.clear();
+  // Uninitialised (every slot is written): torch's allocator, which backs large ones by huge pages.
+  const at::Tensor partition = at::empty({n * static_cast<int64_t>(sizeof(Index) + sizeof(acc_t))},
+                                         at::TensorOptions().dtype(at::kByte));
+  auto* partitioned_terms = reinterpret_cast<acc_t*>(partition.mutable_data_ptr<uint8_t>());
+  auto* partitioned_keys = reinterpret_cast<Index*>(partitioned_terms + n);
+  at::parallel_for(0, chunks.count, 1, [&](int64_t first_chunk, int64_t last_chunk) {
+    std::vector<acc_t> terms(kBlock);
+    for (int64_t t = first_chunk; t < last_chunk; ++t) {
+      int64_t* next = slot[t].data();
+      for (int64_t lo = chunks.begin(t), end = chunks.end(t); lo < end; lo += kBlock) {
+        const int64_t count = std::min(kBlock, end - lo);
+        shifted_exp_terms(x, keys, shift.data(), lo, count, terms.data());
+        for (int64_t j = 0; j < count; ++j) {
+          const int64_t key = keys[lo + j], position = next[ranges.range_of(key)]++;
+          partitioned_keys[position] = static_cast<Index>(key);
+          partitioned_terms[position] = terms[j];
+        }
+      }
+    }
+  });
+  // 4. The sums, one key range per thread.
+  TreeSumReplay<acc_t, Index> replay(n, first);
+  at::parallel_for(0, ranges.count(), 1, [&](int64_t first_range, int64_t last_range) {
+    for (int64_t r = first_range; r < last_range; ++r) {
+      const int64_t lo = first[ranges.range_first[r]], hi = first[ranges.range_first[r + 1]];
+      replay.add(partitioned_keys + lo, partitioned_terms + lo, hi - lo);
+    }
+  });
+  // 5. 1 / sum, or log(sum) (log_values: portable_log lane by lane), per group.
+  std::vector<acc_t> divisor(groups);
+  at::parallel_for(0, groups, 1 << 12, [&](int64_t lo, int64_t hi) {
+    for (int64_t g = lo; g < hi; ++g) {
+      divisor[g] = kLog ? replay.sum(g) : WriteSoftmaxDivisor<acc_t, false>::of(replay.sum(g));
+    }
+    if (kLog) log_values(divisor.data() + lo, hi - lo);
+  });
+  // 6. The output, in input order (softmax's terms computed again: cheaper than keeping them).
+  at::parallel_for(0, n, kBlock, [&](int64_t begin, int64_t end) {
+    if (kLog) {
+      for (int64_t i = begin; i < end; ++i) {
+        const int64_t g = keys[i];
+        out[i] = static_cast<scalar_t>((static_cast<acc_t>(x[i]) - shift[g]) - divisor[g]);
+      }
+      return;
+    }
+    std::vector<acc_t> terms(kBlock);
+    for (int64_t lo = begin; lo < end; lo += kBlock) {
+      const int64_t count = std::min(kBlock, end - lo);
+      shifted_exp_terms(x, keys, shift.data(), lo, count, terms.data());
+      for (int64_t j = 0; j < count; ++j) {
+        out[lo + j] = static_cast<scalar_t>(terms[j] * divisor[keys[lo + j]]);
+      }
+    }
+  });
+  return true;
+}
+
+}  // namespace
+
+std::optional<at::Tensor> softmax_of_small_key_groups(const at::Tensor& values,
+                                                      const at::Tensor& keys, int64_t num_keys,
+                                                      bool log) {
+  const at::Tensor x = values.contiguous();
+  at::Tensor out = at::empty_like(x);
+  bool fits = true;
+  AT_DISPATCH_FLOATING_TYPES_AND2(
+      at::kHalf, at::kBFloat16, x.scalar_type(), "softmax_of_small_key_groups", [&] {
+        const auto* in = x.const_data_ptr<scalar_t>();
+        auto* o = out.mutable_data_ptr<scalar_t>();
+        const int64_t* k = keys.const_data_ptr<int64_t>();
+        const int64_t n = x.numel();
+        // int32 positions and keys where every one fits: a float group's state in 12 bytes.
+        if (std::max(n, num_keys) <= std::numeric_limits<int32_t>::max()) {
+          fits = log ? softmax_of_groups<scalar_t, true, int32_t>(in, k, n, num_keys, o)
+                     : softmax_of_groups<scalar_t, false, int32_t>(in, k, n, num_keys, o);
+        } else {
+          fits = log ? softmax_of_groups<scalar_t, true, int64_t>(in, k, n, num_keys, o)
+                     : softmax_of_groups<scalar_t, false, int64_t>(in, k, n, num_keys, o);
+        }
+      });
+  if (!fits) return std::nullopt;
+  return out;
+}
+
 at::Tensor run_offsets(const at::Tensor& sorted_keys) {
   const int64_t n = sorted_keys.numel();
   const int64_t* keys = sorted_keys.const_data_ptr<int64_t>();
@@ -388,7 +668,7 @@ at::Tensor run_offsets(const at::Tensor& sorted_keys) {
   at::parallel_for(0, chunks.count, 1, [&](int64_t first, int64_t last) {
     for (int64_t t = first; t < last; ++t) {
       int64_t count = 0;
-      for (int64_t i = chunks.begin(t); i < chunks.end(t); ++i) count += is_head(i);
+      for (int64_t i = chunks.begin(t), end = chunks.end(t); i < end; ++i) count += is_head(i);
       heads[t + 1] = count;
       for (int64_t i = chunks.end(t) - 1; count > 0 && i >= chunks.begin(t); --i) {
         if (is_head(i)) {

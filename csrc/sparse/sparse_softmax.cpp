@@ -56,24 +56,30 @@ std::optional<at::Tensor> row_offsets_of_a_matrix(const at::Tensor& indices,
   return offsets_of_sorted_ids(indices.select(0, 0), sparse_sizes[0]);
 }
 
-// The pools of a CPU tensor whose other dims hold few positions (a matrix along dim 0: its columns)
-// by one counting pass over their keys, in the order sort_keys would give (stable), with the pools'
-// offsets read off the counts: no sort, no run detection. Only where a count per key position costs
-// no more than the entries (as the row offsets above).
-std::optional<KeyGroups> grouped_by_small_keys(const CoalesceBackend& backend,
-                                               const at::Tensor& indices,
-                                               const KeyGeometry& geometry) {
-  const int64_t positions = geometry.size[0] * geometry.stride[0];  // every key lies below it
+// The keys of a CPU tensor's pools along a dim whose other dims hold few positions (a matrix along
+// dim 0: its columns), with the count of key positions: only where a count per key position
+// costs no more than the entries (as the row offsets above). `sizes`: the sparse sizes with 1
+// along the dim.
+struct SmallKeys {
+  at::Tensor keys;
+  int64_t positions;
+};
+
+std::optional<SmallKeys> small_keys_of(const CoalesceBackend& backend, const at::Tensor& indices,
+                                       const std::vector<int64_t>& sizes) {
+  const std::optional<KeyGeometry> geometry = key_geometry(sizes);
+  if (!geometry.has_value() || !indices.is_cpu()) return std::nullopt;
+  const int64_t positions = geometry->size[0] * geometry->stride[0];  // every key lies below it
   if (!offsets_cost_fits(positions, indices.size(1))) return std::nullopt;
   // A matrix along dim 0 (its row dim has size 1 in the geometry): the keys are its int64 column
   // indices as they are. One out of range is refused by the counting pass, and the general path
   // then keys it as flat_keys does.
   const bool columns_are_keys =
-      geometry.sparse_dim == 2 && geometry.size[0] == 1 && indices.scalar_type() == at::kLong;
+      geometry->sparse_dim == 2 && geometry->size[0] == 1 && indices.scalar_type() == at::kLong;
   const at::Tensor keys = columns_are_keys
                               ? indices.select(0, 1).contiguous()
-                              : backend.flat_keys("sparse_softmax", indices, geometry, false);
-  return cpu::group_small_keys(keys, positions);
+                              : backend.flat_keys("sparse_softmax", indices, *geometry, false);
+  return SmallKeys{keys, positions};
 }
 
 Pools pools_along(const CoalesceBackend& backend, const at::Tensor& indices,
@@ -87,13 +93,15 @@ Pools pools_along(const CoalesceBackend& backend, const at::Tensor& indices,
     return {at::Tensor(), *rows};
   }
   sizes[d] = 1;
-  const std::optional<KeyGeometry> geometry = key_geometry(sizes);
-  if (geometry.has_value() && indices.is_cpu()) {
+  // By one counting pass over small keys, in the order sort_keys would give (stable), with the
+  // pools' offsets read off the counts: no sort, no run detection.
+  if (const std::optional<SmallKeys> small = small_keys_of(backend, indices, sizes)) {
     if (const std::optional<KeyGroups> groups =
-            grouped_by_small_keys(backend, indices, *geometry)) {
+            cpu::group_small_keys(small->keys, small->positions)) {
       return {groups->permutation, groups->first_idx};
     }
   }
+  const std::optional<KeyGeometry> geometry = key_geometry(sizes);
   if (!geometry.has_value()) {  // huge sizes: sort the other dims' indices lexicographically
     std::vector<at::Tensor> others;
     c10::SymDimVector other_sizes;
@@ -124,6 +132,23 @@ at::Tensor in_pool_order(const CoalesceBackend& backend, const at::Tensor& indic
   return at::index_copy(at::empty_like(pooled), 0, pools.permutation, pooled);
 }
 
+// Scalar values of a CPU tensor pooled by small keys (a matrix along dim 0, say), normalised where
+// they lie: the same bits as the pools in order would give, without gathering the values into
+// that order and scattering them back (segment core: softmax_of_small_key_groups). Along dim 1 of
+// a matrix the pools already lie in order (row_offsets_of_a_matrix).
+std::optional<at::Tensor> softmax_in_place(const CoalesceBackend& backend,
+                                           const at::Tensor& indices, const at::Tensor& values,
+                                           const SparseShape& shape, int64_t d, bool log) {
+  if (values.dim() != 1 || shape.sparse_dim < 2 || (shape.sparse_dim == 2 && d == 1)) {
+    return std::nullopt;
+  }
+  std::vector<int64_t> sizes = shape.sparse_sizes();
+  sizes[d] = 1;
+  const std::optional<SmallKeys> small = small_keys_of(backend, indices, sizes);
+  if (!small.has_value()) return std::nullopt;
+  return cpu::softmax_of_small_key_groups(values, small->keys, small->positions, log);
+}
+
 }  // namespace
 
 at::Tensor softmax_with(const CoalesceBackend& backend, const at::Tensor& indices,
@@ -136,6 +161,10 @@ at::Tensor softmax_with(const CoalesceBackend& backend, const at::Tensor& indice
   if (d >= shape.sparse_dim) {  // a dense dim: a dense softmax of the values
     const int64_t value_dim = d - shape.sparse_dim + 1;
     return log ? at::log_softmax(values, value_dim) : at::softmax(values, value_dim);
+  }
+  if (const std::optional<at::Tensor> in_place =
+          softmax_in_place(backend, indices, values, shape, d, log)) {
+    return *in_place;
   }
   return in_pool_order(
       backend, indices, values, shape, d, [&](const at::Tensor& v, const at::Tensor& first_idx) {

@@ -273,8 +273,9 @@ def test_rows_over_several_parallel_chunks_along_dim_1(case, log):
 @pytest.mark.parametrize("log", [False, True])
 def test_pools_along_dim_0_keep_a_stable_sorts_order_bit_for_bit(log, index_dtype):
     """Along dim 0 of a CPU matrix with few columns for its entries, the pools come from one counting pass over the
-    columns (no sort). A pool's entries must stay in input order, as a stable sort by column leaves them: the values
-    are then bitwise segment_softmax's over the entries sorted stably by column (torch.sort), put back in place.
+    columns (no sort), and scalar values are normalised in place. A pool's entries must count in input order, as a
+    stable sort by column leaves them: the values are then bitwise segment_softmax's over the entries sorted stably
+    by column (torch.sort), put back in place.
     150k entries in random row order (several parallel chunks), ~300 per pool of comparable terms (another order of
     their sums changes the last bits), the last 20 columns empty."""
     g = torch.Generator().manual_seed(12)
@@ -306,3 +307,101 @@ def test_a_column_out_of_range_along_dim_0_is_pooled_as_the_flattened_keys_have_
     assert torch.equal(got, via_int32)
     in_column_0 = (cols == 0) | (cols < 0) | (cols >= 50)
     torch.testing.assert_close(got[in_column_0].sum(), torch.tensor(1.0))
+
+
+def sorted_route(indices, values, sizes, dim, log):
+    """segment_(log_)softmax over the entries sorted stably by their key without `dim`, put back in place: the
+    pools in order, as the general path forms them."""
+    other = [d for d in range(len(sizes)) if d != dim]
+    keys = torch.zeros(indices.shape[1], dtype=torch.long)
+    for d in other:
+        keys = keys * sizes[d] + indices[d]
+    order = torch.sort(keys, stable=True).indices
+    positions = 1
+    for d in other:
+        positions *= sizes[d]
+    offsets = torch.zeros(positions + 1, dtype=torch.long)
+    offsets[1:] = torch.bincount(keys, minlength=positions).cumsum(0)
+    segment_op = ops.segment_log_softmax if log else ops.segment_softmax
+    expected = torch.empty_like(values)
+    expected[order] = segment_op(values[order].unsqueeze(1), offsets).squeeze(1)
+    return expected
+
+
+def pools_of_every_size(seed, dtype):
+    """A 100k x 2000 matrix, 300k distinct entries in random order: columns 0-2 hold 50k each (pools crossing
+    level-1 and level-2 nodes of the reduction tree, and the tasks of its CPU walk), the others about 75 each, some
+    none. Values at magnitudes up to 1e7 and offsets to 1e5, with a NaN pool, an infinite entry, a pool of only
+    -inf, and zeros of both signs as the maxima of a pool."""
+    g = torch.Generator().manual_seed(seed)
+    n_rows = 100_000
+    big_rows = torch.cat([torch.randperm(n_rows, generator=g)[:50_000] for _ in range(3)])
+    big_cols = torch.arange(3).repeat_interleave(50_000)
+    small = torch.randint(0, n_rows * 1987, (155_000,), generator=g).unique()[:150_000]  # distinct
+    rows = torch.cat([big_rows, small // 1987])
+    cols = torch.cat([big_cols, 3 + small % 1987])
+    shuffle = torch.randperm(cols.numel(), generator=g)
+    rows, cols = rows[shuffle], cols[shuffle]
+    # comparable terms in the big pools (else every sum is its largest term and the order of adds leaves no
+    # trace), at offsets 0, 1e4 and -1e5; magnitudes 1 to 1e7 in the small ones
+    scale = torch.where(cols < 3, 1.0, 10.0 ** torch.randint(0, 8, (cols.numel(),), generator=g))
+    offset = torch.tensor([0.0, 1e4, -1e5])[cols.clamp(max=2)] * (cols < 3)
+    values = torch.randn(cols.numel(), generator=g, dtype=torch.float64) * scale + offset
+    values[(cols == 5).nonzero()[:1]] = float("nan")
+    values[(cols == 6).nonzero()[:1]] = float("inf")
+    values[cols == 7] = float("-inf")
+    at_8 = (cols == 8).nonzero().squeeze(1)
+    values[at_8] = -1.0
+    values[at_8[0]], values[at_8[-1]] = 0.0, -0.0
+    return torch.stack([rows, cols]), values.to(dtype), [n_rows, 2000]
+
+
+def column_pools_reference(indices, values, n_cols, log):
+    """(log_)softmax of each column's entries in float64, by torch's scatter reductions."""
+    values, cols = values.double(), indices[1]
+    top = torch.full((n_cols,), float("-inf"), dtype=torch.float64).scatter_reduce(0, cols, values, "amax")
+    shifted = values - top[cols]
+    sums = torch.zeros(n_cols, dtype=torch.float64).scatter_add(0, cols, shifted.exp())
+    return shifted - sums.log()[cols] if log else shifted.exp() / sums[cols]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
+@pytest.mark.parametrize("log", [False, True])
+def test_pools_along_dim_0_replay_the_reduction_tree_bit_for_bit_at_every_level(dtype, log):
+    """Along dim 0 of a CPU matrix the scalar values are normalised where they lie: each column's sums replay the
+    reduction tree over the positions its entries would have in column order. Against the sorted route (stable sort
+    by column, segment_softmax, put back), bit for bit, for pools of every size (chunk-, level-1- and level-2-edges
+    crossed, across the CPU walk's tasks), NaN, inf, -inf-only pools, +-0 maxima and magnitudes to 1e7, with 1, 2 and
+    3 threads (one key range per thread)."""
+    indices, values, sizes = pools_of_every_size(21, dtype)
+    expected = sorted_route(indices, values, sizes, 0, log)
+    threads = torch.get_num_threads()
+    try:
+        for n in (1, 2, 3):
+            torch.set_num_threads(n)
+            got = ops.sparse_softmax(indices, values, sizes, 0, log)
+            assert torch.equal(got.isnan(), expected.isnan()), f"{n} threads"
+            assert torch.equal(got.nan_to_num(), expected.nan_to_num()), f"{n} threads"
+            signs = torch.signbit(got[got == 0]), torch.signbit(expected[expected == 0])
+            assert torch.equal(*signs), f"{n} threads"
+    finally:
+        torch.set_num_threads(threads)
+    # and the result is a softmax: against a float64 loop per pool where the pool holds no NaN or -inf-only
+    reference = column_pools_reference(indices, values, sizes[1], log)
+    finite = reference.isfinite() if log else ~reference.isnan()
+    tolerance = {torch.float32: 1e-4, torch.float64: 1e-10, torch.bfloat16: 2e-2}[dtype]
+    torch.testing.assert_close(got.double()[finite], reference[finite], atol=tolerance, rtol=tolerance)
+
+
+@pytest.mark.parametrize("log", [False, True])
+def test_pools_of_a_3d_tensor_along_each_dim_replay_the_tree_bit_for_bit(log):
+    """The flattened keys of a 3-D tensor (other dims' positions fewer than 4 per entry) take the same in-place route,
+    one key range per thread: against the sorted route, bit for bit, along dims 0, 1 and 2."""
+    g = torch.Generator().manual_seed(22)
+    sizes = [30, 40, 50]
+    keys = torch.randperm(30 * 40 * 50, generator=g)[:50_000]
+    indices = torch.stack([keys // 2000, keys // 50 % 40, keys % 50])
+    values = torch.randn(keys.numel(), generator=g) * 100
+    for dim in range(3):
+        got = ops.sparse_softmax(indices, values, sizes, dim, log)
+        assert torch.equal(got, sorted_route(indices, values, sizes, dim, log)), f"dim {dim}"
