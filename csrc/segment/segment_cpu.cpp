@@ -67,6 +67,8 @@ CpuSegments cpu_segments(std::string_view op, const at::Tensor& data, const at::
 // Rows, so the hooks may keep the task's state in members; fold and finish are const):
 //   void begin_task(int64_t begin, int64_t end);
 //   void end_task();  (after the task's segments are finished, before its crossing pieces)
+//   bool finishes_inside() const;  (optional: true when begin_task finishes the segments inside
+//                                  the task itself, finish then being left for the others)
 // and a finisher called once per segment the task completes:
 //   void finish(int64_t segment, int64_t lo, int64_t hi, const Acc* value) const;  (its rows: [lo,
 //   hi))
@@ -123,6 +125,17 @@ class TreeWalker {
   std::vector<Acc> scratch_;
 };
 
+// Whether a task's begin_task finishes the segments inside it itself (Rows::finishes_inside(),
+// where the Rows have one): reduce_tree then leaves them alone.
+template <typename Rows>
+bool finishes_inside(const Rows& rows) {
+  if constexpr (requires { rows.finishes_inside(); }) {
+    return rows.finishes_inside();
+  } else {
+    return false;
+  }
+}
+
 // The segments crossing the edges of a task's rows [begin, end) (begin < end): `head` holds its
 // first row and started before it (it may also end after it: it then covers the task), `tail`
 // holds its last row, starts inside and ends after; -1 where there is none.
@@ -161,7 +174,8 @@ void reduce_tree(const ReductionTree& tree, int64_t width, const Rows& rows, con
       // Locals: the rows' stores may alias the tree for the compiler, which would reload it.
       const int64_t* const first = tree.first_idx;
       const int64_t last_segment = tree.segment_of(end - 1);
-      for (int64_t b = tree.segment_of(begin); !Rows::kCrossingOnly && b <= last_segment; ++b) {
+      const bool visit_inside = !Rows::kCrossingOnly && !finishes_inside(task_rows);
+      for (int64_t b = tree.segment_of(begin); visit_inside && b <= last_segment; ++b) {
         const int64_t seg_begin = first[b], seg_end = first[b + 1];
         if (seg_begin == seg_end || seg_begin < begin || seg_end > end) continue;  // not inside
         // Inside one chunk (most short segments): value(0) is the fold itself, no recursion.
@@ -416,6 +430,206 @@ TORCH_RAGGED_CPU_CLONES void subtract_rows(const scalar_t* data, int64_t width, 
   }
 }
 
+// Rows read and written in whole vectors for a short scalar segment (softmax's shifts, sums and
+// output rows below): a window of kVectorRows rows from its first, the rows past its end masked
+// or overwritten later.
+constexpr int64_t kVectorRows = 32;
+
+// Softmax's shifts of the non-empty scalar segments among first..last - 1, all inside a task
+// starting at row `begin`, and their rows' x - shift (shifted[r - begin]; the buffer holds
+// kVectorRows values past the task). The max of a segment of at most kVectorRows rows is found
+// in vectors, in any order: the value of ExtremumReducer's fold (the first of equals), since equal
+// floats have the same bits, with two exceptions no output shows. +0 against -0: the shift's zero
+// sign differs, but a tie of zeros makes two terms exp(+-0) = 1, so the sum is >= 2 and its log
+// > 0 (log_softmax's (x - shift) - log(sum) loses the sign). A NaN row (the fold's shift: the
+// first NaN): its term is NaN whatever the shift, so is the sum, so is every output of the segment
+// (NaN payloads aside). Longer segments and those within kVectorRows of the data's end (`rows`)
+// fold row by row. The window's rows past the segment belong to later segments (or the slack),
+// written after: the writes need no mask.
+template <typename scalar_t, typename acc_t = at::opmath_type<scalar_t>>
+TORCH_RAGGED_CPU_CLONES void shift_scalar_segments(const scalar_t* data, const int64_t* first_idx,
+                                                   int64_t first, int64_t last, int64_t begin,
+                                                   int64_t rows, acc_t* __restrict__ shifts,
+                                                   acc_t* __restrict__ shifted) {
+  using V = typename Lanes<acc_t>::Values;
+  using I = typename Lanes<acc_t>::Ints;
+  using Int = typename portable_detail::Bits<acc_t>::Int;
+  constexpr int64_t kLanes = sizeof(V) / sizeof(acc_t);
+  constexpr acc_t kLowest = -std::numeric_limits<acc_t>::infinity();
+  I lane{};
+  for (int64_t l = 0; l < kLanes; ++l) lane[l] = l;
+  for (int64_t b = first; b < last; ++b) {
+    const int64_t lo = first_idx[b], hi = first_idx[b + 1];
+    if (lo == hi) continue;
+    if constexpr (std::is_same_v<scalar_t, acc_t>) {
+      if (hi - lo <= kVectorRows && lo + kVectorRows <= rows) {
+        V best = V{} + kLowest;
+        for (int64_t j = 0; j < kVectorRows; j += kLanes) {
+          V x;
+          std::memcpy(&x, data + lo + j, sizeof(V));
+          const I inside = lane + static_cast<Int>(j) < static_cast<Int>(hi - lo);
+          const V kept = inside ? x : V{} + kLowest;
+          best = best > kept ? best : kept;
+        }
+        acc_t max = kLowest;
+        for (int64_t l = 0; l < kLanes; ++l) max = max > best[l] ? max : best[l];
+        const acc_t shift = softmax_shift(max);
+        shifts[b] = shift;
+        for (int64_t j = 0; j < kVectorRows; j += kLanes) {
+          V x;
+          std::memcpy(&x, data + lo + j, sizeof(V));
+          const V out = x - shift;
+          std::memcpy(shifted + (lo - begin) + j, &out, sizeof(V));
+        }
+        continue;
+      }
+    }
+    acc_t max = static_cast<acc_t>(data[lo]);
+    for (int64_t r = lo + 1; r < hi; ++r) {
+      const acc_t v = static_cast<acc_t>(data[r]);
+      max = ExtremumReducer<acc_t, true>::beats(v, max) ? v : max;
+    }
+    const acc_t shift = softmax_shift(max);
+    shifts[b] = shift;
+    for (int64_t r = lo; r < hi; ++r) shifted[r - begin] = static_cast<acc_t>(data[r]) - shift;
+  }
+}
+
+// The tree's sum of terms[lo - begin, hi - begin) (one scalar segment inside a task): the rows
+// folded left to right into the partial of their chunk; at each node edge the partial of every
+// level the edge closes is merged into its parent's (level by level, upwards), and the open
+// partials merged top down at the end. value(L) of segment_index.h: identity first, children in
+// order (levels above the segment's top add +0 to a sum >= +0 or NaN: the same bits).
+template <typename acc_t>
+acc_t tree_sum_of_rows(const acc_t* terms, int64_t lo, int64_t hi, int64_t begin, int chunk_bits) {
+  acc_t partial[64 / kFanInBits + 2] = {};  // a level per kFanInBits of a row's 63 bits, and one
+  int top = 0;
+  for (int64_t r = lo; r < hi; ++r) {
+    if (r != lo && (r & ((int64_t{1} << chunk_bits) - 1)) == 0) {  // closes levels 0..level - 1
+      int level = 0;
+      for (;;) {
+        partial[level + 1] += partial[level];
+        partial[level] = acc_t(0);
+        const int bits = chunk_bits + kFanInBits * ++level;
+        if (bits >= 63 || (r & ((int64_t{1} << bits) - 1)) != 0) break;
+      }
+      top = std::max(top, level);
+    }
+    partial[0] += terms[r - begin];
+  }
+  acc_t sum = partial[0];
+  for (int level = 1; level <= top; ++level) sum = partial[level] + sum;
+  return sum;
+}
+
+// Softmax's divisors (1 / sum, or log(sum) for log_softmax: WriteSoftmaxDivisor::of) of the
+// scalar segments first..last - 1 inside a task starting at `begin`, from their terms (the buffer
+// holds kVectorRows values past the task), each sum the tree's (tree_sum_of_rows). Segments of
+// at most one chunk's rows (and kVectorRows) cross at most one chunk edge, where the tree's sum is
+// (0 + first piece) + second piece whatever the edge's level: those run kLanes at a time, a
+// segment per lane, row j of every lane in step j (no loop exit per segment, and kLanes sums'
+// chains at once).
+template <typename acc_t, bool kLog>
+TORCH_RAGGED_CPU_CLONES void divisors_of_scalar_segments(const int64_t* first_idx, int64_t first,
+                                                         int64_t last, int64_t begin,
+                                                         int chunk_bits,
+                                                         const acc_t* __restrict__ terms,
+                                                         acc_t* __restrict__ divisors) {
+  using V = typename Lanes<acc_t>::Values;
+  using I = typename Lanes<acc_t>::Ints;
+  using Int = typename portable_detail::Bits<acc_t>::Int;
+  constexpr int64_t kLanes = sizeof(V) / sizeof(acc_t);
+  const int64_t chunk_rows = int64_t{1} << chunk_bits;
+  const int64_t lane_rows = std::min(kVectorRows, chunk_rows);
+  int64_t segment[kLanes];
+  const acc_t* row[kLanes];  // each lane's first term
+  I rows{}, edge{};          // each lane's rows; the step at its chunk edge, or -1
+  int64_t lanes = 0;
+  const auto run_lanes = [&] {
+    int64_t steps = 0;
+    for (int64_t l = 0; l < lanes; ++l) steps = std::max<int64_t>(steps, rows[l]);
+    V closed{}, open{};  // the piece before the chunk edge; the piece being summed
+    for (int64_t j = 0; j < steps; ++j) {
+      V term;
+      for (int64_t l = 0; l < kLanes; ++l) term[l] = row[l][j];  // within kVectorRows: no overrun
+      const I step = I{} + static_cast<Int>(j);
+      const I at_edge = step == edge;
+      closed = at_edge ? open : closed;
+      open = (at_edge ? V{} : open) + (step < rows ? term : V{});
+    }
+    V sum = closed + open;
+    if constexpr (kLog) {
+      acc_t sums[kLanes];
+      std::memcpy(sums, &sum, sizeof(V));
+      log_values(sums, kLanes);
+      std::memcpy(&sum, sums, sizeof(V));
+    } else {
+      sum = acc_t(1) / sum;  // WriteSoftmaxDivisor::of, lane by lane
+    }
+    for (int64_t l = 0; l < lanes; ++l) divisors[segment[l]] = sum[l];
+    lanes = 0;
+    rows = I{};
+  };
+  for (int64_t b = first; b < last; ++b) {
+    const int64_t lo = first_idx[b], hi = first_idx[b + 1];
+    if (lo == hi) continue;
+    if (hi - lo > lane_rows) {
+      divisors[b] =
+          WriteSoftmaxDivisor<acc_t, kLog>::of(tree_sum_of_rows(terms, lo, hi, begin, chunk_bits));
+      continue;
+    }
+    const int64_t to_edge = (chunk_rows - (lo & (chunk_rows - 1))) & (chunk_rows - 1);
+    segment[lanes] = b;
+    row[lanes] = terms + (lo - begin);
+    rows[lanes] = static_cast<Int>(hi - lo);
+    edge[lanes] = to_edge > 0 && to_edge < hi - lo ? static_cast<Int>(to_edge) : Int{-1};
+    if (++lanes == kLanes) run_lanes();
+  }
+  if (lanes > 0) {
+    for (int64_t l = lanes; l < kLanes; ++l) row[l] = terms;  // read, never added (no rows)
+    run_lanes();
+  }
+}
+
+// Softmax's output rows of the scalar segments first..last - 1 inside a task [begin, end) from
+// their terms (terms[r - begin]) or, for log_softmax, their rows: SoftmaxOutput's arithmetic. A
+// segment of at most kVectorRows rows whose window ends inside the task is written in whole
+// vectors: the rows past it belong to later segments of the task, written after it, or to the
+// task's tail, written after the tree (in ascending order, as the loop goes).
+template <typename scalar_t, bool kLog, typename acc_t = at::opmath_type<scalar_t>>
+TORCH_RAGGED_CPU_CLONES void write_scalar_segments(const scalar_t* data, const int64_t* first_idx,
+                                                   int64_t first, int64_t last, int64_t begin,
+                                                   int64_t end, const acc_t* __restrict__ terms,
+                                                   const acc_t* __restrict__ shifts,
+                                                   const acc_t* __restrict__ divisors,
+                                                   scalar_t* __restrict__ out) {
+  using V = typename Lanes<acc_t>::Values;
+  constexpr int64_t kLanes = sizeof(V) / sizeof(acc_t);
+  for (int64_t b = first; b < last; ++b) {
+    const int64_t lo = first_idx[b], hi = first_idx[b + 1];
+    if (lo == hi) continue;
+    const acc_t shift = shifts[b], divisor = divisors[b];
+    if (std::is_same_v<scalar_t, acc_t> && hi - lo <= kVectorRows && lo + kVectorRows <= end) {
+      for (int64_t j = 0; j < kVectorRows; j += kLanes) {
+        V value;
+        if (kLog) {
+          std::memcpy(&value, data + lo + j, sizeof(V));
+          value = (value - shift) - divisor;
+        } else {
+          std::memcpy(&value, terms + (lo - begin) + j, sizeof(V));
+          value = value * divisor;
+        }
+        std::memcpy(out + lo + j, &value, sizeof(V));
+      }
+      continue;
+    }
+    for (int64_t r = lo; r < hi; ++r) {
+      out[r] = static_cast<scalar_t>(kLog ? (static_cast<acc_t>(data[r]) - shift) - divisor
+                                          : terms[r - begin] * divisor);
+    }
+  }
+}
+
 // out = terms * scale per column, for `rows` rows (softmax's output from its terms).
 template <typename scalar_t, typename acc_t = at::opmath_type<scalar_t>>
 TORCH_RAGGED_CPU_CLONES void scale_rows(const acc_t* terms, int64_t width, int64_t rows,
@@ -609,10 +823,11 @@ struct TaskValues {
 
   // The calling thread's scratch, set up for rows [begin, end): a buffer of its own, since
   // scratch_values serves the row loops that run while the task's values are still read.
+  // kVectorRows values of slack past the task: whole-vector windows of the task's last segments.
   void start(int64_t task_begin, int64_t task_end, int64_t width) {
     thread_local std::vector<acc_t> scratch;
-    if (static_cast<int64_t>(scratch.size()) < (task_end - task_begin) * width)
-      scratch.resize((task_end - task_begin) * width);
+    const int64_t size = (task_end - task_begin) * width + kVectorRows;
+    if (static_cast<int64_t>(scratch.size()) < size) scratch.resize(size);
     begin = task_begin;
     end = task_end;
     values = scratch.data();
@@ -632,31 +847,6 @@ constexpr int64_t kShortRows = 8;
 inline bool runs_short(int64_t lo, int64_t hi, int64_t task_end) {
   return hi - lo <= kShortRows && lo + kShortRows <= task_end;
 }
-
-// log_softmax's scalar segments finished by a task: their sums, whose logs are taken together at
-// the task's end (one vectorised pass instead of a scalar log per segment), then their rows.
-template <typename acc_t>
-struct PendingLogs {
-  acc_t* sums = nullptr;
-  int64_t* segments = nullptr;
-  int64_t count = 0;
-
-  void start(int64_t capacity) {  // capacity: the task's rows bound its non-empty segments
-    thread_local std::vector<acc_t> sum_scratch;
-    thread_local std::vector<int64_t> segment_scratch;
-    if (static_cast<int64_t>(sum_scratch.size()) < capacity) {
-      sum_scratch.resize(capacity);
-      segment_scratch.resize(capacity);
-    }
-    sums = sum_scratch.data();
-    segments = segment_scratch.data();
-    count = 0;
-  }
-  void add(int64_t segment, acc_t sum) {
-    sums[count] = sum;
-    segments[count++] = segment;
-  }
-};
 
 // x where keep, else +0, without a branch (the bits masked): a short segment's rows past its end
 // add +0, which leaves a sum started at +0 unchanged (such a sum is never -0).
@@ -687,11 +877,10 @@ struct SoftmaxRows {
   acc_t* divisors;  // num_segments x width
   scalar_t* out;
   const ReductionTree* tree;
-  TaskValues<acc_t> terms;             // exp(x - shift) of the task's rows
-  mutable PendingLogs<acc_t> pending;  // log_softmax, width 1: finished, rows not yet written
+  TaskValues<acc_t> terms;  // exp(x - shift) of the task's rows
   void begin_task(int64_t begin, int64_t end) {
     terms.start(begin, end, width);
-    if (kLog && width == 1) pending.start(end - begin);
+    if (width == 1) return begin_scalar_task(begin, end);
     for (int64_t b = tree->segment_of(begin); b < tree->num_segments && tree->first_idx[b] < end;
          ++b) {
       const int64_t seg_begin = tree->first_idx[b], seg_end = tree->first_idx[b + 1];
@@ -699,19 +888,6 @@ struct SoftmaxRows {
       acc_t* shift = shifts + b * width;
       const bool inside = seg_begin >= begin && seg_end <= end;
       const int64_t lo = std::max(seg_begin, begin), hi = std::min(seg_end, end);
-      if (width == 1) {  // column_extremum and subtract_rows inline: no calls per short segment
-        if (inside) {
-          acc_t max = static_cast<acc_t>(data[lo]);
-          for (int64_t r = lo + 1; r < hi; ++r) {
-            const acc_t v = static_cast<acc_t>(data[r]);
-            max = ExtremumReducer<acc_t, true>::beats(v, max) ? v : max;
-          }
-          shift[0] = softmax_shift(max);
-        }
-        acc_t* shifted = terms.at(lo, 1);
-        for (int64_t r = lo; r < hi; ++r) shifted[r - lo] = static_cast<acc_t>(data[r]) - shift[0];
-        continue;
-      }
       if (inside) {  // its maxima, exactly as a max reduction's
         c10::SmallVector<acc_t, 64> max(width);
         column_extremum<scalar_t, true>(data, width, seg_begin, seg_end, max.data());
@@ -721,6 +897,36 @@ struct SoftmaxRows {
     }
     exp_values(terms.at(begin, width), (end - begin) * width);
   }
+  // Width 1: the segments inside the task finished here, a pass over all of them per step (shifts
+  // and x - shift, exp, the tree's sums and divisors, the output rows: no calls or loop exits per
+  // segment in between); the pieces of those crossing its edges, whose shifts are known, shifted
+  // for the tree's crossing pieces (fold).
+  void begin_scalar_task(int64_t begin, int64_t end) {
+    const int64_t* first = tree->first_idx;
+    const auto shift_piece = [&](int64_t b, int64_t lo, int64_t hi) {
+      acc_t* shifted = terms.at(lo, 1);
+      for (int64_t r = lo; r < hi; ++r) shifted[r - lo] = static_cast<acc_t>(data[r]) - shifts[b];
+    };
+    int64_t inside_first = tree->segment_of(begin);
+    const int64_t last = tree->segment_of(end - 1);
+    if (first[inside_first] < begin) {  // the head piece (the whole task, if it also ends after)
+      shift_piece(inside_first, begin, std::min(first[inside_first + 1], end));
+      ++inside_first;
+    }
+    const bool tail_crosses = last >= inside_first && first[last + 1] > end;
+    const int64_t inside_last = tail_crosses ? last : last + 1;
+    acc_t* task_terms = terms.at(begin, 1);
+    shift_scalar_segments(data, first, inside_first, inside_last, begin, tree->num_rows, shifts,
+                          task_terms);
+    if (tail_crosses) shift_piece(last, first[last], end);
+    exp_values(task_terms, end - begin);
+    divisors_of_scalar_segments<acc_t, kLog>(first, inside_first, inside_last, begin,
+                                             tree->chunk_bits, task_terms, divisors);
+    write_scalar_segments<scalar_t, kLog>(data, first, inside_first, inside_last, begin, end,
+                                          task_terms, shifts, divisors, out);
+  }
+  // Width 1: begin_task has finished the segments inside the task.
+  bool finishes_inside() const { return width == 1; }
   void fold(int64_t /*segment*/, int64_t lo, int64_t hi, acc_t* value) const {
     const acc_t* term = terms.at(lo, width);
     if (width == 1) {  // inline for short scalar segments (sparse softmax's pools)
@@ -736,42 +942,17 @@ struct SoftmaxRows {
     sum_rows(term, static_cast<const int64_t*>(nullptr), static_cast<const acc_t*>(nullptr), width,
              0, hi - lo, value);  // SumReducer::fold of the terms, in row order
   }
+  // Segments of width > 1 inside a task (those of width 1 are finished in begin_task).
   void finish(int64_t segment, int64_t lo, int64_t hi, const acc_t* value) const {
-    if (kLog && width == 1) return pending.add(segment, value[0]);  // written in end_task
     acc_t* divisor = divisors + segment * width;
     for (int64_t c = 0; c < width; ++c) divisor[c] = WriteSoftmaxDivisor<acc_t, kLog>::of(value[c]);
     if (kLog) {
       return softmax_rows<scalar_t, true>(data, width, lo, hi, shifts + segment * width, divisor,
                                           out);
     }
-    const acc_t* term = terms.at(lo, width);
-    if (width == 1) {
-      const acc_t scale = divisor[0];  // a local: the stores below cannot change it
-      for (int64_t r = lo; r < hi; ++r) out[r] = static_cast<scalar_t>(term[r - lo] * scale);
-      return;
-    }
-    scale_rows(term, width, hi - lo, divisor, out + lo * width);
+    scale_rows(terms.at(lo, width), width, hi - lo, divisor, out + lo * width);
   }
-  // log_softmax, width 1: the logs of the task's finished segments in one vectorised pass
-  // (WriteSoftmaxDivisor's portable_log, lane by lane), then their rows (softmax_rows' arithmetic),
-  // short ones a fixed count of rows (kShortRows).
-  void end_task() const {
-    if (!kLog || width != 1) return;
-    log_values(pending.sums, pending.count);
-    for (int64_t k = 0; k < pending.count; ++k) {
-      const int64_t b = pending.segments[k];
-      const int64_t lo = tree->first_idx[b], hi = tree->first_idx[b + 1];
-      const acc_t shift = shifts[b], log_sum = pending.sums[k];
-      const auto write = [&](int64_t r) {
-        out[r] = static_cast<scalar_t>((static_cast<acc_t>(data[r]) - shift) - log_sum);
-      };
-      if (runs_short(lo, hi, terms.end)) {
-        for (int64_t j = 0; j < kShortRows; ++j) write(lo + j);
-      } else {
-        for (int64_t r = lo; r < hi; ++r) write(r);
-      }
-    }
-  }
+  void end_task() const {}
 };
 
 // Softmax's backward sums (of grad * output, or of grad); a segment finished inside its task

@@ -36,4 +36,12 @@ inline bool same_bits(const at::Tensor& a, const at::Tensor& b) {
   return torch::equal(x, y);
 }
 
+// same_bits where NaN matches NaN whatever its payload: an IEEE operation on two NaNs returns one
+// of them, and which one the compiler decides (it may swap a commutative operation's operands).
+inline bool same_bits_any_nan(const at::Tensor& a, const at::Tensor& b) {
+  if (a.sizes() != b.sizes() || a.scalar_type() != b.scalar_type()) return false;
+  if (!torch::equal(a.isnan(), b.isnan())) return false;
+  return same_bits(a.masked_fill(a.isnan(), 0), b.masked_fill(b.isnan(), 0));
+}
+
 }  // namespace torch_ragged::testing

@@ -213,6 +213,56 @@ TEST(SegmentEmulation, SoftmaxAndLogSoftmaxMatchTheCpuBitForBit) {
   }
 }
 
+// Scalar segments over many CPU tasks, up to the data's last row: short ones (0 to 40 rows, whose
+// maxima the CPU finds in vectors, in any order, and whose sums it runs a segment per lane) and
+// long ones inside a task crossing level-1 nodes (summed row by row). Values of comparable size,
+// so that every term counts in the sums and their order shows in the last bits, with the values
+// where the max's order could show: NaN rows (two payloads), ties of +0 and -0, a lone -0 maximum
+// beside -inf (log_softmax then shows the shift's zero sign), all -inf, +inf. NaN payloads are
+// the compiler's choice (see same_bits_any_nan); a NaN lost or misplaced is not.
+TEST(SegmentEmulation, ScalarSegmentsWithSpecialValuesMatchTheCpuBitForBit) {
+  const double inf = std::numeric_limits<double>::infinity();
+  for (const Case& c : {random_case(30'000, 40, 1, 8), random_case(60, 3000, 1, 9)}) {
+    for (const auto dtype : kFloating) {
+      torch::manual_seed(13);
+      at::Tensor data = torch::randn({c.first_idx.back(), 1}, torch::kDouble).to(dtype);
+      AT_DISPATCH_FLOATING_TYPES(dtype, "special", [&] {
+        scalar_t* x = data.mutable_data_ptr<scalar_t>();
+        const scalar_t nan_a = std::nan("1"), nan_b = std::nan("2");
+        for (size_t b = 0; b + 1 < c.first_idx.size(); ++b) {
+          const int64_t lo = c.first_idx[b], n = c.first_idx[b + 1] - lo;
+          if (n < 2) continue;
+          switch (b % 13) {
+            case 1:  // two NaN rows: the whole segment is NaN
+              x[lo + n / 2] = nan_a;
+              x[lo + n - 1] = nan_b;
+              break;
+            case 2:  // -0, +0, -0, ...: a tie of zeros
+              for (int64_t r = 0; r < n; ++r) x[lo + r] = r % 2 ? scalar_t(0) : -scalar_t(0);
+              break;
+            case 3:  // a lone -0 maximum, the other rows -inf
+              for (int64_t r = 0; r < n; ++r) x[lo + r] = -inf;
+              x[lo + n - 1] = -scalar_t(0);
+              break;
+            case 4:
+              for (int64_t r = 0; r < n; ++r) x[lo + r] = -inf;
+              break;
+            case 5:
+              x[lo + n / 2] = inf;
+              break;
+          }
+        }
+        EXPECT_TRUE(same_bits_any_nan(emulated_softmax<scalar_t, false>(c, data),
+                                      torch_ragged::segment_softmax(data, offsets(c))))
+            << "softmax, rows " << c.first_idx.back();
+        EXPECT_TRUE(same_bits_any_nan(emulated_softmax<scalar_t, true>(c, data),
+                                      torch_ragged::segment_log_softmax(data, offsets(c))))
+            << "log_softmax, rows " << c.first_idx.back();
+      });
+    }
+  }
+}
+
 template <typename scalar_t, bool kLog>
 at::Tensor emulated_softmax_backward(const Case& c, const at::Tensor& grad, const at::Tensor& y) {
   using acc_t = at::opmath_type<scalar_t>;
