@@ -454,9 +454,14 @@ TORCH_RAGGED_CPU_CLONES void subtract_rows(const scalar_t* data, int64_t width, 
 }
 
 // Rows read and written in whole vectors for a short scalar segment (softmax's shifts, sums and
-// output rows below): a window of kVectorRows rows from its first, the rows past its end masked
-// or overwritten later.
-constexpr int64_t kVectorRows = 32;
+// output rows below): a window of 32 rows from its first, or kVectorRows for one of more than 32,
+// the rows past its end masked or overwritten later.
+constexpr int64_t kVectorRows = 64;
+
+// The window of a segment of `rows` rows (at most kVectorRows).
+inline int64_t vector_window(int64_t rows) {
+  return rows <= kVectorRows / 2 ? kVectorRows / 2 : kVectorRows;
+}
 
 // Softmax's shifts of the non-empty scalar segments among first..last - 1, all inside a task
 // starting at row `begin`, and their rows' x - shift (shifted[r - begin]; the buffer holds
@@ -466,7 +471,7 @@ constexpr int64_t kVectorRows = 32;
 // sign differs, but a tie of zeros makes two terms exp(+-0) = 1, so the sum is >= 2 and its log
 // > 0 (log_softmax's (x - shift) - log(sum) loses the sign). A NaN row (the fold's shift: the
 // first NaN): its term is NaN whatever the shift, so is the sum, so is every output of the segment
-// (NaN payloads aside). Longer segments and those within kVectorRows of the data's end (`rows`)
+// (NaN payloads aside). Longer segments and those whose window passes the data's end (`rows`)
 // fold row by row. The window's rows past the segment belong to later segments (or the slack),
 // written after: the writes need no mask.
 template <typename scalar_t, typename acc_t = at::opmath_type<scalar_t>>
@@ -485,9 +490,10 @@ TORCH_RAGGED_CPU_CLONES void shift_scalar_segments(const scalar_t* data, const i
     const int64_t lo = first_idx[b], hi = first_idx[b + 1];
     if (lo == hi) continue;
     if constexpr (std::is_same_v<scalar_t, acc_t>) {
-      if (hi - lo <= kVectorRows && lo + kVectorRows <= rows) {
+      const int64_t window = vector_window(hi - lo);
+      if (hi - lo <= kVectorRows && lo + window <= rows) {
         V best = V{} + kLowest;
-        for (int64_t j = 0; j < kVectorRows; j += kLanes) {
+        for (int64_t j = 0; j < window; j += kLanes) {
           V x;
           std::memcpy(&x, data + lo + j, sizeof(V));
           const I inside = lane + static_cast<Int>(j) < static_cast<Int>(hi - lo);
@@ -498,7 +504,7 @@ TORCH_RAGGED_CPU_CLONES void shift_scalar_segments(const scalar_t* data, const i
         for (int64_t l = 0; l < kLanes; ++l) max = max > best[l] ? max : best[l];
         const acc_t shift = softmax_shift(max);
         shifts[b] = shift;
-        for (int64_t j = 0; j < kVectorRows; j += kLanes) {
+        for (int64_t j = 0; j < window; j += kLanes) {
           V x;
           std::memcpy(&x, data + lo + j, sizeof(V));
           const V out = x - shift;
@@ -518,27 +524,32 @@ TORCH_RAGGED_CPU_CLONES void shift_scalar_segments(const scalar_t* data, const i
   }
 }
 
-// The tree's sum of terms[lo - begin, hi - begin) (one scalar segment inside a task): the rows
-// folded left to right into the partial of their chunk; at each node edge the partial of every
-// level the edge closes is merged into its parent's (level by level, upwards), and the open
-// partials merged top down at the end. value(L) of segment_index.h: identity first, children in
-// order (levels above the segment's top add +0 to a sum >= +0 or NaN: the same bits).
+// The tree's sum of terms[lo - begin, hi - begin) (one scalar segment inside a task): the rows of
+// each chunk piece folded left to right from 0; at each node edge the partial of every level the
+// edge closes is merged into its parent's (level by level, upwards), and the open partials merged
+// top down at the end. value(L) of segment_index.h: identity first, children in order (levels
+// above the segment's top add +0 to a sum >= +0 or NaN: the same bits).
 template <typename acc_t>
 acc_t tree_sum_of_rows(const acc_t* terms, int64_t lo, int64_t hi, int64_t begin, int chunk_bits) {
   acc_t partial[64 / kFanInBits + 2] = {};  // a level per kFanInBits of a row's 63 bits, and one
   int top = 0;
-  for (int64_t r = lo; r < hi; ++r) {
-    if (r != lo && (r & ((int64_t{1} << chunk_bits) - 1)) == 0) {  // closes levels 0..level - 1
+  const int64_t chunk_mask = (int64_t{1} << chunk_bits) - 1;
+  for (int64_t piece = lo; piece < hi;) {
+    if (piece != lo) {  // a chunk edge: closes levels 0..level - 1
       int level = 0;
       for (;;) {
         partial[level + 1] += partial[level];
         partial[level] = acc_t(0);
         const int bits = chunk_bits + kFanInBits * ++level;
-        if (bits >= 63 || (r & ((int64_t{1} << bits) - 1)) != 0) break;
+        if (bits >= 63 || (piece & ((int64_t{1} << bits) - 1)) != 0) break;
       }
       top = std::max(top, level);
     }
-    partial[0] += terms[r - begin];
+    const int64_t piece_end = std::min(hi, (piece | chunk_mask) + 1);
+    acc_t sum = 0;
+    for (int64_t r = piece; r < piece_end; ++r) sum += terms[r - begin];
+    partial[0] = sum;
+    piece = piece_end;
   }
   acc_t sum = partial[0];
   for (int level = 1; level <= top; ++level) sum = partial[level] + sum;
@@ -547,11 +558,11 @@ acc_t tree_sum_of_rows(const acc_t* terms, int64_t lo, int64_t hi, int64_t begin
 
 // Softmax's divisors (1 / sum, or log(sum) for log_softmax: WriteSoftmaxDivisor::of) of the
 // scalar segments first..last - 1 inside a task starting at `begin`, from their terms (the buffer
-// holds kVectorRows values past the task), each sum the tree's (tree_sum_of_rows). Segments of
-// at most one chunk's rows (and kVectorRows) cross at most one chunk edge, where the tree's sum is
-// (0 + first piece) + second piece whatever the edge's level: those run kLanes at a time, a
-// segment per lane, row j of every lane in step j (no loop exit per segment, and kLanes sums'
-// chains at once).
+// holds kVectorRows values past the task), each sum the tree's (tree_sum_of_rows). Segments of at
+// most kVectorRows rows inside one level-1 node (most: the node holds 1024 rows) sum to ((0 +
+// piece 1) + piece 2) + ... over their chunk pieces: those run kLanes at a time, a segment per
+// lane, row j of every lane in step j, the pieces closed at each lane's chunk edges (no loop exit
+// per segment, and kLanes sums' chains at once).
 template <typename acc_t, bool kLog>
 TORCH_RAGGED_CPU_CLONES void divisors_of_scalar_segments(const int64_t* first_idx, int64_t first,
                                                          int64_t last, int64_t begin,
@@ -562,23 +573,24 @@ TORCH_RAGGED_CPU_CLONES void divisors_of_scalar_segments(const int64_t* first_id
   using I = typename Lanes<acc_t>::Ints;
   using Int = typename portable_detail::Bits<acc_t>::Int;
   constexpr int64_t kLanes = sizeof(V) / sizeof(acc_t);
-  const int64_t chunk_rows = int64_t{1} << chunk_bits;
-  const int64_t lane_rows = std::min(kVectorRows, chunk_rows);
+  const Int chunk_mask = static_cast<Int>((int64_t{1} << chunk_bits) - 1);
+  const int node_bits = chunk_bits + kFanInBits;  // level 1's
   int64_t segment[kLanes];
   const acc_t* row[kLanes];  // each lane's first term
-  I rows{}, edge{};          // each lane's rows; the step at its chunk edge, or -1
+  I rows{}, phase{};         // each lane's rows; its first row's place in its chunk
   int64_t lanes = 0;
   const auto run_lanes = [&] {
     int64_t steps = 0;
     for (int64_t l = 0; l < lanes; ++l) steps = std::max<int64_t>(steps, rows[l]);
-    V closed{}, open{};  // the piece before the chunk edge; the piece being summed
+    V closed{}, open{};  // the chunk pieces closed so far, folded; the piece being summed
     for (int64_t j = 0; j < steps; ++j) {
       V term;
       for (int64_t l = 0; l < kLanes; ++l) term[l] = row[l][j];  // within kVectorRows: no overrun
       const I step = I{} + static_cast<Int>(j);
-      const I at_edge = step == edge;
-      closed = at_edge ? open : closed;
-      open = (at_edge ? V{} : open) + (step < rows ? term : V{});
+      const I inside = step < rows;
+      const I at_edge = (((phase + step) & chunk_mask) == 0) & (step > 0) & inside;
+      closed = at_edge ? closed + open : closed;
+      open = (at_edge ? V{} : open) + (inside ? term : V{});
     }
     V sum = closed + open;
     if constexpr (kLog) {
@@ -596,16 +608,15 @@ TORCH_RAGGED_CPU_CLONES void divisors_of_scalar_segments(const int64_t* first_id
   for (int64_t b = first; b < last; ++b) {
     const int64_t lo = first_idx[b], hi = first_idx[b + 1];
     if (lo == hi) continue;
-    if (hi - lo > lane_rows) {
+    if (hi - lo > kVectorRows || (lo >> node_bits) != ((hi - 1) >> node_bits)) {
       divisors[b] =
           WriteSoftmaxDivisor<acc_t, kLog>::of(tree_sum_of_rows(terms, lo, hi, begin, chunk_bits));
       continue;
     }
-    const int64_t to_edge = (chunk_rows - (lo & (chunk_rows - 1))) & (chunk_rows - 1);
     segment[lanes] = b;
     row[lanes] = terms + (lo - begin);
     rows[lanes] = static_cast<Int>(hi - lo);
-    edge[lanes] = to_edge > 0 && to_edge < hi - lo ? static_cast<Int>(to_edge) : Int{-1};
+    phase[lanes] = static_cast<Int>(lo) & chunk_mask;
     if (++lanes == kLanes) run_lanes();
   }
   if (lanes > 0) {
@@ -616,9 +627,9 @@ TORCH_RAGGED_CPU_CLONES void divisors_of_scalar_segments(const int64_t* first_id
 
 // Softmax's output rows of the scalar segments first..last - 1 inside a task [begin, end) from
 // their terms (terms[r - begin]) or, for log_softmax, their rows: SoftmaxOutput's arithmetic. A
-// segment of at most kVectorRows rows whose window ends inside the task is written in whole
-// vectors: the rows past it belong to later segments of the task, written after it, or to the
-// task's tail, written after the tree (in ascending order, as the loop goes).
+// segment of at most kVectorRows rows whose window (vector_window) ends inside the task is written
+// in whole vectors: the rows past it belong to later segments of the task, written after it, or to
+// the task's tail, written after the tree (in ascending order, as the loop goes).
 template <typename scalar_t, bool kLog, typename acc_t = at::opmath_type<scalar_t>>
 TORCH_RAGGED_CPU_CLONES void write_scalar_segments(const scalar_t* data, const int64_t* first_idx,
                                                    int64_t first, int64_t last, int64_t begin,
@@ -632,8 +643,9 @@ TORCH_RAGGED_CPU_CLONES void write_scalar_segments(const scalar_t* data, const i
     const int64_t lo = first_idx[b], hi = first_idx[b + 1];
     if (lo == hi) continue;
     const acc_t shift = shifts[b], divisor = divisors[b];
-    if (std::is_same_v<scalar_t, acc_t> && hi - lo <= kVectorRows && lo + kVectorRows <= end) {
-      for (int64_t j = 0; j < kVectorRows; j += kLanes) {
+    const int64_t window = vector_window(hi - lo);
+    if (std::is_same_v<scalar_t, acc_t> && hi - lo <= kVectorRows && lo + window <= end) {
+      for (int64_t j = 0; j < window; j += kLanes) {
         V value;
         if (kLog) {
           std::memcpy(&value, data + lo + j, sizeof(V));

@@ -213,16 +213,17 @@ TEST(SegmentEmulation, SoftmaxAndLogSoftmaxMatchTheCpuBitForBit) {
   }
 }
 
-// Scalar segments over many CPU tasks, up to the data's last row: short ones (0 to 40 rows, whose
-// maxima the CPU finds in vectors, in any order, and whose sums it runs a segment per lane) and
-// long ones inside a task crossing level-1 nodes (summed row by row). Values of comparable size,
+// Scalar segments over many CPU tasks, up to the data's last row: short ones (0 to 70 rows; up to
+// 64, the CPU finds their maxima in vectors, in any order, and runs their sums a segment per lane
+// unless they cross a level-1 node) and long ones inside a task crossing level-1 nodes (summed
+// row by row). Values of comparable size,
 // so that every term counts in the sums and their order shows in the last bits, with the values
 // where the max's order could show: NaN rows (two payloads), ties of +0 and -0, a lone -0 maximum
 // beside -inf (log_softmax then shows the shift's zero sign), all -inf, +inf. NaN payloads are
 // the compiler's choice (see same_bits_any_nan); a NaN lost or misplaced is not.
 TEST(SegmentEmulation, ScalarSegmentsWithSpecialValuesMatchTheCpuBitForBit) {
   const double inf = std::numeric_limits<double>::infinity();
-  for (const Case& c : {random_case(30'000, 40, 1, 8), random_case(60, 3000, 1, 9)}) {
+  for (const Case& c : {random_case(30'000, 70, 1, 8), random_case(60, 3000, 1, 9)}) {
     for (const auto dtype : kFloating) {
       torch::manual_seed(13);
       at::Tensor data = torch::randn({c.first_idx.back(), 1}, torch::kDouble).to(dtype);
