@@ -221,6 +221,12 @@ def test_raw_products_refuse_a_plan_built_for_other_indices():
             ops.sparse_mm(values, dense, indices, *broken)
     # validate=False is the caller's promise (the wrappers pass it for the plans they build)
     ops.sparse_mm(values, dense, indices, *wrong, False, False)
+    # yet an order index out of range is still an error, never a write outside the reordered entries
+    out_of_range = row_order.clone()
+    out_of_range[3] = values.numel()
+    with pytest.raises(IndexError, match="out of (range|bounds)"):
+        ops.sparse_mm(values, torch.randn(6, 3, dtype=torch.float64), indices, row_first, col_first, col_order,
+                      out_of_range, True, False)
 
 
 def test_complex_products_are_refused_up_front():
