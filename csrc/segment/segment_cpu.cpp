@@ -513,6 +513,8 @@ TORCH_RAGGED_CPU_CLONES void shift_scalar_segments(const scalar_t* data, const i
         continue;
       }
     }
+    // column_extremum and subtract_rows for one column, written inline: through those helpers (a
+    // loop over the columns inside the row loop) segments of 100-3000 rows ran ~2x slower.
     acc_t max = static_cast<acc_t>(data[lo]);
     for (int64_t r = lo + 1; r < hi; ++r) {
       const acc_t v = static_cast<acc_t>(data[r]);
@@ -658,7 +660,7 @@ TORCH_RAGGED_CPU_CLONES void write_scalar_segments(const scalar_t* data, const i
       }
       continue;
     }
-    for (int64_t r = lo; r < hi; ++r) {
+    for (int64_t r = lo; r < hi; ++r) {  // softmax_rows' / scale_rows' arithmetic, one column
       out[r] = static_cast<scalar_t>(kLog ? (static_cast<acc_t>(data[r]) - shift) - divisor
                                           : terms[r - begin] * divisor);
     }
