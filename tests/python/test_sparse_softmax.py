@@ -371,13 +371,13 @@ def test_pools_along_dim_0_replay_the_reduction_tree_bit_for_bit_at_every_level(
     """Along dim 0 of a CPU matrix the scalar values are normalised where they lie: each column's sums replay the
     reduction tree over the positions its entries would have in column order. Against the sorted route (stable sort
     by column, segment_softmax, put back), bit for bit, for pools of every size (chunk-, level-1- and level-2-edges
-    crossed, across the CPU walk's tasks), NaN, inf, -inf-only pools, +-0 maxima and magnitudes to 1e7, with 1, 2 and
-    3 threads (one key range per thread)."""
+    crossed, across the CPU walk's tasks), NaN, inf, -inf-only pools, +-0 maxima and magnitudes to 1e7, with 1, 2, 3,
+    5 and 9 threads (one key range per thread; the partition by range has paths for 2, 4, 8 and more ranges)."""
     indices, values, sizes = pools_of_every_size(21, dtype)
     expected = sorted_route(indices, values, sizes, 0, log)
     threads = torch.get_num_threads()
     try:
-        for n in (1, 2, 3):
+        for n in (1, 2, 3, 5, 9):
             torch.set_num_threads(n)
             got = ops.sparse_softmax(indices, values, sizes, 0, log)
             assert torch.equal(got.isnan(), expected.isnan()), f"{n} threads"
