@@ -135,6 +135,54 @@ SpgemmResult spgemm_rows_cuda(const SpgemmOperands& s) {
   return c;
 }
 
+// ---- compressed layouts: the first break of torch's invariants ----
+
+// The smallest entry that compressed_entry_violation flags, into *first (nnz when none): each
+// thread finds its entry's slice by binary search (the offsets were checked on the host).
+template <typename offset_t, typename index_t>
+__global__ void first_flagged_entry_kernel(const offset_t* __restrict__ compressed, int64_t slices,
+                                           const index_t* __restrict__ plain, int64_t plain_size,
+                                           int64_t nnz, unsigned long long* first) {
+  for (int64_t p = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; p < nnz;
+       p += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t slice = slice_of_entry(compressed, slices, p);
+    if (compressed_entry_violation(compressed, slice, plain, plain_size, p) != kCompressedValid) {
+      atomicMin(first, static_cast<unsigned long long>(p));
+    }
+  }
+}
+
+// The CPU kernel's answer: the offsets checked on the host (one copy of slices + 1 of them), the
+// entries on the device, then the first flagged entry read back (three host reads in all).
+at::Tensor sparse_compressed_violation_cuda(const at::Tensor& compressed_indices,
+                                            const at::Tensor& plain_indices,
+                                            c10::SymInt plain_size) {
+  const int64_t size = check_compressed_args(compressed_indices, plain_indices, plain_size);
+  const c10::cuda::CUDAGuard guard(compressed_indices.device());
+  const at::Tensor compressed = compressed_indices.contiguous(), plain = plain_indices.contiguous();
+  const int64_t nnz = plain.numel(), slices = compressed.numel() - 1;
+  const at::Tensor offsets = compressed.cpu();
+  if (const CompressedFinding found = offsets_violation(offsets, nnz); found.kind != 0) {
+    return found.as_tensor();
+  }
+  if (nnz == 0) return CompressedFinding{}.as_tensor();
+  at::Tensor first = at::full({1}, nnz, compressed.options().dtype(at::kLong));
+  AT_DISPATCH_INDEX_TYPES(compressed.scalar_type(), "sparse_compressed_violation_cuda", [&] {
+    using offset_t = index_t;
+    const offset_t* c = compressed.const_data_ptr<offset_t>();
+    AT_DISPATCH_INDEX_TYPES(plain.scalar_type(), "sparse_compressed_violation_cuda", [&] {
+      first_flagged_entry_kernel<offset_t, index_t>
+          <<<cuda_grid_for(nnz), kCudaThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
+              c, slices, plain.const_data_ptr<index_t>(), size, nnz,
+              reinterpret_cast<unsigned long long*>(first.mutable_data_ptr<int64_t>()));
+      C10_CUDA_KERNEL_LAUNCH_CHECK();
+    });
+  });
+  const int64_t p = first.item<int64_t>();
+  if (p == nnz) return CompressedFinding{}.as_tensor();
+  return entry_finding(offsets, plain, size, p).as_tensor();
+}
+
 }  // namespace
 
 // Linkage outside the anonymous namespace: register_sparse_kernels takes it as a template argument.
@@ -143,6 +191,9 @@ const CoalesceBackend kCudaBackend{&flat_keys_cuda,    nullptr,           &cuda:
                                    &cuda::run_offsets, &run_indices_cuda, &cuda::segment_gather_sum,
                                    &spgemm_rows_cuda};
 
-TORCH_LIBRARY_IMPL(torch_ragged, CUDA, m) { register_sparse_kernels<kCudaBackend>(m); }
+TORCH_LIBRARY_IMPL(torch_ragged, CUDA, m) {
+  register_sparse_kernels<kCudaBackend>(m);
+  m.impl("sparse_compressed_violation", &sparse_compressed_violation_cuda);
+}
 
 }  // namespace torch_ragged

@@ -44,4 +44,6 @@ LD_PRELOAD="$runtime" TORCH_RAGGED_LIBRARY="$PWD/build/asan/libtorch_ragged.so" 
   tests/python/test_sparse_softmax.py::test_pools_of_a_3d_tensor_along_each_dim_replay_the_tree_bit_for_bit \
   tests/python/test_sparse_softmax.py::test_a_column_out_of_range_along_dim_0_is_pooled_as_the_flattened_keys_have_it \
   tests/python/test_sparse_matmul.py::test_raw_products_refuse_a_plan_built_for_other_indices \
+  tests/python/test_sparse_compressed.py::test_compressed_violation_finds_the_first_break_as_a_loop_does_and_as_torch_refuses \
+  tests/python/test_sparse_compressed.py::test_ops_on_a_compressed_tensor_refuse_broken_indices_by_name \
   -k "not cuda" | tail -n 2

@@ -66,11 +66,19 @@ TORCH_LIBRARY_FRAGMENT(torch_ragged, m) {
       "sparse_spgemm(Tensor a_indices, Tensor a_values, Tensor b_indices, Tensor b_values, "
       "SymInt[] a_size, SymInt[] b_size) -> (Tensor indices, Tensor values)",
       tags);
+  // A CSR / CSC tensor's indices against torch's invariants (offsets from 0, never falling, to nnz;
+  // plain indices in [0, plain_size), strictly rising in each slice): what breaks them first, as
+  // (kind, position, value) on the CPU, kind 0 for none (CompressedViolation in sparse_index.h).
+  m.def(
+      "sparse_compressed_violation(Tensor compressed_indices, Tensor plain_indices, "
+      "SymInt plain_size) -> Tensor",
+      tags);
 }
 
 // The ops with CPU / CUDA kernels (the rest are composites of them).
-constexpr const char* kKernelOps[] = {"sparse_flat_keys", "sparse_coalesce", "sparse_softmax",
-                                      "sparse_pool_sum", "sparse_spgemm"};
+constexpr const char* kKernelOps[] = {"sparse_flat_keys", "sparse_coalesce",
+                                      "sparse_softmax",   "sparse_pool_sum",
+                                      "sparse_spgemm",    "sparse_compressed_violation"};
 
 #ifndef TORCH_RAGGED_WITH_CUDA
 TORCH_LIBRARY_IMPL(torch_ragged, CUDA, m) { register_missing_cuda(m, kKernelOps); }

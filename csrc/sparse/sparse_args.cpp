@@ -125,4 +125,51 @@ void raise_out_of_range(std::string_view op, const at::Tensor& indices,
   TORCH_INTERNAL_ASSERT(false, "torch_ragged.", op, ": no index out of range after all");
 }
 
+at::Tensor CompressedFinding::as_tensor() const {
+  return at::tensor({kind, position, value}, at::kLong);
+}
+
+int64_t check_compressed_args(const at::Tensor& compressed, const at::Tensor& plain,
+                              const c10::SymInt& plain_size) {
+  constexpr std::string_view op = "sparse_compressed_violation";
+  check_index_tensor(op, "compressed_indices", compressed, 1);
+  check_index_tensor(op, "plain_indices", plain, 1);
+  TORCH_CHECK_VALUE(compressed.size(0) >= 1, "torch_ragged.", op,
+                    ": compressed_indices needs at least 1 offset (slices + 1), got none");
+  TORCH_CHECK_VALUE(plain.device() == compressed.device(), "torch_ragged.", op,
+                    ": plain_indices must be on compressed_indices' device ", compressed.device(),
+                    ", got ", plain.device());
+  const int64_t size = plain_size.expect_int();
+  TORCH_CHECK_VALUE(size >= 0, "torch_ragged.", op, ": plain_size must be >= 0, got ", size);
+  return size;
+}
+
+CompressedFinding offsets_violation(const at::Tensor& compressed_on_cpu, int64_t nnz) {
+  const at::Tensor offsets = compressed_on_cpu.to(at::kLong).contiguous();
+  const int64_t* c = offsets.const_data_ptr<int64_t>();
+  const int64_t slices = offsets.numel() - 1;
+  if (c[0] != 0) return {kOffsetsStartAboveZero, 0, c[0]};
+  for (int64_t s = 1; s <= slices; ++s) {
+    if (c[s] < c[s - 1]) return {kOffsetsFall, s, c[s]};
+  }
+  if (c[slices] != nnz) return {kOffsetsEndOffNnz, slices, c[slices]};
+  return {};
+}
+
+CompressedFinding entry_finding(const at::Tensor& compressed, const at::Tensor& plain,
+                                int64_t plain_size, int64_t p) {
+  const at::Tensor offsets = compressed.to(at::kCPU, at::kLong).contiguous();
+  // entries p - 1 and p (p alone when it is the first), copied to the host
+  const int64_t p_local = p > 0 ? 1 : 0;
+  const at::Tensor pair =
+      plain.narrow(0, p - p_local, p_local + 1).to(at::kCPU, at::kLong).contiguous();
+  const int64_t* c = offsets.const_data_ptr<int64_t>();
+  // compressed_entry_violation on the copy: positions shifted by p - p_local, the slice's first
+  // entry with them
+  const int64_t slice_start = c[slice_of_entry(c, offsets.numel() - 1, p)] - (p - p_local);
+  const int64_t* indices = pair.const_data_ptr<int64_t>();
+  return {compressed_entry_violation(&slice_start, 0, indices, plain_size, p_local), p,
+          indices[p_local]};
+}
+
 }  // namespace torch_ragged

@@ -41,6 +41,26 @@ int64_t normalized_dim(std::string_view op, int64_t dim, int64_t ndim);
 KeyGeometry checked_key_geometry(std::string_view op, const at::Tensor& indices,
                                  c10::SymIntArrayRef sparse_size);
 
+// sparse_compressed_violation's answer: what breaks a compressed tensor's invariants first (a
+// CompressedViolation kind, kCompressedValid for none), where (the offset's or the entry's
+// position) and the value found there; as a (3,) int64 CPU tensor for the op.
+struct CompressedFinding {
+  int64_t kind = kCompressedValid, position = 0, value = 0;
+  at::Tensor as_tensor() const;
+};
+
+// sparse_compressed_violation's arguments: compressed 1-D integer with at least one offset, plain
+// 1-D integer on its device, plain_size >= 0. Returns plain_size as an int.
+int64_t check_compressed_args(const at::Tensor& compressed, const at::Tensor& plain,
+                              const c10::SymInt& plain_size);
+
+// The offsets' kinds (start at 0, never fall, end at nnz), read from a CPU copy of them.
+CompressedFinding offsets_violation(const at::Tensor& compressed_on_cpu, int64_t nnz);
+
+// The finding at entry p, which compressed_entry_violation flags (all three on the CPU).
+CompressedFinding entry_finding(const at::Tensor& compressed, const at::Tensor& plain,
+                                int64_t plain_size, int64_t p);
+
 // IndexError for the first entry (smallest column) of indices with an index outside its size.
 [[noreturn]] void raise_out_of_range(std::string_view op, const at::Tensor& indices,
                                      at::IntArrayRef sparse_sizes);

@@ -512,6 +512,51 @@ SpgemmResult spgemm_rows_cpu(const SpgemmOperands& s) {
   return c;
 }
 
+// ---- compressed layouts: the first break of torch's invariants ----
+
+// The first entry of [begin, end) that compressed_entry_violation flags (end when none), the
+// offsets valid: the slice of begin found by binary search, then walked.
+template <typename offset_t, typename index_t>
+int64_t first_flagged_entry(const offset_t* compressed, int64_t slices, const index_t* plain,
+                            int64_t plain_size, int64_t begin, int64_t end) {
+  int64_t slice = slice_of_entry(compressed, slices, begin);
+  for (int64_t p = begin; p < end; ++p) {
+    while (compressed[slice + 1] <= p) ++slice;  // past empty slices
+    if (compressed_entry_violation(compressed, slice, plain, plain_size, p) != kCompressedValid) {
+      return p;
+    }
+  }
+  return end;
+}
+
+at::Tensor sparse_compressed_violation_cpu(const at::Tensor& compressed_indices,
+                                           const at::Tensor& plain_indices,
+                                           c10::SymInt plain_size) {
+  const int64_t size = check_compressed_args(compressed_indices, plain_indices, plain_size);
+  const at::Tensor compressed = compressed_indices.contiguous(), plain = plain_indices.contiguous();
+  const int64_t nnz = plain.numel(), slices = compressed.numel() - 1;
+  if (const CompressedFinding offsets = offsets_violation(compressed, nnz); offsets.kind != 0) {
+    return offsets.as_tensor();
+  }
+  int64_t first = nnz;
+  AT_DISPATCH_INDEX_TYPES(compressed.scalar_type(), "sparse_compressed_violation_cpu", [&] {
+    using offset_t = index_t;
+    const offset_t* c = compressed.const_data_ptr<offset_t>();
+    AT_DISPATCH_INDEX_TYPES(plain.scalar_type(), "sparse_compressed_violation_cpu", [&] {
+      const index_t* q = plain.const_data_ptr<index_t>();
+      first = at::parallel_reduce(
+          int64_t{0}, nnz, kGrainElems, nnz,
+          [&](int64_t begin, int64_t end, int64_t found) {
+            const int64_t flagged = first_flagged_entry(c, slices, q, size, begin, end);
+            return flagged < end ? std::min(found, flagged) : found;
+          },
+          [](int64_t a, int64_t b) { return std::min(a, b); });
+    });
+  });
+  if (first == nnz) return CompressedFinding{}.as_tensor();
+  return entry_finding(compressed, plain, size, first).as_tensor();
+}
+
 }  // namespace
 
 // Linkage outside the anonymous namespace: register_sparse_kernels takes it as a template argument.
@@ -520,6 +565,9 @@ const CoalesceBackend kCpuBackend{
     &flat_keys_cpu,   &copy_if_coalesced_cpu,   &cpu::sort_keys, &cpu::run_offsets,
     &run_indices_cpu, &cpu::segment_gather_sum, &spgemm_rows_cpu};
 
-TORCH_LIBRARY_IMPL(torch_ragged, CPU, m) { register_sparse_kernels<kCpuBackend>(m); }
+TORCH_LIBRARY_IMPL(torch_ragged, CPU, m) {
+  register_sparse_kernels<kCpuBackend>(m);
+  m.impl("sparse_compressed_violation", &sparse_compressed_violation_cpu);
+}
 
 }  // namespace torch_ragged

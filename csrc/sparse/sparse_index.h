@@ -59,6 +59,41 @@ C10_HOST_DEVICE inline void run_head_indices(const KeyGeometry& g, const int64_t
   out[r] = static_cast<index_t>(key);
 }
 
+// ---- compressed layouts (CSR / CSC): torch's invariants on the plain indices ----
+
+// What breaks a compressed tensor's invariants first (sparse_compressed_violation's kinds, in the
+// order they are looked for): the offsets, then the first entry whose plain index does.
+enum CompressedViolation : int64_t {
+  kCompressedValid = 0,
+  kOffsetsStartAboveZero = 1,  // compressed[0] != 0
+  kOffsetsFall = 2,            // compressed[p] < compressed[p - 1]
+  kOffsetsEndOffNnz = 3,       // compressed[slices] != nnz
+  kPlainOutOfRange = 4,        // plain[p] outside [0, plain_size)
+  kPlainNotRising = 5,         // plain[p] <= plain[p - 1] inside one slice
+};
+
+// The slice holding entry p (0 <= p < compressed[slices], the offsets valid): the last s with
+// compressed[s] <= p, so empty slices before p are passed over.
+template <typename offset_t>
+C10_HOST_DEVICE inline int64_t slice_of_entry(const offset_t* compressed, int64_t slices,
+                                              int64_t p) {
+  return lower_bound_in(compressed, 0, slices + 1, static_cast<offset_t>(p + 1)) - 1;
+}
+
+// Entry p of slice `slice`: kPlainOutOfRange, kPlainNotRising (not its slice's first entry and not
+// above the one before), or kCompressedValid.
+template <typename offset_t, typename index_t>
+C10_HOST_DEVICE inline int64_t compressed_entry_violation(const offset_t* compressed, int64_t slice,
+                                                          const index_t* plain, int64_t plain_size,
+                                                          int64_t p) {
+  const int64_t index = plain[p];
+  if (index < 0 || index >= plain_size) return kPlainOutOfRange;
+  if (p > static_cast<int64_t>(compressed[slice]) && index <= static_cast<int64_t>(plain[p - 1])) {
+    return kPlainNotRising;
+  }
+  return kCompressedValid;
+}
+
 // ---- sparse @ sparse (C = A @ B, CSR operands: int64 row offsets and columns) ----
 
 // One product a * b as C accumulates it: in acc_t (float for half / bfloat16), rounded once to

@@ -91,11 +91,19 @@ class _Compressed(NamedTuple):
     own entries for CSR, Aᵀ's for CSC (``transposed``). No sort: the rows are the segment ids of the compressed
     offsets, the columns the plain indices as stored (torch's invariant: strictly increasing in each row)."""
 
-    indices: torch.Tensor  # (2, nnz) in the plain indices' dtype (int32 kept)
+    plain: torch.Tensor  # col_indices / row_indices, as stored (int32 kept)
     values: torch.Tensor  # (nnz, *dense), connected to autograd
     size: tuple  # (rows, cols, *dense) of that row-major view
     compressed: torch.Tensor  # crow_indices / ccol_indices: the view's first_idx
     transposed: bool
+
+    @property
+    def indices(self) -> torch.Tensor:
+        """(2, nnz) in the plain indices' dtype: each entry's compressed index (a segment id), then its plain one.
+        Built on each access (2 x nnz integers): the callers that need only the offsets and the plain indices
+        (a softmax along the compressed dim, a product without gradient) never pay for it."""
+        rows = _ops.segment_ids(self.compressed, self.plain.numel())  # checks the offsets: from 0, rising, to nnz
+        return torch.stack([rows.to(self.plain.dtype), self.plain])
 
 
 def _compressed(op: str, s: torch.Tensor, validate: bool = True) -> _Compressed:
@@ -112,17 +120,33 @@ def _compressed(op: str, s: torch.Tensor, validate: bool = True) -> _Compressed:
     if compressed.numel() != size[0] + 1:
         raise ValueError(f"torch_ragged.sparse.{op}: the compressed indices of a {layout} tensor of shape "
                          f"{tuple(s.shape)} must hold {size[0] + 1} offsets, got {compressed.numel()}")
-    rows = _ops.segment_ids(compressed, plain.numel())  # checks the offsets: from 0, rising, to nnz
-    indices = torch.stack([rows.to(plain.dtype), plain])
-    if validate and plain.numel() > 1:
-        keys = _ops.sparse_flat_keys(indices, size[:2], True)  # also checks the plain indices' range
-        if not bool((keys[1:] > keys[:-1]).all()):
-            plain_name = "row_indices" if transposed else "col_indices"
-            raise ValueError(f"torch_ragged.sparse.{op}: the {plain_name} of a {layout} tensor must be strictly "
-                             "increasing within each compressed slice (torch's invariant; build it with "
-                             "check_invariants=True to see where)")
+    if validate:
+        _check_compressed_invariants(op, s, compressed, plain, size[1])
     values = s.values() if s.requires_grad and torch.is_grad_enabled() else s.values().detach()
-    return _Compressed(indices, values, tuple(size), compressed, transposed)
+    return _Compressed(plain, values, tuple(size), compressed, transposed)
+
+
+def _check_compressed_invariants(op: str, s: torch.Tensor, compressed, plain, plain_size: int) -> None:
+    """torch's invariants of a CSR / CSC tensor's indices (what ``check_invariants=True`` checks), in one pass
+    (sparse_compressed_violation): ValueError / IndexError naming op, the index tensor and the first entry off."""
+    kind, where, value = _ops.sparse_compressed_violation(compressed, plain, plain_size).tolist()
+    if kind == 0:
+        return
+    transposed = s.layout == torch.sparse_csc
+    compressed_name, plain_name = ("ccol_indices", "row_indices") if transposed else ("crow_indices", "col_indices")
+    of = f"of a {s.layout} tensor of shape {tuple(s.shape)}"
+    prefix = f"torch_ragged.sparse.{op}: "
+    if kind == 4:
+        raise IndexError(f"{prefix}{plain_name}[{where}] = {value} is out of range for the {plain_size} "
+                         f"{'rows' if transposed else 'columns'} {of}")
+    raise ValueError(prefix + {
+        1: f"the {compressed_name} {of} must start at 0, got {value}",
+        2: f"the {compressed_name} {of} must not decrease: {compressed_name}[{where}] = {value} is below the "
+           "offset before it",
+        3: f"the {compressed_name} {of} must end at nnz = {plain.numel()}, got {value}",
+        5: f"the {plain_name} {of} must be strictly increasing within each compressed slice (torch's invariant): "
+           f"{plain_name}[{where}] = {value} is not above the entry before it",
+    }[kind])
 
 
 def _compressed_like(like: torch.Tensor, compressed, plain, values, size, layout=None) -> torch.Tensor:
@@ -339,7 +363,7 @@ def sparse_mask(dense: torch.Tensor, mask: torch.Tensor, *, validate: bool = Tru
         c = _compressed("sparse_mask", mask, validate)
         view = dense.transpose(0, 1) if c.transposed else dense
         values = _ops.sparse_mask(view, c.indices, validate)
-        return _compressed_like(mask, c.compressed, c.indices[1], values, mask.shape)
+        return _compressed_like(mask, c.compressed, c.plain, values, mask.shape)
     values = _ops.sparse_mask(dense, mask._indices(), validate)
     return _sparse(mask._indices(), values, mask.shape, mask.is_coalesced())
 
@@ -421,7 +445,7 @@ def _compressed_softmax(op: str, s: torch.Tensor, dim: int, dtype, log: bool) ->
         out = segment_op(values, c.compressed)
     else:
         out = _ops.sparse_softmax(c.indices, values, c.size, view_dim, log)
-    return _compressed_like(s, c.compressed, c.indices[1], out, s.shape)
+    return _compressed_like(s, c.compressed, c.plain, out, s.shape)
 
 
 def softmax(s: torch.Tensor, dim: int, dtype: torch.dtype | None = None) -> torch.Tensor:
@@ -983,7 +1007,7 @@ def mm(a: torch.Tensor, b: torch.Tensor, *, plan: SparsePlan | None = None, vali
     if s.layout in _COMPRESSED and plan is None:
         c = _compressed("mm", s, validate)
         # the stored matrix is S (CSR) or Sᵀ (CSC); D @ S = (Sᵀ @ Dᵀ)ᵀ
-        return _plan_product(c.values, dense, c.indices, c.size, c.transposed != dense_on_left, dense_on_left,
+        return _plan_product(c.values, dense, c, c.size, c.transposed != dense_on_left, dense_on_left,
                              c.compressed)
     indices, values = _row_major("mm", s, validate)
     if plan is not None:
@@ -995,15 +1019,19 @@ def _plan_product(values, dense, indices, size, transpose: bool, dense_on_left: 
                   plan: SparsePlan | None = None) -> torch.Tensor:
     """M @ D (Mᵀ @ D with ``transpose``; of Dᵀ and transposed back with ``dense_on_left``) for the coalesced
     matrix M = (indices, values) of ``size`` (``row_first_idx``: its row offsets where known), through ``plan``
-    (M's own, checked by the caller: the op's O(nnz) check of a raw plan is skipped) or one built here."""
+    (M's own, checked by the caller: the op's O(nnz) check of a raw plan is skipped) or one built here.
+    ``indices`` may be a compressed matrix's _Compressed: its (2, nnz) indices are then built only for a plan."""
     operand = dense.t().contiguous() if dense_on_left else dense
     needs_grad = torch.is_grad_enabled() and (values.requires_grad or operand.requires_grad)
     if plan is None and not transpose and not needs_grad and _gather_fits("sparse_mm", values, operand, size[1]):
         # the rows are segments: no column order is read
+        plain = indices.plain if isinstance(indices, _Compressed) else indices[1]
         if row_first_idx is None:
             row_first_idx = _row_offsets("mm", indices[0], size[0])
-        product = _ops.segment_gather_sum(operand, indices[1], values, row_first_idx)
+        product = _ops.segment_gather_sum(operand, plain, values, row_first_idx)
         return product.t() if dense_on_left else product
+    if isinstance(indices, _Compressed):
+        indices = indices.indices
     tensors = plan.tensors() if plan is not None else (indices, *_ops.sparse_mm_plan(indices, size))
     product = _ops.sparse_mm(values, operand, *tensors, transpose, False)
     return product.t() if dense_on_left else product
@@ -1230,6 +1258,11 @@ def is_accelerated() -> bool:
 
 
 # ---- fake kernels (torch.compile / torch.export): the number of unique entries is data-dependent ----
+
+@register_fake("torch_ragged::sparse_compressed_violation")
+def _sparse_compressed_violation_fake(compressed_indices, plain_indices, plain_size):
+    return torch.empty(3, dtype=torch.long)  # (kind, position, value), on the CPU
+
 
 @register_fake("torch_ragged::sparse_flat_keys")
 def _sparse_flat_keys_fake(indices, sparse_size, validate=True):

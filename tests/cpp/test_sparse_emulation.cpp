@@ -2,6 +2,7 @@
 // shared out-of-range flag), run on the host over its launch grid (grid_emulator.h) against the
 // CPU's sparse_flat_keys: the same keys, and a flag exactly when the CPU raises (validate=True).
 // Coalesce's decode of each run's indices from its key against torch's coalesce.
+// The compressed layouts' invariant check (first_flagged_entry_kernel) against the CPU op.
 // Sparse @ sparse: the CUDA kernel's pattern step (the products' keys, sorted and made unique) and
 // its numeric kernel (spgemm_row_numeric, one thread per row) against the CPU's Gustavson kernel:
 // the same entries, the same bits.
@@ -189,6 +190,70 @@ TEST(SparseEmulation, SpgemmMatchesTheCpuBitForBit) {
   check_spgemm_matches_the_cpu<double>(at::kDouble, 43);
   check_spgemm_matches_the_cpu<at::Half>(at::kHalf, 47);
   check_spgemm_matches_the_cpu<at::BFloat16>(at::kBFloat16, 53);
+}
+
+// sparse_compressed_violation's CUDA kernel (first_flagged_entry_kernel: each entry's slice by
+// binary search, compressed_entry_violation, an atomic minimum) over its grid, against the CPU op
+// (its slices walked per chunk): the same first flagged entry and kind, for valid layouts and ones
+// with plain indices out of range or repeated, int32 and int64 offsets and indices.
+template <typename offset_t, typename index_t>
+void check_compressed_violation_matches_the_cpu(uint64_t seed) {
+  static auto op = c10::Dispatcher::singleton()
+                       .findSchemaOrThrow("torch_ragged::sparse_compressed_violation", "")
+                       .typed<at::Tensor(const at::Tensor&, const at::Tensor&, c10::SymInt)>();
+  std::mt19937_64 rng(seed);
+  int flagged = 0;
+  for (int trial = 0; trial < 60; ++trial) {
+    const int64_t slices = static_cast<int64_t>(rng() % 40), plain_size = 1 + rng() % 50;
+    std::vector<offset_t> compressed{0};
+    std::vector<index_t> plain;
+    for (int64_t s = 0; s < slices; ++s) {  // each slice: a rising run of distinct indices
+      for (int64_t j = 0; j < plain_size; ++j) {
+        if (rng() % 3 == 0) plain.push_back(static_cast<index_t>(j));
+      }
+      compressed.push_back(static_cast<offset_t>(plain.size()));
+    }
+    const int64_t nnz = static_cast<int64_t>(plain.size());
+    for (int breaks = static_cast<int>(rng() % 3); breaks > 0 && nnz > 0; --breaks) {
+      const int64_t p = static_cast<int64_t>(rng() % nnz);
+      const uint64_t how = rng() % 3;
+      plain[p] = static_cast<index_t>(how == 0   ? -1
+                                      : how == 1 ? plain_size
+                                                 : (p > 0 ? plain[p - 1] : 0));
+    }
+    unsigned long long first = nnz;
+    emulate_launch(nnz, [&](int64_t p) {
+      const int64_t slice = slice_of_entry(compressed.data(), slices, p);
+      if (compressed_entry_violation(compressed.data(), slice, plain.data(), plain_size, p) != 0) {
+        first = std::min<unsigned long long>(first, p);
+      }
+    });
+    const auto offsets_dtype = c10::CppTypeToScalarType<offset_t>::value;
+    const auto plain_dtype = c10::CppTypeToScalarType<index_t>::value;
+    const at::Tensor found =
+        op.call(torch::tensor(at::ArrayRef<offset_t>(compressed), offsets_dtype),
+                torch::tensor(at::ArrayRef<index_t>(plain), plain_dtype), plain_size);
+    const int64_t kind = found[0].item<int64_t>(), position = found[1].item<int64_t>();
+    if (static_cast<int64_t>(first) == nnz) {
+      EXPECT_EQ(kind, 0) << trial;
+      continue;
+    }
+    ++flagged;
+    const int64_t p = static_cast<int64_t>(first);
+    EXPECT_EQ(position, p) << trial;
+    EXPECT_EQ(kind, compressed_entry_violation(compressed.data(),
+                                               slice_of_entry(compressed.data(), slices, p),
+                                               plain.data(), plain_size, p))
+        << trial;
+  }
+  EXPECT_GT(flagged, 10);
+  EXPECT_LT(flagged, 55);
+}
+
+TEST(SparseEmulation, CompressedViolationMatchesTheCpu) {
+  check_compressed_violation_matches_the_cpu<int64_t, int64_t>(61);
+  check_compressed_violation_matches_the_cpu<int32_t, int32_t>(67);
+  check_compressed_violation_matches_the_cpu<int32_t, int64_t>(71);
 }
 
 }  // namespace

@@ -223,16 +223,23 @@ def test_bad_input_names_the_layout_and_the_argument():
     unsorted = torch.sparse_csr_tensor(torch.tensor([0, 2, 2]), torch.tensor([1, 0]), torch.ones(2), (2, 2),
                                        check_invariants=False)
     with pytest.raises(ValueError, match=r"torch_ragged.sparse.to_dense: the col_indices of a torch.sparse_csr "
-                                         r"tensor must be strictly increasing"):
+                                         r"tensor of shape \(2, 2\) must be strictly increasing within each "
+                                         r"compressed slice \(torch's invariant\): col_indices\[1\] = 0 is not "
+                                         r"above the entry before it"):
         sparse.to_dense(unsorted)
     out_of_range = torch.sparse_csc_tensor(torch.tensor([0, 1, 2]), torch.tensor([0, 5]), torch.ones(2), (2, 2),
                                            check_invariants=False)
-    with pytest.raises(IndexError, match=r"torch_ragged.sparse_flat_keys: indices\[1\]\[1\] = 5 is out of range"):
+    with pytest.raises(IndexError, match=r"torch_ragged.sparse.mm: row_indices\[1\] = 5 is out of range for the 2 "
+                                         r"rows of a torch.sparse_csc tensor of shape \(2, 2\)"):
         sparse.mm(out_of_range, torch.ones(2, 1))
     bad_offsets = torch.sparse_csr_tensor(torch.tensor([0, 2, 1]), torch.tensor([0, 1]), torch.ones(2), (2, 2),
                                           check_invariants=False)
-    with pytest.raises(ValueError, match=r"torch_ragged.segment_ids"):
+    with pytest.raises(ValueError, match=r"torch_ragged.sparse.softmax: the crow_indices of a torch.sparse_csr "
+                                         r"tensor of shape \(2, 2\) must not decrease: crow_indices\[2\] = 1"):
         sparse.softmax(bad_offsets, 1)
+    # validate=False skips the check; the kernels still refuse offsets they cannot walk
+    with pytest.raises(ValueError, match=r"torch_ragged.segment_ids"):
+        sparse.to_dense(bad_offsets, validate=False)
     batched = torch.stack([d, d]).to_sparse_csr()
     with pytest.raises(ValueError, match=r"torch_ragged.sparse.softmax: expected a 2-D torch.sparse_csr matrix "
                                          r"\(plus dense dims\), got shape \(2, 4, 4\) with 1 batch dim"):
@@ -273,3 +280,108 @@ def test_a_coo_tensor_flagged_coalesced_that_is_not_is_refused_not_read_out_of_b
             sparse.mm(lying, torch.ones(3, 2))
         with pytest.raises(ValueError, match="torch_ragged.sparse.to_sparse_csr: the sparse operand's row indices"):
             sparse.to_sparse_csr(lying)
+
+
+def first_violation_by_loop(compressed_indices, plain_indices, plain_size):
+    """torch's invariants of a compressed tensor's indices, checked one by one in Python, in the op's order: the
+    offsets (start at 0, never fall, end at nnz), then the first entry out of range or not above the entry before it
+    in its slice. (kind, position, value), kind 0 when none."""
+    c, q = compressed_indices.tolist(), plain_indices.tolist()
+    if c[0] != 0:
+        return [1, 0, c[0]]
+    for s in range(1, len(c)):
+        if c[s] < c[s - 1]:
+            return [2, s, c[s]]
+    if c[-1] != len(q):
+        return [3, len(c) - 1, c[-1]]
+    for s in range(len(c) - 1):
+        for p in range(c[s], c[s + 1]):
+            if not 0 <= q[p] < plain_size:
+                return [4, p, q[p]]
+            if p > c[s] and q[p] <= q[p - 1]:
+                return [5, p, q[p]]
+    return [0, 0, 0]
+
+
+def broken_compressed_indices(g, slices, plain_size, how):
+    """A valid compressed layout (some slices empty, one long where the sizes allow), then broken as ``how`` says."""
+    counts = torch.randint(0, min(plain_size, 6) + 1, (slices,), generator=g)
+    if slices:
+        counts[torch.randint(0, slices, (1,), generator=g)] = plain_size  # one full slice
+    plain = torch.cat([torch.randperm(plain_size, generator=g)[:int(k)].sort().values for k in counts]
+                      + [torch.zeros(0, dtype=torch.long)])
+    compressed = torch.cat([torch.zeros(1, dtype=torch.long), counts.cumsum(0)])
+    nnz = plain.numel()
+    pick = int(torch.randint(0, max(nnz, 1), (1,), generator=g))
+    if how == "start":
+        compressed[0] = 1
+    elif how == "fall" and slices >= 2:
+        s = int(torch.randint(1, slices, (1,), generator=g))
+        compressed[s] = compressed[s - 1] - 1
+    elif how == "end":
+        compressed[-1] += 1
+    elif how == "out of range" and nnz:
+        plain[pick] = plain_size if pick % 2 else -1
+    elif how == "not rising" and nnz > 1:
+        plain[max(pick, 1)] = plain[max(pick, 1) - 1]  # a repeat; a fall where the slice starts again is fine
+    elif how == "two breaks" and nnz > 1:
+        plain[nnz - 1] = -5
+        plain[max(pick // 2, 1)] = plain_size + 3
+    return compressed, plain
+
+
+@pytest.mark.parametrize("index_dtype", [torch.long, torch.int32])
+@pytest.mark.parametrize("how", ["none", "start", "fall", "end", "out of range", "not rising", "two breaks"])
+def test_compressed_violation_finds_the_first_break_as_a_loop_does_and_as_torch_refuses(how, index_dtype):
+    """sparse_compressed_violation against a Python loop over torch's invariants (the same first break, position and
+    value), and against torch's own validation (kind 0 exactly when torch accepts the indices), for small layouts and
+    ones long enough to split over threads (the first break found across chunks)."""
+    g = torch.Generator().manual_seed(23)
+    ops = torch.ops.torch_ragged
+    found_breaks = 0
+    for slices, plain_size in [(0, 3), (1, 1), (5, 4), (30, 20), (3000, 60), (20, 40_000)]:
+        for _ in range(3):
+            compressed, plain = broken_compressed_indices(g, slices, plain_size, how)
+            compressed, plain = compressed.to(index_dtype), plain.to(index_dtype)
+            expected = first_violation_by_loop(compressed, plain, plain_size)
+            got = ops.sparse_compressed_violation(compressed, plain, plain_size)
+            assert got.dtype == torch.long and got.tolist() == expected, (slices, plain_size)
+            try:
+                torch._validate_sparse_compressed_tensor_args(compressed, plain, torch.zeros(plain.numel()),
+                                                              (slices, plain_size), torch.sparse_csr)
+                torch_accepts = True
+            except RuntimeError:
+                torch_accepts = False
+            # (torch reads no offset of a matrix with no rows: it accepts [1] there, which we refuse)
+            assert torch_accepts == (expected[0] == 0) or slices == 0, (slices, plain_size, expected)
+            found_breaks += expected[0] != 0
+    assert (found_breaks == 0) == (how == "none")
+
+
+def test_compressed_violation_checks_its_arguments():
+    ops = torch.ops.torch_ragged
+    with pytest.raises(ValueError, match=r"sparse_compressed_violation: compressed_indices needs at least 1 offset"):
+        ops.sparse_compressed_violation(torch.zeros(0, dtype=torch.long), torch.zeros(0, dtype=torch.long), 3)
+    with pytest.raises(TypeError, match=r"sparse_compressed_violation: plain_indices must be an integer tensor"):
+        ops.sparse_compressed_violation(torch.zeros(1, dtype=torch.long), torch.zeros(0), 3)
+    with pytest.raises(ValueError, match=r"sparse_compressed_violation: plain_size must be >= 0, got -1"):
+        ops.sparse_compressed_violation(torch.zeros(1, dtype=torch.long), torch.zeros(0, dtype=torch.long), -1)
+
+
+@pytest.mark.parametrize("layout", COMPRESSED)
+def test_ops_on_a_compressed_tensor_refuse_broken_indices_by_name(layout):
+    """Every op that reads a CSR / CSC tensor's indices checks them first (validate=True) and names itself, the index
+    tensor and the entry; a softmax along the compressed dim and a product without gradient, which never build the
+    COO indices, too."""
+    crow, col = torch.tensor([0, 2, 4]), torch.tensor([1, 2, 0, 0])  # row 1 repeats column 0
+    x = torch.sparse_compressed_tensor(crow, col, torch.ones(4), (2, 3) if layout == torch.sparse_csr else (3, 2),
+                                       layout=layout, check_invariants=False)
+    plain = "col_indices" if layout == torch.sparse_csr else "row_indices"
+    compressed_dim = 1 if layout == torch.sparse_csr else 0
+    calls = {"softmax": lambda: sparse.softmax(x, compressed_dim),
+             "mm": lambda: sparse.mm(x, torch.ones(x.shape[1], 2)),
+             "to_dense": lambda: sparse.to_dense(x), "to_sparse_coo": lambda: sparse.to_sparse_coo(x)}
+    for op, call in calls.items():
+        with pytest.raises(ValueError, match=rf"torch_ragged.sparse.{op}: the {plain} of a {layout} tensor .* "
+                                             rf"{plain}\[3\] = 0 is not above the entry before it"):
+            call()
