@@ -103,7 +103,7 @@ timed 150 "$PYTHON" -m pytest -q -p no:cacheprovider "${PARALLEL[@]}" -rfEs -k "
   tests/python/test_segment.py tests/python/test_segment_autograd.py tests/python/test_sparse.py \
   tests/python/test_sparse_autograd.py tests/python/test_sparse_softmax.py \
   tests/python/test_sparse_matmul.py tests/python/test_ragged_index_select.py tests/python/test_container.py \
-  tests/python/test_tiles.py \
+  tests/python/test_tiles.py tests/python/test_sparse_compressed.py \
   >"$OUT/test_cuda.log" 2>&1 &
 TESTS_PID=$!
 
@@ -122,7 +122,8 @@ else
   timed 150 compute-sanitizer --tool memcheck --error-exitcode 1 "$PYTHON" -m pytest -q -p no:cacheprovider \
     -rfE -k "cuda and not two_to_the_31 and not opcheck and not synchronise and not empty_output and not one_grid" \
     tests/python/test_cuda.py tests/python/test_segment.py tests/python/test_ragged_index_select.py \
-    tests/python/test_tiles.py tests/python/test_sparse_spgemm.py >"$OUT/memcheck.log" 2>&1 &
+    tests/python/test_tiles.py tests/python/test_sparse_spgemm.py tests/python/test_sparse_compressed.py \
+    >"$OUT/memcheck.log" 2>&1 &
   MEMCHECK_PID=$!
 fi
 wait $TESTS_PID

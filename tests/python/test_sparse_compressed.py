@@ -330,12 +330,14 @@ def broken_compressed_indices(g, slices, plain_size, how):
     return compressed, plain
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("index_dtype", [torch.long, torch.int32])
 @pytest.mark.parametrize("how", ["none", "start", "fall", "end", "out of range", "not rising", "two breaks"])
-def test_compressed_violation_finds_the_first_break_as_a_loop_does_and_as_torch_refuses(how, index_dtype):
+def test_compressed_violation_finds_the_first_break_as_a_loop_does_and_as_torch_refuses(how, index_dtype, device):
     """sparse_compressed_violation against a Python loop over torch's invariants (the same first break, position and
     value), and against torch's own validation (kind 0 exactly when torch accepts the indices), for small layouts and
-    ones long enough to split over threads (the first break found across chunks)."""
+    ones long enough to split over threads (the first break found across chunks). The answer is on the CPU on every
+    device."""
     g = torch.Generator().manual_seed(23)
     ops = torch.ops.torch_ragged
     found_breaks = 0
@@ -344,8 +346,9 @@ def test_compressed_violation_finds_the_first_break_as_a_loop_does_and_as_torch_
             compressed, plain = broken_compressed_indices(g, slices, plain_size, how)
             compressed, plain = compressed.to(index_dtype), plain.to(index_dtype)
             expected = first_violation_by_loop(compressed, plain, plain_size)
-            got = ops.sparse_compressed_violation(compressed, plain, plain_size)
-            assert got.dtype == torch.long and got.tolist() == expected, (slices, plain_size)
+            got = ops.sparse_compressed_violation(compressed.to(device), plain.to(device), plain_size)
+            assert got.device.type == "cpu" and got.dtype == torch.long, got
+            assert got.tolist() == expected, (slices, plain_size)
             try:
                 torch._validate_sparse_compressed_tensor_args(compressed, plain, torch.zeros(plain.numel()),
                                                               (slices, plain_size), torch.sparse_csr)
@@ -368,18 +371,20 @@ def test_compressed_violation_checks_its_arguments():
         ops.sparse_compressed_violation(torch.zeros(1, dtype=torch.long), torch.zeros(0, dtype=torch.long), -1)
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("layout", COMPRESSED)
-def test_ops_on_a_compressed_tensor_refuse_broken_indices_by_name(layout):
+def test_ops_on_a_compressed_tensor_refuse_broken_indices_by_name(layout, device):
     """Every op that reads a CSR / CSC tensor's indices checks them first (validate=True) and names itself, the index
     tensor and the entry; a softmax along the compressed dim and a product without gradient, which never build the
     COO indices, too."""
     crow, col = torch.tensor([0, 2, 4]), torch.tensor([1, 2, 0, 0])  # row 1 repeats column 0
-    x = torch.sparse_compressed_tensor(crow, col, torch.ones(4), (2, 3) if layout == torch.sparse_csr else (3, 2),
-                                       layout=layout, check_invariants=False)
+    x = torch.sparse_compressed_tensor(crow.to(device), col.to(device), torch.ones(4, device=device),
+                                       (2, 3) if layout == torch.sparse_csr else (3, 2), layout=layout,
+                                       check_invariants=False)
     plain = "col_indices" if layout == torch.sparse_csr else "row_indices"
     compressed_dim = 1 if layout == torch.sparse_csr else 0
     calls = {"softmax": lambda: sparse.softmax(x, compressed_dim),
-             "mm": lambda: sparse.mm(x, torch.ones(x.shape[1], 2)),
+             "mm": lambda: sparse.mm(x, torch.ones(x.shape[1], 2, device=device)),
              "to_dense": lambda: sparse.to_dense(x), "to_sparse_coo": lambda: sparse.to_sparse_coo(x)}
     for op, call in calls.items():
         with pytest.raises(ValueError, match=rf"torch_ragged.sparse.{op}: the {plain} of a {layout} tensor .* "
