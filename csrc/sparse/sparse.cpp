@@ -13,6 +13,7 @@
 #include "common/checks.h"
 #include "common/missing_kernels.h"
 #include "common/op_handle.h"
+#include "segment/offsets.h"
 #include "segment/segment_ops.h"
 #include "sparse/sparse_args.h"
 #include "sparse/sparse_ops.h"
@@ -73,6 +74,10 @@ TORCH_LIBRARY_FRAGMENT(torch_ragged, m) {
       "sparse_compressed_violation(Tensor compressed_indices, Tensor plain_indices, "
       "SymInt plain_size) -> Tensor",
       tags);
+  // The CSR offsets (num_rows + 1, int64) of a coalesced matrix's row indices, checked sorted and
+  // in range in the same pass (ValueError otherwise: torch's conversion would give wrong offsets or
+  // write out of bounds).
+  m.def("sparse_row_offsets(Tensor rows, SymInt num_rows) -> Tensor", tags);
 }
 
 // The ops with CPU / CUDA kernels (the rest are composites of them).
@@ -277,7 +282,23 @@ TensorPair sparse_index_select_impl(const at::Tensor& indices, const at::Tensor&
   return {out_indices, ops::segment_expand(values, entry_first, total)};
 }
 
+at::Tensor sparse_row_offsets_impl(const at::Tensor& rows, c10::SymInt num_rows) {
+  constexpr std::string_view op = "sparse_row_offsets";
+  check_index_tensor(op, "rows", rows, 1);
+  const int64_t count = num_rows.expect_int();
+  TORCH_CHECK_VALUE(count >= 0, "torch_ragged.", op, ": num_rows must be >= 0, got ", count);
+  std::optional<at::Tensor> offsets = offsets_of_sorted_ids(rows.to(at::kLong), count);
+  TORCH_CHECK_VALUE(offsets.has_value(), "torch_ragged.", op,
+                    ": the row indices must be sorted and in [0, ", count,
+                    ") (a coalesced matrix's); some are out of order or out of range");
+  return *std::move(offsets);
+}
+
 }  // namespace
+
+TORCH_LIBRARY_IMPL(torch_ragged, CompositeExplicitAutograd, m) {
+  m.impl("sparse_row_offsets", &sparse_row_offsets_impl);
+}
 
 TORCH_LIBRARY_IMPL(torch_ragged, CompositeImplicitAutograd, m) {
   m.impl("sparse_sum", &sparse_sum_impl);

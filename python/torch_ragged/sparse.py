@@ -170,14 +170,17 @@ def _row_offsets(op: str, rows: torch.Tensor, num_rows: int, out_int32: bool = F
     """The CSR offsets (num_rows + 1) of sorted row ids. A COO tensor flagged coalesced without its invariants
     checked may hold rows out of order or out of range, which torch's conversion would turn into wrong offsets or
     writes out of bounds: refused by name (one pass, one host read; a runtime assertion in a compiled graph)."""
-    fits = ((rows >= 0) & (rows < num_rows)).all() & (rows[1:] >= rows[:-1]).all()  # no branch on nnz: traceable
     message = (f"torch_ragged.sparse.{op}: the sparse operand's row indices are out of order or out of range for "
                f"{num_rows} rows (a tensor flagged coalesced that is not?)")
     if torch.compiler.is_compiling():  # a graph cannot raise on data: a runtime assertion
+        fits = ((rows >= 0) & (rows < num_rows)).all() & (rows[1:] >= rows[:-1]).all()  # no branch on nnz
         torch._assert_async(fits, message)
-    elif not bool(fits):
-        raise ValueError(message)
-    return torch._convert_indices_from_coo_to_csr(rows, num_rows, out_int32=out_int32)
+        return torch._convert_indices_from_coo_to_csr(rows, num_rows, out_int32=out_int32)
+    try:  # the offsets and the check in one pass (2M rows: ~1 ms against ~3.5 for the ATen ops above)
+        offsets = _ops.sparse_row_offsets(rows, num_rows)
+    except ValueError:
+        raise ValueError(message) from None
+    return offsets.to(torch.int32) if out_int32 else offsets
 
 
 def _compress(op: str, indices, values, size, layout, index_dtype) -> torch.Tensor:
@@ -1262,6 +1265,11 @@ def is_accelerated() -> bool:
 @register_fake("torch_ragged::sparse_compressed_violation")
 def _sparse_compressed_violation_fake(compressed_indices, plain_indices, plain_size):
     return torch.empty(3, dtype=torch.long)  # (kind, position, value), on the CPU
+
+
+@register_fake("torch_ragged::sparse_row_offsets")
+def _sparse_row_offsets_fake(rows, num_rows):
+    return rows.new_empty((num_rows + 1,), dtype=torch.long)
 
 
 @register_fake("torch_ragged::sparse_flat_keys")

@@ -47,6 +47,7 @@ def sparse_samples():
         (ops.sparse_sddmm, (dense[:, 0], dense[:2, 0], COALESCED, *ops.sparse_mm_plan(COALESCED, [3, 2]), False)),
         (ops.sparse_spgemm, (COALESCED, values[:, 0], COALESCED_TRANSPOSED, values[:, 1], [3, 2], [2, 3])),
         (ops.sparse_compressed_violation, (torch.tensor([0, 2, 3]), torch.tensor([0, 1, 1]), 2)),
+        (ops.sparse_row_offsets, (torch.tensor([0, 0, 2, 2]), 4)),
         (ops.segment_gather_sum, (plain[:, 0], torch.tensor([1, 2]), None, torch.tensor([0, 2]))),
         (ops.segment_gather_dot, (plain[0, :1], plain[1], torch.tensor([1, 0]), torch.tensor([0, 2]))),
         (ops.segment_gather_sum_dot, (plain[1], torch.tensor([1, 0, 1]), plain[:, 0, 0], torch.tensor([0, 1, 3]),

@@ -282,6 +282,30 @@ def test_a_coo_tensor_flagged_coalesced_that_is_not_is_refused_not_read_out_of_b
             sparse.to_sparse_csr(lying)
 
 
+@pytest.mark.parametrize("device", DEVICES)
+def test_row_offsets_match_torchs_conversion_and_refuse_rows_out_of_order_or_range(device):
+    """sparse_row_offsets (the offsets and the check in one pass) against torch's own conversion for sorted rows (empty
+    rows, leading and trailing ones, int32 rows, enough rows to split over threads), and refusing any row out of order
+    or out of range, wherever it lies."""
+    g = torch.Generator().manual_seed(29)
+    ops = torch.ops.torch_ragged
+    for num_rows, nnz in [(0, 0), (5, 0), (1, 7), (9, 30), (50_000, 300_000)]:
+        rows = torch.randint(0, max(num_rows, 1), (nnz,), generator=g).sort().values
+        for dtype in (torch.long, torch.int32):
+            got = ops.sparse_row_offsets(rows.to(dtype).to(device), num_rows)
+            assert got.dtype == torch.long and got.device.type == device
+            assert torch.equal(got.cpu(), torch._convert_indices_from_coo_to_csr(rows, num_rows)), (num_rows, nnz)
+        for bad_at in ({0, nnz // 2, nnz - 1} if nnz > 1 else set()):
+            for bad in (-1, num_rows, int(rows[bad_at]) - 1 if bad_at else -1):
+                broken = rows.clone()
+                broken[bad_at] = bad
+                if bool((broken[1:] >= broken[:-1]).all()) and 0 <= bad < num_rows:
+                    continue  # still sorted and in range: not broken
+                with pytest.raises(ValueError, match=r"torch_ragged.sparse_row_offsets: the row indices must be "
+                                                     rf"sorted and in \[0, {num_rows}\)"):
+                    ops.sparse_row_offsets(broken.to(device), num_rows)
+
+
 def first_violation_by_loop(compressed_indices, plain_indices, plain_size):
     """torch's invariants of a compressed tensor's indices, checked one by one in Python, in the op's order: the
     offsets (start at 0, never fall, end at nnz), then the first entry out of range or not above the entry before it
