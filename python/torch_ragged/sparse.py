@@ -129,6 +129,8 @@ def _compressed(op: str, s: torch.Tensor, validate: bool = True) -> _Compressed:
 def _check_compressed_invariants(op: str, s: torch.Tensor, compressed, plain, plain_size: int) -> None:
     """torch's invariants of a CSR / CSC tensor's indices (what ``check_invariants=True`` checks), in one pass
     (sparse_compressed_violation): ValueError / IndexError naming op, the index tensor and the first entry off."""
+    # kinds (sparse_compressed_violation, docs/sparse.md): 1-3 the offsets, 4 a plain index out of range, 5 one not
+    # above the entry before it in its slice; 0 none
     kind, where, value = _ops.sparse_compressed_violation(compressed, plain, plain_size).tolist()
     if kind == 0:
         return
