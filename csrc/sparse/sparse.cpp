@@ -7,6 +7,7 @@
 // compositions of them, the segment core and ATen, so they run on every device, differentiate, and
 // trace for torch.compile through their parts.
 
+#include <c10/util/safe_numerics.h>
 #include <torch/library.h>
 #include <torch_ragged/sparse.h>
 
@@ -287,6 +288,11 @@ at::Tensor sparse_row_offsets_impl(const at::Tensor& rows, c10::SymInt num_rows)
   check_index_tensor(op, "rows", rows, 1);
   const int64_t count = num_rows.expect_int();
   TORCH_CHECK_VALUE(count >= 0, "torch_ragged.", op, ": num_rows must be >= 0, got ", count);
+  uint64_t bytes = 0;  // num_rows + 1 int64 offsets
+  TORCH_CHECK_VALUE(!c10::mul_overflows(static_cast<uint64_t>(count) + 1, uint64_t{8}, &bytes),
+                    "torch_ragged.", op, ": ", count,
+                    " rows would need more than 2^64 bytes of offsets");
+  check_fits_in_memory(op, "the row offsets", bytes, rows.device());
   std::optional<at::Tensor> offsets = offsets_of_sorted_ids(rows.to(at::kLong), count);
   TORCH_CHECK_VALUE(offsets.has_value(), "torch_ragged.", op,
                     ": the row indices must be sorted and in [0, ", count,

@@ -304,6 +304,10 @@ def test_row_offsets_match_torchs_conversion_and_refuse_rows_out_of_order_or_ran
                 with pytest.raises(ValueError, match=r"torch_ragged.sparse_row_offsets: the row indices must be "
                                                      rf"sorted and in \[0, {num_rows}\)"):
                     ops.sparse_row_offsets(broken.to(device), num_rows)
+    with pytest.raises((ValueError, MemoryError), match=r"torch_ragged.sparse_row_offsets: .*offsets"):
+        ops.sparse_row_offsets(torch.zeros(0, dtype=torch.long, device=device), 2**62)
+    with pytest.raises((ValueError, MemoryError), match=r"torch_ragged.sparse_row_offsets: .*offsets"):
+        ops.sparse_row_offsets(torch.zeros(0, dtype=torch.long, device=device), 2**50)
 
 
 def first_violation_by_loop(compressed_indices, plain_indices, plain_size):
