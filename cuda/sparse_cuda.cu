@@ -180,7 +180,7 @@ at::Tensor sparse_compressed_violation_cuda(const at::Tensor& compressed_indices
   });
   const int64_t p = first.item<int64_t>();
   if (p == nnz) return CompressedFinding{}.as_tensor();
-  return entry_finding(offsets, plain, size, p).as_tensor();
+  return entry_finding(plain, size, p).as_tensor();
 }
 
 }  // namespace

@@ -7,7 +7,6 @@
 // compositions of them, the segment core and ATen, so they run on every device, differentiate, and
 // trace for torch.compile through their parts.
 
-#include <c10/util/safe_numerics.h>
 #include <torch/library.h>
 #include <torch_ragged/sparse.h>
 
@@ -288,10 +287,9 @@ at::Tensor sparse_row_offsets_impl(const at::Tensor& rows, c10::SymInt num_rows)
   check_index_tensor(op, "rows", rows, 1);
   const int64_t count = num_rows.expect_int();
   TORCH_CHECK_VALUE(count >= 0, "torch_ragged.", op, ": num_rows must be >= 0, got ", count);
-  uint64_t bytes = 0;  // num_rows + 1 int64 offsets
-  TORCH_CHECK_VALUE(!c10::mul_overflows(static_cast<uint64_t>(count) + 1, uint64_t{8}, &bytes),
-                    "torch_ragged.", op, ": ", count,
-                    " rows would need more than 2^64 bytes of offsets");
+  // num_rows + 1 int64 offsets (the + 1 cannot overflow what check_bytes_fit lets through)
+  const uint64_t bytes =
+      check_bytes_fit(op, "the row offsets", {count}, caffe2::TypeMeta::Make<int64_t>()) + 8;
   check_fits_in_memory(op, "the row offsets", bytes, rows.device());
   std::optional<at::Tensor> offsets = offsets_of_sorted_ids(rows.to(at::kLong), count);
   TORCH_CHECK_VALUE(offsets.has_value(), "torch_ragged.", op,

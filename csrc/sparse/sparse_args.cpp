@@ -156,20 +156,10 @@ CompressedFinding offsets_violation(const at::Tensor& compressed_on_cpu, int64_t
   return {};
 }
 
-CompressedFinding entry_finding(const at::Tensor& compressed, const at::Tensor& plain,
-                                int64_t plain_size, int64_t p) {
-  const at::Tensor offsets = compressed.to(at::kCPU, at::kLong).contiguous();
-  // entries p - 1 and p (p alone when it is the first), copied to the host
-  const int64_t p_local = p > 0 ? 1 : 0;
-  const at::Tensor pair =
-      plain.narrow(0, p - p_local, p_local + 1).to(at::kCPU, at::kLong).contiguous();
-  const int64_t* c = offsets.const_data_ptr<int64_t>();
-  // compressed_entry_violation on the copy: positions shifted by p - p_local, the slice's first
-  // entry with them
-  const int64_t slice_start = c[slice_of_entry(c, offsets.numel() - 1, p)] - (p - p_local);
-  const int64_t* indices = pair.const_data_ptr<int64_t>();
-  return {compressed_entry_violation(&slice_start, 0, indices, plain_size, p_local), p,
-          indices[p_local]};
+CompressedFinding entry_finding(const at::Tensor& plain, int64_t plain_size, int64_t p) {
+  const int64_t index = plain.select(0, p).item<int64_t>();
+  const bool in_range = index >= 0 && index < plain_size;
+  return {in_range ? kPlainNotRising : kPlainOutOfRange, p, index};
 }
 
 }  // namespace torch_ragged

@@ -57,9 +57,9 @@ int64_t check_compressed_args(const at::Tensor& compressed, const at::Tensor& pl
 // The offsets' kinds (start at 0, never fall, end at nnz), read from a CPU copy of them.
 CompressedFinding offsets_violation(const at::Tensor& compressed_on_cpu, int64_t nnz);
 
-// The finding at entry p, which compressed_entry_violation flags (all three on the CPU).
-CompressedFinding entry_finding(const at::Tensor& compressed, const at::Tensor& plain,
-                                int64_t plain_size, int64_t p);
+// The finding at entry p, which compressed_entry_violation flagged: out of range, or else not
+// rising (plain[p] read on the host).
+CompressedFinding entry_finding(const at::Tensor& plain, int64_t plain_size, int64_t p);
 
 // IndexError for the first entry (smallest column) of indices with an index outside its size.
 [[noreturn]] void raise_out_of_range(std::string_view op, const at::Tensor& indices,

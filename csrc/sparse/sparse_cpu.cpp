@@ -554,7 +554,7 @@ at::Tensor sparse_compressed_violation_cpu(const at::Tensor& compressed_indices,
     });
   });
   if (first == nnz) return CompressedFinding{}.as_tensor();
-  return entry_finding(compressed, plain, size, first).as_tensor();
+  return entry_finding(plain, size, first).as_tensor();
 }
 
 }  // namespace
