@@ -305,6 +305,14 @@ def spgemm_case(case, a, b, device, min_run_time, memcpy):
     ca, cb = a.to_sparse_csr(), b.to_sparse_csr()
     base_s, ours_s = paired_medians(synchronized(lambda: ca @ cb, device), ours, min_run_time)
     rows.append(row(case, "mm", "torch CSR @ CSR", base_s, ours_s, nbytes, memcpy))
+    # like for like: both products of the CSR operands, both CSR out (int64 indices: 12 bytes per float entry)
+    csr = torch_ragged.sparse.mm(ca, cb)
+    assert torch.equal(csr.crow_indices(), torch.sparse.mm(ca, cb).crow_indices())
+    assert torch.equal(csr.col_indices(), actual._indices()[1]) and torch.equal(csr.values(), actual._values())
+    csr_bytes = (a._nnz() + b._nnz()) * 12 + expected._nnz() * 12
+    base_s, ours_s = paired_medians(synchronized(lambda: ca @ cb, device),
+                                    synchronized(lambda: torch_ragged.sparse.mm(ca, cb), device), min_run_time)
+    rows.append(row(case, "mm, CSR operands, CSR out", "torch CSR @ CSR", base_s, ours_s, csr_bytes, memcpy))
     if scipy is None or device != "cpu":
         return rows
     ai, bi = a.indices().numpy(), b.indices().numpy()

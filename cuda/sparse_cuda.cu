@@ -113,7 +113,14 @@ SpgemmResult spgemm_rows_cuda(const SpgemmOperands& s) {
   const c10::cuda::CUDAGuard guard(s.a_values.device());
   const auto [indices, c_first] = spgemm_pattern_cuda(s);
   const at::Tensor c_cols = indices.select(0, 1);  // contiguous: a row of indices
-  SpgemmResult c{indices, {}};
+  SpgemmResult c;
+  if (s.csr_output) {
+    c.first = csr_offsets_of_product(s, c_first);
+    c.cols = c_cols.to(s.csr_index_dtype, /*non_blocking=*/false,
+                       /*copy=*/true);  // not a view of the rows
+  } else {
+    c.indices = indices;
+  }
   AT_DISPATCH_V2(
       s.a_values.scalar_type(), "sparse_spgemm_cuda", AT_WRAP([&] {
         using acc_t = at::opmath_type<scalar_t>;

@@ -48,4 +48,11 @@ std::tuple<at::Tensor, at::Tensor> spgemm_with(
     const at::Tensor& b_indices, const at::Tensor& b_values, c10::SymIntArrayRef a_size,
     c10::SymIntArrayRef b_size);
 
+// sparse_spgemm_csr's kernel: (crow_indices, col_indices, values) of the product A @ B of CSR
+// operands, its indices of a_crow_indices' dtype.
+std::tuple<at::Tensor, at::Tensor, at::Tensor> spgemm_csr_with(
+    const CoalesceBackend& backend, const at::Tensor& a_crow, const at::Tensor& a_col,
+    const at::Tensor& a_values, const at::Tensor& b_crow, const at::Tensor& b_col,
+    const at::Tensor& b_values, c10::SymIntArrayRef a_size, c10::SymIntArrayRef b_size);
+
 }  // namespace torch_ragged

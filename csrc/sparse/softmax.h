@@ -57,6 +57,14 @@ struct SparseKernels {
     const c10::OptionalDeviceGuard guard(a_values.device());
     return spgemm_with(kBackend, a_indices, a_values, b_indices, b_values, a_size, b_size);
   }
+  static std::tuple<at::Tensor, at::Tensor, at::Tensor> spgemm_csr(
+      const at::Tensor& a_crow, const at::Tensor& a_col, const at::Tensor& a_values,
+      const at::Tensor& b_crow, const at::Tensor& b_col, const at::Tensor& b_values,
+      c10::SymIntArrayRef a_size, c10::SymIntArrayRef b_size) {
+    const c10::OptionalDeviceGuard guard(a_values.device());
+    return spgemm_csr_with(kBackend, a_crow, a_col, a_values, b_crow, b_col, b_values, a_size,
+                           b_size);
+  }
 };
 
 template <const CoalesceBackend& kBackend>
@@ -66,6 +74,7 @@ void register_sparse_kernels(torch::Library& m) {
   m.impl("sparse_softmax", &SparseKernels<kBackend>::softmax);
   m.impl("sparse_pool_sum", &SparseKernels<kBackend>::pool_sum);
   m.impl("sparse_spgemm", &SparseKernels<kBackend>::spgemm);
+  m.impl("sparse_spgemm_csr", &SparseKernels<kBackend>::spgemm_csr);
 }
 
 }  // namespace torch_ragged

@@ -67,6 +67,14 @@ TORCH_LIBRARY_FRAGMENT(torch_ragged, m) {
       "sparse_spgemm(Tensor a_indices, Tensor a_values, Tensor b_indices, Tensor b_values, "
       "SymInt[] a_size, SymInt[] b_size) -> (Tensor indices, Tensor values)",
       tags);
+  // The same product of CSR operands, as CSR (the rows are the operands' offsets as stored; the
+  // product's offsets and columns take a_crow_indices' dtype, int32 or int64). Offsets are checked
+  // (from 0, never falling, to nnz) and columns in range; columns within a row need not be sorted.
+  m.def(
+      "sparse_spgemm_csr(Tensor a_crow_indices, Tensor a_col_indices, Tensor a_values, "
+      "Tensor b_crow_indices, Tensor b_col_indices, Tensor b_values, SymInt[] a_size, "
+      "SymInt[] b_size) -> (Tensor crow_indices, Tensor col_indices, Tensor values)",
+      tags);
   // A CSR / CSC tensor's indices against torch's invariants (offsets from 0, never falling, to nnz;
   // plain indices in [0, plain_size), strictly rising in each slice): what breaks them first, as
   // (kind, position, value) on the CPU, kind 0 for none (CompressedViolation in sparse_index.h).
@@ -81,9 +89,13 @@ TORCH_LIBRARY_FRAGMENT(torch_ragged, m) {
 }
 
 // The ops with CPU / CUDA kernels (the rest are composites of them).
-constexpr const char* kKernelOps[] = {"sparse_flat_keys", "sparse_coalesce",
-                                      "sparse_softmax",   "sparse_pool_sum",
-                                      "sparse_spgemm",    "sparse_compressed_violation"};
+constexpr const char* kKernelOps[] = {"sparse_flat_keys",
+                                      "sparse_coalesce",
+                                      "sparse_softmax",
+                                      "sparse_pool_sum",
+                                      "sparse_spgemm",
+                                      "sparse_spgemm_csr",
+                                      "sparse_compressed_violation"};
 
 #ifndef TORCH_RAGGED_WITH_CUDA
 TORCH_LIBRARY_IMPL(torch_ragged, CUDA, m) { register_missing_cuda(m, kKernelOps); }
@@ -381,6 +393,15 @@ std::tuple<at::Tensor, at::Tensor> sparse_spgemm(const Tensor& a_indices, const 
                                                         const Tensor&, SymSizes, SymSizes)>(
       "torch_ragged::sparse_spgemm");
   return op.call(a_indices, a_values, b_indices, b_values, a_size, b_size);
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> sparse_spgemm_csr(
+    const Tensor& a_crow, const Tensor& a_col, const Tensor& a_values, const Tensor& b_crow,
+    const Tensor& b_col, const Tensor& b_values, SymSizes a_size, SymSizes b_size) {
+  static auto op = op_handle<std::tuple<Tensor, Tensor, Tensor>(
+      const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
+      SymSizes, SymSizes)>("torch_ragged::sparse_spgemm_csr");
+  return op.call(a_crow, a_col, a_values, b_crow, b_col, b_values, a_size, b_size);
 }
 
 at::Tensor sparse_mm(const Tensor& values, const Tensor& dense, const Tensor& indices,

@@ -287,16 +287,19 @@ class RowAccumulator {
     listed_ = listed;
   }
 
-  // Writes the row's entries (its row index, its columns in ascending order) and their sums.
-  void finish(int64_t* rows, int64_t* cols, scalar_t* values) {
+  // Writes the row's entries (its row index where `rows` is not null, its columns in ascending
+  // order as out_t) and their sums.
+  template <typename out_t>
+  void finish(int64_t* rows, out_t* cols, scalar_t* values) {
+    if (rows != nullptr) std::fill_n(rows, distinct_, row_);
     if (dense_) {
       TORCH_INTERNAL_ASSERT_DEBUG_ONLY(listed_ == distinct_, "spgemm: the passes disagree");
       // the bitmap's top level costs a word read per 4096 columns of C; a sort, a few steps per
       // column of the row
       if (word_bits_.size() <= 2 * static_cast<size_t>(listed_)) {
-        emit_columns_in_bit_order(rows, cols, values);
+        emit_columns_in_bit_order(cols, values);
       } else {
-        emit_sorted_list(rows, cols, values);
+        emit_sorted_list(cols, values);
       }
       return;
     }
@@ -307,8 +310,7 @@ class RowAccumulator {
     for (size_t p = 0; p < products_.size(); ++p) {
       if (p == 0 || products_[p].first != products_[p - 1].first) {
         if (out >= 0) values[out] = static_cast<scalar_t>(sum);
-        rows[++out] = row_;
-        cols[out] = products_[p].first;
+        cols[++out] = static_cast<out_t>(products_[p].first);
         sum = acc_t(0);
       }
       sum += products_[p].second;
@@ -317,16 +319,17 @@ class RowAccumulator {
   }
 
  private:
-  void emit(int64_t* rows, int64_t* cols, scalar_t* values, int64_t p, col_t col) {
-    rows[p] = row_;
-    cols[p] = col;
+  template <typename out_t>
+  void emit(out_t* cols, scalar_t* values, int64_t p, col_t col) {
+    cols[p] = static_cast<out_t>(col);
     values[p] = static_cast<scalar_t>(sum_[col]);
     sum_[col] = acc_t(0);
   }
 
   // The row's entries in column order, read off the bitmap: its top level built from the list,
   // then the set bits of the words it marks (the scan clears both levels).
-  void emit_columns_in_bit_order(int64_t* rows, int64_t* cols, scalar_t* values) {
+  template <typename out_t>
+  void emit_columns_in_bit_order(out_t* cols, scalar_t* values) {
     for (int64_t p = 0; p < listed_; ++p) {
       const auto c = static_cast<uint64_t>(touched_[p]);
       word_bits_[c >> 12] |= uint64_t{1} << ((c >> 6) & 63);
@@ -337,17 +340,18 @@ class RowAccumulator {
         const uint64_t word = top * 64 + static_cast<uint64_t>(__builtin_ctzll(words));
         for (uint64_t bits = std::exchange(column_bits_of_word_[word], 0); bits != 0;
              bits &= bits - 1) {
-          emit(rows, cols, values, p++,
+          emit(cols, values, p++,
                static_cast<col_t>(word * 64 + static_cast<uint64_t>(__builtin_ctzll(bits))));
         }
       }
     }
   }
 
-  void emit_sorted_list(int64_t* rows, int64_t* cols, scalar_t* values) {
+  template <typename out_t>
+  void emit_sorted_list(out_t* cols, scalar_t* values) {
     sort_columns(touched_.data(), listed_, scratch_, column_bits_);
     for (int64_t p = 0; p < listed_; ++p) {
-      emit(rows, cols, values, p, touched_[p]);
+      emit(cols, values, p, touched_[p]);
       column_bits_of_word_[static_cast<uint64_t>(touched_[p]) >> 6] = 0;
     }
   }
@@ -482,24 +486,36 @@ SpgemmResult spgemm_rows_cpu(const SpgemmOperands& s) {
               });
           std::partial_sum(first.begin(), first.end(), first.begin());
           const int64_t nnz = first[s.n];
-          c.indices = at::empty({2, nnz}, s.a_cols.options());
           c.values = at::empty({nnz}, s.a_values.options());
-          int64_t* rows = c.indices.mutable_data_ptr<int64_t>();
-          int64_t* cols = rows + nnz;
           scalar_t* values = c.values.mutable_data_ptr<scalar_t>();
-          using Row = RowAccumulator<scalar_t, acc_t, col_t>;
-          for_each_task(
-              tasks, [&] { return Row(s.m, dense); },
-              [&](int64_t t, Row& row) {
-                walk_rows(
-                    t, [&](int64_t i) { row.start(i, first[i + 1] - first[i]); },
-                    [&](int64_t e, int64_t q, int64_t q_end) {
-                      row.add(a_values[e], b_cols + q, b_values + q, q_end - q);
-                    },
-                    [&](int64_t i) {
-                      row.finish(rows + first[i], cols + first[i], values + first[i]);
-                    });
-              });
+          // The rows filled, each writing its columns as out_t and, for COO, its row index.
+          auto fill = [&](int64_t* rows, auto* cols) {
+            using Row = RowAccumulator<scalar_t, acc_t, col_t>;
+            for_each_task(
+                tasks, [&] { return Row(s.m, dense); },
+                [&](int64_t t, Row& row) {
+                  walk_rows(
+                      t, [&](int64_t i) { row.start(i, first[i + 1] - first[i]); },
+                      [&](int64_t e, int64_t q, int64_t q_end) {
+                        row.add(a_values[e], b_cols + q, b_values + q, q_end - q);
+                      },
+                      [&](int64_t i) {
+                        row.finish(rows == nullptr ? nullptr : rows + first[i], cols + first[i],
+                                   values + first[i]);
+                      });
+                });
+          };
+          if (!s.csr_output) {
+            c.indices = at::empty({2, nnz}, s.a_cols.options());
+            int64_t* rows = c.indices.mutable_data_ptr<int64_t>();
+            fill(rows, rows + nnz);
+            return;
+          }
+          c.first = csr_offsets_of_product(
+              s, at::from_blob(first.data(), {s.n + 1}, at::TensorOptions(at::kLong)));
+          c.cols = at::empty({nnz}, s.a_cols.options().dtype(s.csr_index_dtype));
+          AT_DISPATCH_INDEX_TYPES(s.csr_index_dtype, "sparse_spgemm_csr_cpu",
+                                  [&] { fill(nullptr, c.cols.mutable_data_ptr<index_t>()); });
         };
         constexpr int64_t kInt32 = std::numeric_limits<int32_t>::max();
         if (s.m <= kInt32 && s.n <= kInt32) {

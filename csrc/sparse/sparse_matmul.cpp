@@ -343,8 +343,27 @@ Products products_of(const at::Tensor& a_indices, const at::Tensor& b_indices,
   return p;
 }
 
-// dA_il = sum_j G_ij B_lj and dB_lj = sum_i A_il G_ij, each a segment sum over the products of
-// one entry (fixed order, no atomics); written with differentiable ops, so it differentiates again.
+// dA_il = sum_j G_ij B_lj and dB_lj = sum_i A_il G_ij (each where needed), from the coalesced COO
+// indices of A, B and C and g = dL/dC's values: each a segment sum over the products of one entry
+// (fixed order, no atomics), written with differentiable ops, so it differentiates again.
+std::pair<at::Tensor, at::Tensor> spgemm_value_grads(
+    const at::Tensor& a_indices, const at::Tensor& a_values, const at::Tensor& b_indices,
+    const at::Tensor& b_values, const at::Tensor& c_indices, const at::Tensor& g, int64_t k,
+    int64_t m, bool grad_a_needed, bool grad_b_needed) {
+  const Products p = products_of(a_indices, b_indices, c_indices, k, m);
+  const at::Tensor g_of_product = g.index_select(0, p.c_entry);
+  at::Tensor grad_a, grad_b;
+  if (grad_a_needed) {
+    grad_a =
+        ops::segment_sum(g_of_product * b_values.index_select(0, p.list.b_entry), p.list.a_first);
+  }
+  if (grad_b_needed) {
+    const at::Tensor terms = g_of_product * a_values.index_select(0, p.list.a_entry);
+    grad_b = ops::segment_sum(terms.index_select(0, p.by_b_entry), p.b_first);
+  }
+  return {grad_a, grad_b};
+}
+
 class SparseSpgemm : public torch::autograd::Function<SparseSpgemm> {
  public:
   static variable_list forward(AutogradContext* ctx, const at::Tensor& a_indices,
@@ -365,20 +384,45 @@ class SparseSpgemm : public torch::autograd::Function<SparseSpgemm> {
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     if (!grads[1].defined()) return undefined_grads<SparseSpgemm>();
     const variable_list s = ctx->get_saved_variables();
-    const at::Tensor &a_values = s[1], &b_values = s[3], &g = grads[1];
-    const Products p =
-        products_of(s[0], s[2], s[4], ctx->saved_data["k"].toInt(), ctx->saved_data["m"].toInt());
-    const at::Tensor g_of_product = g.index_select(0, p.c_entry);
-    at::Tensor grad_a, grad_b;
-    if (ctx->needs_input_grad(1)) {
-      grad_a =
-          ops::segment_sum(g_of_product * b_values.index_select(0, p.list.b_entry), p.list.a_first);
-    }
-    if (ctx->needs_input_grad(3)) {
-      const at::Tensor terms = g_of_product * a_values.index_select(0, p.list.a_entry);
-      grad_b = ops::segment_sum(terms.index_select(0, p.by_b_entry), p.b_first);
-    }
+    auto [grad_a, grad_b] = spgemm_value_grads(
+        s[0], s[1], s[2], s[3], s[4], grads[1], ctx->saved_data["k"].toInt(),
+        ctx->saved_data["m"].toInt(), ctx->needs_input_grad(1), ctx->needs_input_grad(3));
     return {at::Tensor(), grad_a, at::Tensor(), grad_b, at::Tensor(), at::Tensor()};
+  }
+};
+
+// The CSR form of the same product: its backward is sparse_spgemm's, on the COO indices of A, B
+// and C (each row's segment ids beside its columns), built only when a gradient is asked for.
+class SparseSpgemmCsr : public torch::autograd::Function<SparseSpgemmCsr> {
+ public:
+  static variable_list forward(AutogradContext* ctx, const at::Tensor& a_crow,
+                               const at::Tensor& a_col, const at::Tensor& a_values,
+                               const at::Tensor& b_crow, const at::Tensor& b_col,
+                               const at::Tensor& b_values, c10::SymIntArrayRef a_size,
+                               c10::SymIntArrayRef b_size) {
+    keep_undefined_grads(ctx);
+    at::AutoDispatchBelowADInplaceOrView guard;
+    auto [c_crow, c_col, c_values] =
+        ops::sparse_spgemm_csr(a_crow, a_col, a_values, b_crow, b_col, b_values, a_size, b_size);
+    ctx->save_for_backward({a_crow, a_col, a_values, b_crow, b_col, b_values, c_crow, c_col});
+    ctx->saved_data["k"] = b_size[0].expect_int();
+    ctx->saved_data["m"] = b_size[1].expect_int();
+    ctx->mark_non_differentiable({c_crow, c_col});
+    return {c_crow, c_col, c_values};
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    if (!grads[2].defined()) return undefined_grads<SparseSpgemmCsr>();
+    const variable_list s = ctx->get_saved_variables();
+    auto coo = [](const at::Tensor& crow, const at::Tensor& col) {
+      return at::stack({ops::segment_ids(crow.to(at::kLong), col.numel()), col.to(at::kLong)});
+    };
+    auto [grad_a, grad_b] =
+        spgemm_value_grads(coo(s[0], s[1]), s[2], coo(s[3], s[4]), s[5], coo(s[6], s[7]), grads[2],
+                           ctx->saved_data["k"].toInt(), ctx->saved_data["m"].toInt(),
+                           ctx->needs_input_grad(2), ctx->needs_input_grad(5));
+    return {at::Tensor(), at::Tensor(), grad_a,       at::Tensor(),
+            at::Tensor(), grad_b,       at::Tensor(), at::Tensor()};
   }
 };
 
@@ -397,6 +441,24 @@ std::tuple<at::Tensor, at::Tensor> sparse_spgemm_autograd(
   return {out[0], out[1]};
 }
 
+std::tuple<at::Tensor, at::Tensor, at::Tensor> sparse_spgemm_csr_autograd(
+    const at::Tensor& a_crow, const at::Tensor& a_col, const at::Tensor& a_values,
+    const at::Tensor& b_crow, const at::Tensor& b_col, const at::Tensor& b_values,
+    c10::SymIntArrayRef a_size, c10::SymIntArrayRef b_size) {
+  constexpr std::string_view op = "sparse_spgemm_csr";
+  check_defined(op, "a_crow_indices", a_crow);
+  check_defined(op, "a_col_indices", a_col);
+  check_defined(op, "a_values", a_values);
+  check_defined(op, "b_crow_indices", b_crow);
+  check_defined(op, "b_col_indices", b_col);
+  check_defined(op, "b_values", b_values);
+  TORCH_CHECK_VALUE(a_size.size() == 2 && b_size.size() == 2, "torch_ragged.", op,
+                    ": A and B must be 2-D sparse matrices, got sizes ", a_size, " and ", b_size);
+  const variable_list out =
+      SparseSpgemmCsr::apply(a_crow, a_col, a_values, b_crow, b_col, b_values, a_size, b_size);
+  return {out[0], out[1], out[2]};
+}
+
 }  // namespace
 
 at::Tensor offsets_of(const at::Tensor& keys, int64_t count) {
@@ -410,8 +472,87 @@ ProductList list_products(const at::Tensor& a_cols, const at::Tensor& b_first, i
   return {a_first, ops::segment_ids(a_first, b_entry.size(0)), b_entry};
 }
 
-// sparse_spgemm's kernel, written once (coalesce.h): the operands checked and put in CSR form, the
-// backend's rows as coalesced COO (int64 indices, as torch's sparse tensors hold).
+// ---- sparse @ sparse, written once (coalesce.h): the operands checked and put in CSR form, the
+// backend's rows as coalesced COO (int64 indices, as torch's sparse tensors hold) or as CSR ----
+
+namespace {
+
+// What both products check of A (n, k) and B (k, m): 2-D, a common inner dimension, one dtype that
+// has a product, every tensor on a_values' device, and C's positions row * m + col countable in an
+// int64 (the backward and the CUDA kernel key C's entries so).
+void check_spgemm_pair(
+    std::string_view op, at::IntArrayRef a_size, at::IntArrayRef b_size, const at::Tensor& a_values,
+    const at::Tensor& b_values,
+    std::initializer_list<std::pair<std::string_view, const at::Tensor*>> others) {
+  TORCH_CHECK_VALUE(a_size.size() == 2 && b_size.size() == 2, "torch_ragged.", op,
+                    ": A and B must be 2-D sparse matrices, got sizes ", a_size, " and ", b_size);
+  TORCH_CHECK_VALUE(a_size[1] == b_size[0], "torch_ragged.", op,
+                    ": the inner dimensions differ: A is ", a_size, ", B is ", b_size);
+  TORCH_CHECK_TYPE(a_values.scalar_type() == b_values.scalar_type(), "torch_ragged.", op,
+                   ": A and B must share a dtype, got ", a_values.scalar_type(), " and ",
+                   b_values.scalar_type());
+  TORCH_CHECK_TYPE(a_values.scalar_type() != at::kBool, "torch_ragged.", op,
+                   ": bool values have no product; cast them to a number type");
+  for (const auto& [name, t] : others) {
+    TORCH_CHECK_VALUE(t->device() == a_values.device(), "torch_ragged.", op, ": ", name,
+                      " must be on a_values' device ", a_values.device(), ", got ", t->device());
+  }
+  uint64_t keys = 0;
+  TORCH_CHECK_VALUE(!c10::mul_overflows(static_cast<uint64_t>(a_size[0]),
+                                        static_cast<uint64_t>(b_size[1]), &keys) &&
+                        keys <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max()),
+                    "torch_ragged.", op, ": C = A @ B of size (", a_size[0], ", ", b_size[1],
+                    ") has more than 2^63 positions; split it into blocks of rows");
+}
+
+// Whether every column index lies in [0, cols) (one pass: the minimum and the maximum).
+bool columns_in_range(const at::Tensor& col, int64_t cols) {
+  if (col.numel() == 0) return true;
+  const auto [lowest, highest] = at::aminmax(col);
+  return lowest.item<int64_t>() >= 0 && highest.item<int64_t>() < cols;
+}
+
+// A CSR operand's offsets (int64) and columns (int64), checked: offsets from 0, never falling, to
+// nnz, and columns in range, so no kernel reads out of bounds (columns unsorted within a row are
+// summed all the same, in their order). `name`: "a" or "b".
+std::pair<at::Tensor, at::Tensor> checked_csr_operand(std::string_view op, std::string_view name,
+                                                      const at::Tensor& crow, const at::Tensor& col,
+                                                      const at::Tensor& values, int64_t rows,
+                                                      int64_t cols) {
+  const std::string crow_name = std::string(name) + "_crow_indices";
+  const std::string col_name = std::string(name) + "_col_indices";
+  check_index_tensor(op, crow_name, crow, 1);
+  check_index_tensor(op, col_name, col, 1);
+  TORCH_CHECK_VALUE(values.dim() == 1 && values.size(0) == col.size(0), "torch_ragged.", op, ": ",
+                    name, "_values must be 1-D with one value per entry (", col.size(0),
+                    "), got shape ", values.sizes());
+  TORCH_CHECK_VALUE(crow.size(0) == rows + 1, "torch_ragged.", op, ": ", crow_name, " of ", rows,
+                    " rows must hold ", rows + 1, " offsets, got ", crow.size(0));
+  const at::Tensor first = crow.to(at::kLong).contiguous();
+  const CompressedFinding offsets = offsets_violation(first.cpu(), col.size(0));
+  TORCH_CHECK_VALUE(offsets.kind == 0, "torch_ragged.", op, ": ", crow_name,
+                    " must rise from 0 to nnz = ", col.size(0), ", got ", crow_name, "[",
+                    offsets.position, "] = ", offsets.value);
+  at::Tensor col_long = col.to(at::kLong).contiguous();
+  if (!columns_in_range(col_long, cols)) {
+    const int64_t p = ((col_long < 0) | (col_long >= cols)).nonzero().select(0, 0).item<int64_t>();
+    TORCH_CHECK_INDEX(false, "torch_ragged.", op, ": ", col_name, "[", p,
+                      "] = ", col_long.select(0, p).item<int64_t>(), " is out of range for the ",
+                      cols, " columns of ", name == "a" ? "A" : "B");
+  }
+  return {first, std::move(col_long)};
+}
+
+}  // namespace
+
+at::Tensor csr_offsets_of_product(const SpgemmOperands& s, const at::Tensor& first) {
+  const int64_t nnz = first.select(0, s.n).item<int64_t>();
+  TORCH_CHECK_VALUE(s.csr_index_dtype == at::kLong || nnz <= std::numeric_limits<int32_t>::max(),
+                    "torch_ragged.sparse_spgemm_csr: C = A @ B has ", nnz,
+                    " entries, more than int32 crow_indices can count; give A int64 indices");
+  return first.to(s.csr_index_dtype, /*non_blocking=*/false, /*copy=*/true);
+}
+
 std::tuple<at::Tensor, at::Tensor> spgemm_with(
     const CoalesceBackend& backend, const at::Tensor& a_indices, const at::Tensor& a_values,
     const at::Tensor& b_indices, const at::Tensor& b_values, c10::SymIntArrayRef a_size,
@@ -419,46 +560,21 @@ std::tuple<at::Tensor, at::Tensor> spgemm_with(
   constexpr std::string_view op = "sparse_spgemm";
   const SparseShape a = check_sparse_args(op, a_indices, a_values, a_size);
   const SparseShape b = check_sparse_args(op, b_indices, b_values, b_size);
-  TORCH_CHECK_VALUE(
-      a.size.size() == 2 && b.size.size() == 2 && a.sparse_dim == 2 && b.sparse_dim == 2,
-      "torch_ragged.", op, ": A and B must be 2-D sparse matrices, got sizes ",
-      at::IntArrayRef(a.size), " and ", at::IntArrayRef(b.size));
-  TORCH_CHECK_VALUE(a.size[1] == b.size[0], "torch_ragged.", op,
-                    ": the inner dimensions differ: A is ", at::IntArrayRef(a.size), ", B is ",
-                    at::IntArrayRef(b.size));
-  TORCH_CHECK_TYPE(a_values.scalar_type() == b_values.scalar_type(), "torch_ragged.", op,
-                   ": A and B must share a dtype, got ", a_values.scalar_type(), " and ",
-                   b_values.scalar_type());
-  TORCH_CHECK_TYPE(a_values.scalar_type() != at::kBool, "torch_ragged.", op,
-                   ": bool values have no product; cast them to a number type");
-  for (const auto& [name, t] :
-       {std::pair<std::string_view, const at::Tensor*>{"a_indices", &a_indices},
-        {"b_indices", &b_indices},
-        {"b_values", &b_values}}) {
-    TORCH_CHECK_VALUE(t->device() == a_values.device(), "torch_ragged.", op, ": ", name,
-                      " must be on a_values' device ", a_values.device(), ", got ", t->device());
-  }
-  uint64_t keys = 0;  // the backward and the CUDA kernel key C's entries by row * m + col
-  TORCH_CHECK_VALUE(!c10::mul_overflows(static_cast<uint64_t>(a.size[0]),
-                                        static_cast<uint64_t>(b.size[1]), &keys) &&
-                        keys <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max()),
-                    "torch_ragged.", op, ": C = A @ B of size (", a.size[0], ", ", b.size[1],
-                    ") has more than 2^63 positions; split it into blocks of rows");
+  check_spgemm_pair(
+      op, a.size, b.size, a_values, b_values,
+      {{"a_indices", &a_indices}, {"b_indices", &b_indices}, {"b_values", &b_values}});
+  TORCH_CHECK_VALUE(a.sparse_dim == 2 && b.sparse_dim == 2, "torch_ragged.", op,
+                    ": A and B must be 2-D sparse matrices (no dense dims), got sizes ",
+                    at::IntArrayRef(a.size), " and ", at::IntArrayRef(b.size));
   SpgemmOperands s;
   s.n = a.size[0], s.k = a.size[1], s.m = b.size[1];
-  // CSR form: the row offsets (rows checked sorted and in range in the same pass) and the columns
-  // (in range: their minimum and maximum).
+  // CSR form: the row offsets (rows checked sorted and in range in the same pass) and the columns.
   auto csr = [&](const at::Tensor& indices, c10::SymIntArrayRef size, std::string_view name) {
     const int64_t rows = size[0].expect_int(), cols = size[1].expect_int();
     at::Tensor col = indices.select(0, 1).to(at::kLong).contiguous();
     std::optional<at::Tensor> first =
         offsets_of_sorted_ids(indices.select(0, 0).to(at::kLong), rows);
-    bool cols_in_range = col.numel() == 0;
-    if (!cols_in_range) {
-      const auto [lowest, highest] = at::aminmax(col);
-      cols_in_range = lowest.item<int64_t>() >= 0 && highest.item<int64_t>() < cols;
-    }
-    if (!first.has_value() || !cols_in_range) {
+    if (!first.has_value() || !columns_in_range(col, cols)) {
       as_op(op,
             [&] { ops::sparse_flat_keys(indices, size, true); });  // IndexError naming the entry
       TORCH_CHECK_VALUE(false, "torch_ragged.", op, ": ", name,
@@ -474,6 +590,42 @@ std::tuple<at::Tensor, at::Tensor> spgemm_with(
   return {std::move(c.indices), std::move(c.values)};
 }
 
+std::tuple<at::Tensor, at::Tensor, at::Tensor> spgemm_csr_with(
+    const CoalesceBackend& backend, const at::Tensor& a_crow, const at::Tensor& a_col,
+    const at::Tensor& a_values, const at::Tensor& b_crow, const at::Tensor& b_col,
+    const at::Tensor& b_values, c10::SymIntArrayRef a_size, c10::SymIntArrayRef b_size) {
+  constexpr std::string_view op = "sparse_spgemm_csr";
+  const std::vector<int64_t> a = concrete_sizes(op, "a_size", a_size);
+  const std::vector<int64_t> b = concrete_sizes(op, "b_size", b_size);
+  TORCH_CHECK_VALUE(std::all_of(a.begin(), a.end(), [](int64_t x) { return x >= 0; }) &&
+                        std::all_of(b.begin(), b.end(), [](int64_t x) { return x >= 0; }),
+                    "torch_ragged.", op, ": sizes must be >= 0, got A ", at::IntArrayRef(a),
+                    " and B ", at::IntArrayRef(b));
+  check_spgemm_pair(op, a, b, a_values, b_values,
+                    {{"a_crow_indices", &a_crow},
+                     {"a_col_indices", &a_col},
+                     {"b_crow_indices", &b_crow},
+                     {"b_col_indices", &b_col},
+                     {"b_values", &b_values}});
+  SpgemmOperands s;
+  s.n = a[0], s.k = a[1], s.m = b[1];
+  s.csr_output = true;
+  s.csr_index_dtype = a_crow.scalar_type();
+  std::tie(s.a_first, s.a_cols) = checked_csr_operand(op, "a", a_crow, a_col, a_values, s.n, s.k);
+  std::tie(s.b_first, s.b_cols) = checked_csr_operand(op, "b", b_crow, b_col, b_values, s.k, s.m);
+  TORCH_CHECK_VALUE(
+      s.csr_index_dtype == at::kLong || (s.csr_index_dtype == at::kInt &&
+                                         std::max(s.n, s.m) <= std::numeric_limits<int32_t>::max()),
+      "torch_ragged.", op,
+      ": C's indices take a_crow_indices' dtype, which must be int64, or int32 "
+      "for a C of at most 2^31 - 1 rows and columns; got ",
+      s.csr_index_dtype, " for C of size (", s.n, ", ", s.m, ")");
+  s.a_values = a_values.contiguous();
+  s.b_values = b_values.contiguous();
+  SpgemmResult c = backend.spgemm_rows(s);
+  return {std::move(c.first), std::move(c.cols), std::move(c.values)};
+}
+
 TORCH_LIBRARY_IMPL(torch_ragged, CompositeImplicitAutograd, m) {
   m.impl("sparse_mm_plan", &sparse_mm_plan_impl);
 }
@@ -487,6 +639,7 @@ TORCH_LIBRARY_IMPL(torch_ragged, Autograd, m) {
   m.impl("sparse_mm", &sparse_mm_autograd);
   m.impl("sparse_sddmm", &sparse_sddmm_autograd);
   m.impl("sparse_spgemm", &sparse_spgemm_autograd);
+  m.impl("sparse_spgemm_csr", &sparse_spgemm_csr_autograd);
 }
 
 }  // namespace torch_ragged

@@ -37,6 +37,10 @@ at::Tensor sparse_sddmm(const at::Tensor& a, const at::Tensor& b, const at::Tens
 std::tuple<at::Tensor, at::Tensor> sparse_spgemm(
     const at::Tensor& a_indices, const at::Tensor& a_values, const at::Tensor& b_indices,
     const at::Tensor& b_values, c10::SymIntArrayRef a_size, c10::SymIntArrayRef b_size);
+std::tuple<at::Tensor, at::Tensor, at::Tensor> sparse_spgemm_csr(
+    const at::Tensor& a_crow, const at::Tensor& a_col, const at::Tensor& a_values,
+    const at::Tensor& b_crow, const at::Tensor& b_col, const at::Tensor& b_values,
+    c10::SymIntArrayRef a_size, c10::SymIntArrayRef b_size);
 std::tuple<at::Tensor, at::Tensor> sparse_index_select(const at::Tensor& indices,
                                                        const at::Tensor& values,
                                                        c10::SymIntArrayRef size, int64_t dim,

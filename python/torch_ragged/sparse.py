@@ -1062,14 +1062,29 @@ def _spgemm(a: torch.Tensor, b: torch.Tensor, validate: bool = True) -> torch.Te
     _check_matrix("mm", b)
     if a.dim() != 2 or b.dim() != 2:
         raise ValueError(f"torch_ragged.sparse.mm: expected 2-D operands, got {tuple(a.shape)} and {tuple(b.shape)}")
-    a_indices, a_values = _row_major("mm", a, validate)
-    b_indices, b_values = _row_major("mm", b, validate)
-    indices, values = _ops.sparse_spgemm(a_indices, a_values, b_indices, b_values, a.shape, b.shape)
     size = (a.shape[0], b.shape[1])
     if a.layout == torch.sparse_coo and b.layout == torch.sparse_coo:
+        a_indices, a_values = _row_major("mm", a, validate)
+        b_indices, b_values = _row_major("mm", b, validate)
+        indices, values = _ops.sparse_spgemm(a_indices, a_values, b_indices, b_values, a.shape, b.shape)
         return _sparse(indices, values, size, True)
+    # CSR out: the product is written as CSR (offsets and columns of the index dtype, no row per entry)
     index_dtype = _index_dtype(a) if a.layout != torch.sparse_coo else _index_dtype(b)
-    return _compress("mm", indices, values, size, torch.sparse_csr, index_dtype)
+    a_crow, a_col, a_values = _csr_parts("mm", a, validate)
+    b_crow, b_col, b_values = _csr_parts("mm", b, validate)
+    crow, col, values = _ops.sparse_spgemm_csr(a_crow.to(index_dtype), a_col, a_values, b_crow, b_col, b_values,
+                                               a.shape, b.shape)
+    return torch.sparse_csr_tensor(crow, col, values, size, check_invariants=False)
+
+
+def _csr_parts(op: str, s: torch.Tensor, validate: bool):
+    """(crow_indices, col_indices, values) of the sparse matrix s in row-major CSR form: a CSR matrix's own (checked
+    with ``validate``), a COO one's rows compressed (coalesced first), a CSC one's entries sorted by row."""
+    if s.layout == torch.sparse_csr:
+        c = _compressed(op, s, validate)
+        return c.compressed, c.plain, c.values
+    indices, values = _row_major(op, s, validate)
+    return _row_offsets(op, indices[0], s.shape[0]), indices[1], values
 
 
 def addmm(input: torch.Tensor, s: torch.Tensor, dense: torch.Tensor, *, beta=1, alpha=1,  # noqa: A002 (torch's name)
@@ -1310,6 +1325,16 @@ def _sparse_spgemm_fake(a_indices, a_values, b_indices, b_values, a_size, b_size
                  lambda: "torch_ragged.sparse_spgemm: A and B must be 2-D sparse matrices")
     nnz = torch.library.get_ctx().new_dynamic_size()
     return a_indices.new_empty((2, nnz), dtype=torch.long), a_values.new_empty((nnz, *a_values.shape[1:]))
+
+
+@register_fake("torch_ragged::sparse_spgemm_csr")
+def _sparse_spgemm_csr_fake(a_crow_indices, a_col_indices, a_values, b_crow_indices, b_col_indices, b_values,
+                            a_size, b_size):
+    torch._check(len(a_size) == 2 and len(b_size) == 2,
+                 lambda: "torch_ragged.sparse_spgemm_csr: A and B must be 2-D sparse matrices")
+    nnz = torch.library.get_ctx().new_dynamic_size()
+    return (a_crow_indices.new_empty((a_size[0] + 1,)), a_crow_indices.new_empty((nnz,)),
+            a_values.new_empty((nnz,)))
 
 
 @register_fake("torch_ragged::sparse_coalesce")

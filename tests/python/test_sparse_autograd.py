@@ -46,6 +46,10 @@ def sparse_samples():
         (ops.sparse_mm, (values[:, 0], dense[0], COALESCED, *ops.sparse_mm_plan(COALESCED, [3, 2]), False)),
         (ops.sparse_sddmm, (dense[:, 0], dense[:2, 0], COALESCED, *ops.sparse_mm_plan(COALESCED, [3, 2]), False)),
         (ops.sparse_spgemm, (COALESCED, values[:, 0], COALESCED_TRANSPOSED, values[:, 1], [3, 2], [2, 3])),
+        (ops.sparse_spgemm_csr, (torch.tensor([0, 2, 3, 5]), COALESCED[1], values[:, 0], torch.tensor([0, 2, 5]),
+                                 COALESCED_TRANSPOSED[1], values[:, 1], [3, 2], [2, 3])),
+        (ops.sparse_spgemm_csr, (torch.tensor([0, 2, 3, 5], dtype=torch.int32), COALESCED[1].int(), values[:, 0],
+                                 torch.tensor([0, 2, 5]), COALESCED_TRANSPOSED[1], values[:, 1], [3, 2], [2, 3])),
         (ops.sparse_compressed_violation, (torch.tensor([0, 2, 3]), torch.tensor([0, 1, 1]), 2)),
         (ops.sparse_row_offsets, (torch.tensor([0, 0, 2, 2]), 4)),
         (ops.segment_gather_sum, (plain[:, 0], torch.tensor([1, 2]), None, torch.tensor([0, 2]))),
@@ -60,7 +64,7 @@ def sparse_samples():
 # can't be cast to the desired output type Long"). Those ops run the other checks here; test_compile_* below
 # trace them through AOT autograd, static and dynamic, and check outputs and gradients against eager.
 INDEX_FIRST = {"sparse_coalesce", "sparse_sum", "sparse_from_dense", "sparse_index_select", "sparse_mm_plan",
-               "sparse_spgemm"}
+               "sparse_spgemm", "sparse_spgemm_csr"}
 NOT_AOT = ("test_schema", "test_autograd_registration", "test_faketensor")
 
 

@@ -212,3 +212,145 @@ def test_bad_input_is_named():
         ops.sparse_spgemm(a.indices(), a.values(), b.indices(), b.values(), [1 << 40, 5], [5, 1 << 40])
     with pytest.raises(ValueError, match="torch_ragged.sparse_spgemm: A and B must be 2-D sparse matrices"):
         ops.sparse_spgemm(a.indices(), a.values(), b.indices(), b.values(), [4, 5, 1], [5, 3])
+
+
+# ---- the CSR form: sparse_spgemm_csr (what mm returns when an operand is compressed) ----
+
+def csr_parts(s, index_dtype=torch.long):
+    """(crow_indices, col_indices, values) of a coalesced COO matrix, built by a loop over its rows."""
+    rows = s.indices()[0].tolist()
+    crow = [0] * (s.shape[0] + 1)
+    for r in rows:
+        crow[r + 1] += 1
+    for r in range(s.shape[0]):
+        crow[r + 1] += crow[r]
+    return (torch.tensor(crow, dtype=index_dtype), s.indices()[1].to(index_dtype), s.values())
+
+
+def csr_product(a, b, index_dtype=torch.long, device="cpu"):
+    parts = [p.to(device) for p in (*csr_parts(a, index_dtype), *csr_parts(b, index_dtype))]
+    return ops.sparse_spgemm_csr(*parts, list(a.shape), list(b.shape))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("index_dtype", [torch.int32, torch.int64])
+@pytest.mark.parametrize("n,k,m,nnz_a,nnz_b,power_law", [
+    (6, 5, 4, 9, 8, False), (40, 30, 50, 300, 400, False), (3, 4, 2, 0, 5, False), (0, 3, 2, 0, 4, False),
+    (3, 0, 2, 0, 0, False), (200, 150, 180, 3000, 2500, True),
+])
+def test_csr_product_matches_the_product_loop_in_the_index_dtype(device, index_dtype, n, k, m, nnz_a, nnz_b,
+                                                                  power_law):
+    def matrix(rows, cols, nnz, seed):
+        if rows and cols:
+            return random_matrix(rows, cols, nnz, seed=seed, power_law=power_law)
+        return torch.sparse_coo_tensor(torch.zeros(2, 0, dtype=torch.long), torch.zeros(0, dtype=torch.float64),
+                                       (rows, cols)).coalesce()
+
+    a, b = matrix(n, k, nnz_a, 1), matrix(k, m, nnz_b, 2)
+    crow, col, values = csr_product(a, b, index_dtype, device)
+    indices, products, _ = product_loop(a, b)
+    expected_crow, expected_col, _ = csr_parts(torch.sparse_coo_tensor(indices, torch.ones(indices.shape[1]),
+                                                                       (n, m)).coalesce(), index_dtype)
+    assert crow.dtype == col.dtype == index_dtype and crow.device.type == col.device.type == device
+    assert torch.equal(crow.cpu(), expected_crow) and torch.equal(col.cpu(), expected_col)
+    torch.testing.assert_close(values.cpu(), torch.tensor([math.fsum(p) for p in products], dtype=torch.float64))
+
+
+def test_csr_product_is_the_coo_product_bit_for_bit_on_both_accumulators():
+    """The CSR result is written by the same rows as the COO one (only the row index per entry is left out): the
+    dense accumulator with its bitmap and sorted rows (20011 columns), and the sorted-products one (2^40 columns)."""
+    a = random_matrix(400, 300, 1500, dtype=torch.float32, seed=21, power_law=True)
+    for m, b_entries in ((20_011, 450), (1 << 40, 60)):
+        g = torch.Generator().manual_seed(m % 97)
+        cols = torch.randint(0, m, (b_entries,), generator=g)
+        cols[1::2] = cols[0::2]  # columns shared across B's rows: entries of C with several products
+        b = torch.sparse_coo_tensor(torch.stack([torch.randint(0, 300, (b_entries,), generator=g), cols]),
+                                    torch.randn(b_entries, generator=g), (300, m)).coalesce()
+        coo = torch_ragged.sparse.mm(a, b)
+        crow, col, values = csr_product(a, b)
+        assert torch.equal(torch.repeat_interleave(torch.arange(400), crow.diff()), coo.indices()[0])
+        assert torch.equal(col, coo.indices()[1]) and torch.equal(values, coo.values())
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_csr_product_gradients_and_their_gradients(device):
+    a, b = random_matrix(7, 6, 20, seed=11), random_matrix(6, 5, 18, seed=12)
+    a_crow, a_col, _ = (p.to(device) for p in csr_parts(a, torch.int32))
+    b_crow, b_col, _ = (p.to(device) for p in csr_parts(b, torch.int32))
+    a_values = a.values().clone().to(device).requires_grad_(True)
+    b_values = b.values().clone().to(device).requires_grad_(True)
+
+    def product(av, bv):
+        return ops.sparse_spgemm_csr(a_crow, a_col, av, b_crow, b_col, bv, [7, 6], [6, 5])[2]
+
+    assert gradcheck(product, (a_values, b_values))
+    assert gradgradcheck(product, (a_values, b_values))
+    # through mm of torch CSR tensors, against dense autograd: d(sum(w * C))/dA on A's pattern
+    w = torch.randn(7, 5, dtype=torch.float64, device=device)
+    c = torch_ragged.sparse.mm(torch.sparse_csr_tensor(a_crow, a_col, a_values, (7, 6)),
+                               torch.sparse_csr_tensor(b_crow, b_col, b_values, (6, 5)))
+    assert c.layout == torch.sparse_csr and c.crow_indices().dtype == torch.int32
+    (c.to_dense() * w).sum().backward()
+    dense_a = a.to_dense().to(device).requires_grad_(True)
+    dense_b = b.to_dense().to(device).requires_grad_(True)
+    ((dense_a @ dense_b) * w).sum().backward()
+    ai, bi = a.indices().to(device), b.indices().to(device)
+    torch.testing.assert_close(a_values.grad, dense_a.grad[ai[0], ai[1]])
+    torch.testing.assert_close(b_values.grad, dense_b.grad[bi[0], bi[1]])
+    # one operand asking: the other's gradient stays None
+    a_only = a.values().clone().to(device).requires_grad_(True)
+    c_values = ops.sparse_spgemm_csr(a_crow, a_col, a_only, b_crow, b_col, b.values().to(device), [7, 6],
+                                     [6, 5])[2]
+    (grad_a,) = torch.autograd.grad(c_values.sum(), (a_only,))
+    torch.testing.assert_close(grad_a, (torch.ones(7, 5, dtype=torch.float64, device=device) @ dense_b.detach().t())[
+        ai[0], ai[1]])
+
+
+def test_csr_product_sums_rows_whose_columns_are_not_sorted():
+    """torch's invariant (columns rising within a row) is not needed for the product: a row stored in any column
+    order is summed in that order and C still comes out with sorted columns (mm(validate=False) passes such rows)."""
+    a, b = random_matrix(30, 20, 150, seed=31), random_matrix(20, 25, 120, seed=32)
+    crow, col, values = csr_parts(a)
+    order = torch.cat([torch.arange(crow[r], crow[r + 1]).flip(0) for r in range(30)])
+    c_crow, c_col, c_values = ops.sparse_spgemm_csr(crow, col[order], values[order], *csr_parts(b), [30, 20],
+                                                    [20, 25])
+    c = torch.sparse_csr_tensor(c_crow, c_col, c_values, (30, 25))
+    torch.testing.assert_close(c.to_dense(), a.to_dense() @ b.to_dense())
+    assert all(bool((c_col[c_crow[r]:c_crow[r + 1]].diff() > 0).all()) for r in range(30))
+
+
+def test_csr_product_refuses_bad_input_by_name():
+    a = torch.sparse_coo_tensor([[0, 0, 1, 2, 2, 3], [0, 3, 1, 0, 4, 2]], torch.arange(6.0, dtype=torch.float64),
+                                (4, 5)).coalesce()
+    b = random_matrix(5, 3, 6)
+    a_crow, a_col, a_values = csr_parts(a)
+    b_parts = csr_parts(b)
+
+    def call(crow=a_crow, col=a_col, values=a_values, a_size=(4, 5), b_size=(5, 3)):
+        return ops.sparse_spgemm_csr(crow, col, values, *b_parts, list(a_size), list(b_size))
+
+    op = "torch_ragged.sparse_spgemm_csr"
+    for broken, where in ((a_crow + 1, 0), (torch.tensor([0, 3, 2, 5, 6]), 2), (torch.tensor([0, 1, 2, 3, 5]), 4)):
+        with pytest.raises(ValueError, match=rf"{op}: a_crow_indices must rise from 0 to nnz = 6, got "
+                                             rf"a_crow_indices\[{where}\]"):
+            call(crow=broken)
+    with pytest.raises(ValueError, match=rf"{op}: a_crow_indices of 4 rows must hold 5 offsets, got 4"):
+        call(crow=a_crow[:4])
+    with pytest.raises(IndexError, match=rf"{op}: a_col_indices\[3\] = 5 is out of range for the 5 columns of A"):
+        call(col=a_col.index_fill(0, torch.tensor([3, 5]), 5))
+    with pytest.raises(IndexError, match=rf"{op}: a_col_indices\[0\] = -1 is out of range"):
+        call(col=a_col.index_fill(0, torch.tensor([0]), -1))
+    with pytest.raises(ValueError, match=rf"{op}: a_values must be 1-D with one value per entry \(6\)"):
+        call(values=a_values[:5])
+    with pytest.raises(TypeError, match=rf"{op}: a_crow_indices must be an integer tensor"):
+        call(crow=a_crow.double())
+    with pytest.raises(ValueError, match=rf"{op}: the inner dimensions differ"):
+        call(a_size=(4, 6))
+    with pytest.raises(TypeError, match=rf"{op}: A and B must share a dtype"):
+        call(values=a_values.float())
+    with pytest.raises(ValueError, match=rf"{op}: C's indices take a_crow_indices' dtype, which must be int64, or "
+                                         "int32 for a C of at most"):
+        ops.sparse_spgemm_csr(a_crow.int(), a_col.int(), a_values, b_parts[0], b_parts[1], b_parts[2], [4, 5],
+                              [5, 1 << 31])
+    with pytest.raises(ValueError, match=rf"{op}: sizes must be >= 0"):
+        call(a_size=(-1, 5))
