@@ -46,4 +46,8 @@ LD_PRELOAD="$runtime" TORCH_RAGGED_LIBRARY="$PWD/build/asan/libtorch_ragged.so" 
   tests/python/test_sparse_matmul.py::test_raw_products_refuse_a_plan_built_for_other_indices \
   tests/python/test_sparse_compressed.py::test_compressed_violation_finds_the_first_break_as_a_loop_does_and_as_torch_refuses \
   tests/python/test_sparse_compressed.py::test_ops_on_a_compressed_tensor_refuse_broken_indices_by_name \
+  tests/python/test_sparse_spgemm.py::test_csr_product_matches_the_product_loop_in_the_index_dtype \
+  tests/python/test_sparse_spgemm.py::test_csr_product_is_the_coo_product_bit_for_bit_on_both_accumulators \
+  tests/python/test_sparse_spgemm.py::test_csr_product_sums_rows_whose_columns_are_not_sorted \
+  tests/python/test_sparse_spgemm.py::test_csr_product_refuses_bad_input_by_name \
   -k "not cuda" | tail -n 2
