@@ -2,6 +2,7 @@
 
 #include <c10/util/safe_numerics.h>
 
+#include <algorithm>
 #include <sstream>
 
 #include "common/checks.h"
@@ -33,7 +34,7 @@ SparseShape check_sparse_args(std::string_view op, const at::Tensor& indices,
   check_defined(op, "indices", indices);
   check_defined(op, "values", values);
   SparseShape shape;
-  shape.size = concrete_sizes(op, "size", size);
+  shape.size = nonnegative_sizes(op, "size", size);
   TORCH_CHECK_VALUE(indices.dim() == 2, "torch_ragged.", op,
                     ": indices must be 2-D (sparse_dim, nnz), got shape ", indices.sym_sizes());
   shape.sparse_dim = indices.sym_size(0).guard_int(__FILE__, __LINE__);
@@ -43,10 +44,6 @@ SparseShape check_sparse_args(std::string_view op, const at::Tensor& indices,
   TORCH_CHECK_VALUE(ndim >= shape.sparse_dim, "torch_ragged.", op, ": size ",
                     at::IntArrayRef(shape.size), " is shorter than sparse_dim = ", shape.sparse_dim,
                     " (indices.size(0))");
-  for (int64_t d = 0; d < ndim; ++d) {
-    TORCH_CHECK_VALUE(shape.size[d] >= 0, "torch_ragged.", op, ": size must be non-negative, got ",
-                      at::IntArrayRef(shape.size));
-  }
   TORCH_CHECK_VALUE(values.dim() >= 1, "torch_ragged.", op,
                     ": values must have at least 1 dim (nnz, ...), got a 0-D tensor");
   TORCH_CHECK_VALUE(values.sym_size(0).sym_eq(shape.nnz).expect_true(__FILE__, __LINE__),
@@ -68,6 +65,15 @@ SparseShape check_sparse_args(std::string_view op, const at::Tensor& indices,
               ": indices and values must be on one device, got ", indices.device(), " and ",
               values.device());
   return shape;
+}
+
+std::vector<int64_t> nonnegative_sizes(std::string_view op, std::string_view arg,
+                                       c10::SymIntArrayRef sizes) {
+  std::vector<int64_t> out = concrete_sizes(op, arg, sizes);
+  TORCH_CHECK_VALUE(std::all_of(out.begin(), out.end(), [](int64_t s) { return s >= 0; }),
+                    "torch_ragged.", op, ": ", arg, " must be non-negative, got ",
+                    at::IntArrayRef(out));
+  return out;
 }
 
 std::optional<KeyGeometry> key_geometry(at::IntArrayRef sparse_sizes) {
@@ -97,12 +103,8 @@ int64_t normalized_dim(std::string_view op, int64_t dim, int64_t ndim) {
 
 KeyGeometry checked_key_geometry(std::string_view op, const at::Tensor& indices,
                                  c10::SymIntArrayRef sparse_size) {
-  const std::vector<int64_t> sizes = concrete_sizes(op, "sparse_size", sparse_size);
+  const std::vector<int64_t> sizes = nonnegative_sizes(op, "sparse_size", sparse_size);
   check_indices(op, indices, static_cast<int64_t>(sizes.size()));
-  for (const int64_t s : sizes) {
-    TORCH_CHECK_VALUE(s >= 0, "torch_ragged.", op, ": sizes must be non-negative, got ",
-                      at::IntArrayRef(sizes));
-  }
   const std::optional<KeyGeometry> g = key_geometry(sizes);
   TORCH_CHECK_VALUE(g.has_value(), "torch_ragged.", op, ": the flattened index of sparse sizes ",
                     at::IntArrayRef(sizes), " does not fit in int64 (or there are more than ",

@@ -34,6 +34,10 @@ void check_indices(std::string_view op, const at::Tensor& indices, int64_t spars
 // there are more than kMaxKeyDims sparse dims).
 std::optional<KeyGeometry> key_geometry(at::IntArrayRef sparse_sizes);
 
+// The concrete sizes of argument `arg`, each checked >= 0 (ValueError naming op and arg).
+std::vector<int64_t> nonnegative_sizes(std::string_view op, std::string_view arg,
+                                       c10::SymIntArrayRef sizes);
+
 // dim in [-ndim, ndim) (IndexError naming op), as a non-negative index.
 int64_t normalized_dim(std::string_view op, int64_t dim, int64_t ndim);
 

@@ -595,12 +595,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> spgemm_csr_with(
     const at::Tensor& a_values, const at::Tensor& b_crow, const at::Tensor& b_col,
     const at::Tensor& b_values, c10::SymIntArrayRef a_size, c10::SymIntArrayRef b_size) {
   constexpr std::string_view op = "sparse_spgemm_csr";
-  const std::vector<int64_t> a = concrete_sizes(op, "a_size", a_size);
-  const std::vector<int64_t> b = concrete_sizes(op, "b_size", b_size);
-  TORCH_CHECK_VALUE(std::all_of(a.begin(), a.end(), [](int64_t x) { return x >= 0; }) &&
-                        std::all_of(b.begin(), b.end(), [](int64_t x) { return x >= 0; }),
-                    "torch_ragged.", op, ": sizes must be >= 0, got A ", at::IntArrayRef(a),
-                    " and B ", at::IntArrayRef(b));
+  const std::vector<int64_t> a = nonnegative_sizes(op, "a_size", a_size);
+  const std::vector<int64_t> b = nonnegative_sizes(op, "b_size", b_size);
   check_spgemm_pair(op, a, b, a_values, b_values,
                     {{"a_crow_indices", &a_crow},
                      {"a_col_indices", &a_col},
