@@ -218,10 +218,10 @@ at::Tensor sum_or_mean_cuda(const at::Tensor& data, const at::Tensor& first_idx)
   const CudaSegments s(op, data, first_idx, SegmentDtypes::kSummable);
   at::Tensor out = at::empty(per_segment_sizes(data, s.num_segments), data.options());
   AT_DISPATCH_V2(data.scalar_type(), "segment_sum_cuda", AT_WRAP([&] {
-                   using acc_t = at::opmath_type<scalar_t>;
+                   using acc_t = sum_acc_t<scalar_t>;
                    reduce_tree<SumReducer<acc_t>>(
                        s.tree(), s.width, data,
-                       LoadRows<scalar_t>{s.data.const_data_ptr<scalar_t>(), s.width},
+                       LoadRows<scalar_t, acc_t>{s.data.const_data_ptr<scalar_t>(), s.width},
                        WriteSum<scalar_t, kMean>{out.mutable_data_ptr<scalar_t>(), s.width});
                  }),
                  AT_EXPAND(AT_ALL_TYPES_AND_COMPLEX), AT_EXPAND(AT_BAREBONES_UNSIGNED_TYPES),
@@ -666,18 +666,18 @@ at::Tensor segment_gather_sum(const at::Tensor& data, const at::Tensor& index,
   const ReductionTree tree =
       ReductionTree::of(first_idx.const_data_ptr<int64_t>(), runs, rows, width);
   at::Tensor out = at::empty(per_segment_sizes(data, runs), data.options());
-  AT_DISPATCH_V2(
-      data.scalar_type(), "segment_gather_sum_cuda", AT_WRAP([&] {
-        using acc_t = at::opmath_type<scalar_t>;
-        reduce_tree<SumReducer<acc_t>>(
-            tree, width, data,
-            LoadRows<scalar_t>{src.const_data_ptr<scalar_t>(), width,
-                               index.defined() ? index.const_data_ptr<int64_t>() : nullptr,
-                               weights.defined() ? weights.const_data_ptr<scalar_t>() : nullptr},
-            WriteSum<scalar_t, false>{out.mutable_data_ptr<scalar_t>(), width});
-      }),
-      AT_EXPAND(AT_ALL_TYPES_AND_COMPLEX), AT_EXPAND(AT_BAREBONES_UNSIGNED_TYPES), at::kHalf,
-      at::kBFloat16);
+  AT_DISPATCH_V2(data.scalar_type(), "segment_gather_sum_cuda", AT_WRAP([&] {
+                   using acc_t = sum_acc_t<scalar_t>;
+                   reduce_tree<SumReducer<acc_t>>(
+                       tree, width, data,
+                       LoadRows<scalar_t, acc_t>{
+                           src.const_data_ptr<scalar_t>(), width,
+                           index.defined() ? index.const_data_ptr<int64_t>() : nullptr,
+                           weights.defined() ? weights.const_data_ptr<scalar_t>() : nullptr},
+                       WriteSum<scalar_t, false>{out.mutable_data_ptr<scalar_t>(), width});
+                 }),
+                 AT_EXPAND(AT_ALL_TYPES_AND_COMPLEX), AT_EXPAND(AT_BAREBONES_UNSIGNED_TYPES),
+                 at::kHalf, at::kBFloat16);
   return out;
 }
 

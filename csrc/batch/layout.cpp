@@ -58,9 +58,10 @@ RaggedLayout layout_from_shape_per_tensor(std::string_view op, const at::Tensor&
 void check_first_idx(std::string_view op, const RaggedLayout& layout, const at::Tensor& first_idx,
                      int64_t packed_rows) {
   const at::Tensor host = index_tensor_on_host(op, "first_idx", first_idx, 1);
-  TORCH_CHECK_VALUE(host.size(0) == layout.batch + 1, "torch_ragged.", op,
-                    ": first_idx must be 1-D int64 with shape_per_tensor.size(0) + 1 = ",
-                    layout.batch + 1, " entries, got shape ", first_idx.sizes());
+  TORCH_CHECK_VALUE(
+      host.size(0) == layout.batch + 1, "torch_ragged.", op,
+      ": first_idx must be 1-D (an integer tensor) with shape_per_tensor.size(0) + 1 = ",
+      layout.batch + 1, " entries, got shape ", first_idx.sizes());
   const int64_t* idx = host.const_data_ptr<int64_t>();
   TORCH_CHECK_VALUE(idx[0] == 0, "torch_ragged.", op, ": first_idx[0] must be 0, got ", idx[0]);
   for (int64_t b = 0; b < layout.batch; ++b) {

@@ -382,16 +382,32 @@ at::Tensor unsigned_extremum(const at::Tensor& chunk, int64_t axis, bool largest
   return wide ? best.bitwise_xor(flip).view(at::kUInt64) : best.to(chunk.scalar_type());
 }
 
+// max(dim) / min(dim)'s values: the gradient goes to the first extremum (NaN first). torch's
+// max(dim) / min(dim) enter a parallel region even for a few elements (~12 ms a call measured on
+// two busy cores), so a small chunk reads its values at argmax / argmin instead (the same
+// elements; argmax runs inline). gather keeps its input for the backward, and the padded output
+// that `chunk` views is written again later: a chunk in the graph is copied first.
+at::Tensor first_extremum(const at::Tensor& chunk, int64_t axis, bool largest) {
+  constexpr int64_t kSmall = 32768;  // torch's own grain size (at::internal::GRAIN_SIZE)
+  if (is_symbolic(chunk) || chunk.numel() >= kSmall) {  // traced: the graph keeps max(dim)
+    return std::get<0>(largest ? chunk.max(axis, /*keepdim=*/true) : chunk.min(axis, true));
+  }
+  const at::Tensor keys = chunk.scalar_type() == at::kBool ? chunk.to(at::kByte) : chunk;
+  const at::Tensor at =
+      largest ? keys.argmax(axis, /*keepdim=*/true) : keys.argmin(axis, /*keepdim=*/true);
+  return (chunk.requires_grad() ? chunk.clone() : chunk).gather(axis, at);
+}
+
 at::Tensor statistic(const at::Tensor& chunk, int64_t axis, PadMode mode) {
   const at::ScalarType t = chunk.scalar_type();
   const bool barebones_unsigned = t == at::kUInt16 || t == at::kUInt32 || t == at::kUInt64;
   switch (mode) {
-    case PadMode::kMaximum:  // max(dim): the gradient goes to the first maximal element
+    case PadMode::kMaximum:
       if (barebones_unsigned) return unsigned_extremum(chunk, axis, true);
-      return std::get<0>(chunk.max(axis, /*keepdim=*/true));
+      return first_extremum(chunk, axis, true);
     case PadMode::kMinimum:
       if (barebones_unsigned) return unsigned_extremum(chunk, axis, false);
-      return std::get<0>(chunk.min(axis, /*keepdim=*/true));
+      return first_extremum(chunk, axis, false);
     case PadMode::kMean:
       return numpy_mean(chunk, axis);
     default:

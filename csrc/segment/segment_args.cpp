@@ -5,14 +5,16 @@
 
 namespace torch_ragged {
 
-static bool accepts(SegmentDtypes dtypes, at::ScalarType t) {
-  const bool is_bool = t == at::kBool, is_complex = at::isComplexType(t);
-  const bool is_float = at::isFloatingType(t);
+bool has_kernels_for(SegmentDtypes dtypes, at::ScalarType t) {
+  // the dtypes the kernels are dispatched over (AT_DISPATCH_V2 lists in segment_cpu.cpp and
+  // cuda/segment_cuda.cu): not complex32, float8 or the bit / quantized types
+  const bool is_float = t == at::kFloat || t == at::kDouble || t == at::kHalf || t == at::kBFloat16;
   switch (dtypes) {
     case SegmentDtypes::kSummable:
-      return !is_bool;
+      return is_float || at::isIntegralType(t, /*includeBool=*/false) || t == at::kComplexFloat ||
+             t == at::kComplexDouble;
     case SegmentDtypes::kOrdered:
-      return !is_complex;
+      return is_float || at::isIntegralType(t, /*includeBool=*/true);
     case SegmentDtypes::kFloating:
       return is_float;
   }
@@ -22,11 +24,12 @@ static bool accepts(SegmentDtypes dtypes, at::ScalarType t) {
 static const char* expected_dtypes(SegmentDtypes dtypes) {
   switch (dtypes) {
     case SegmentDtypes::kSummable:
-      return "a number dtype (bool is not summed: convert it, e.g. data.long())";
+      return "an integer, float, double, half, bfloat16 or complex64 / complex128 dtype (bool is "
+             "not summed: convert it, e.g. data.long())";
     case SegmentDtypes::kOrdered:
-      return "a real dtype (bool, integer or floating)";
+      return "a real dtype (bool, integer, float, double, half or bfloat16)";
     case SegmentDtypes::kFloating:
-      return "a floating dtype";
+      return "a floating dtype (float, double, half or bfloat16)";
   }
   return "";
 }
@@ -36,8 +39,8 @@ void check_segment_args(std::string_view op, const at::Tensor& data, const at::T
   TORCH_CHECK_TYPE(data.defined(), "torch_ragged.", op, ": data must be a tensor, got None");
   TORCH_CHECK_VALUE(data.dim() >= 1, "torch_ragged.", op,
                     ": data must have at least 1 dim (rows, ...), got a 0-D tensor");
-  TORCH_CHECK_TYPE(accepts(dtypes, data.scalar_type()), "torch_ragged.", op, ": data must have ",
-                   expected_dtypes(dtypes), ", got ", data.scalar_type());
+  TORCH_CHECK_TYPE(has_kernels_for(dtypes, data.scalar_type()), "torch_ragged.", op,
+                   ": data must have ", expected_dtypes(dtypes), ", got ", data.scalar_type());
   check_first_idx_tensor(op, first_idx, data);
 }
 

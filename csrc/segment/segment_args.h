@@ -17,6 +17,9 @@ enum class SegmentDtypes {
   kFloating,  // softmax
 };
 
+// Whether the segment kernels (CPU and CUDA) are built for this dtype.
+bool has_kernels_for(SegmentDtypes dtypes, at::ScalarType t);
+
 // data: at least 1-D with an accepted dtype; first_idx: an integer 1-D tensor with >= 1 entry on
 // the CPU or data's device.
 void check_segment_args(std::string_view op, const at::Tensor& data, const at::Tensor& first_idx,

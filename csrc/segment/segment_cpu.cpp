@@ -758,7 +758,7 @@ TORCH_RAGGED_CPU_CLONES void grad_term_rows(const scalar_t* grad, const scalar_t
 // sum / mean / gathered sums: the finished value is written through `write`.
 template <typename scalar_t, typename Write>
 struct SumRows {
-  using acc_t = at::opmath_type<scalar_t>;
+  using acc_t = sum_acc_t<scalar_t>;
   using Reducer = SumReducer<acc_t>;
   static constexpr bool kExact = false;
   static constexpr bool kCrossingOnly = false;
@@ -1063,7 +1063,7 @@ struct SoftmaxGradRows {
 
 template <typename scalar_t, typename Write>
 void sum_segments(const ReductionTree& tree, const SumRows<scalar_t, Write>& rows) {
-  using acc_t = at::opmath_type<scalar_t>;
+  using acc_t = sum_acc_t<scalar_t>;
   reduce_tree(tree, rows.width, rows, rows.write);
   write_empty_segments<SumReducer<acc_t>>(tree, rows.width, rows.write);
 }
@@ -1077,7 +1077,7 @@ void sum_segments(const ReductionTree& tree, const scalar_t* data, const int64_t
 template <bool kMean>
 at::Tensor sum_or_mean_cpu(const at::Tensor& data, const at::Tensor& first_idx) {
   constexpr std::string_view op = kMean ? "segment_mean" : "segment_sum";
-  // Integer means divide in the integer type, truncating (torch_scatter's segment_csr does too).
+  // Integer means: the 64-bit sum over the row count, truncating toward zero (sum_acc_t).
   const CpuSegments s = cpu_segments(op, data, first_idx, SegmentDtypes::kSummable);
   at::Tensor out = at::empty(per_segment_sizes(data, s.num_segments()), data.options());
   AT_DISPATCH_V2(

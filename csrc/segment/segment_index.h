@@ -135,6 +135,16 @@ struct ReductionTree {
   }
 };
 
+// The accumulator of sums and means: op-math (float for half) for floating and complex data; the
+// 64-bit integer of the same signedness for integers, so that an integer mean is the true sum over
+// the row count (256 int8 ones average to 1, not to their wrapped sum 0 / 256). Integer sums keep
+// their bits: wrapping arithmetic, cast to the data's type once at the end.
+template <typename scalar_t>
+using sum_acc_t =
+    std::conditional_t<std::is_integral_v<scalar_t>,
+                       std::conditional_t<std::is_signed_v<scalar_t>, int64_t, uint64_t>,
+                       at::opmath_type<scalar_t>>;
+
 // ---- Reduction rules: identity, one row's value, merge a later partial into an earlier one ----
 // fold(load, segment, lo, hi, column) is value(0, rows [lo, hi)) of one column.
 
@@ -201,9 +211,9 @@ C10_HOST_DEVICE inline acc_t exp_of(acc_t x) {
 
 // Row `row` of data, or row index[row] when index is set (a gathered reduction), times weight[row]
 // when weight is set (a sparse matrix's rows times a dense matrix).
-template <typename scalar_t>
+template <typename scalar_t, typename Acc = at::opmath_type<scalar_t>>
 struct LoadRows {
-  using acc_t = at::opmath_type<scalar_t>;
+  using acc_t = Acc;
   const scalar_t* data;
   int64_t width;
   const int64_t* index = nullptr;
@@ -245,9 +255,11 @@ struct LoadGradTerm {
 
 // ---- Writes: a finished reduction (count = rows of the segment; 0 for an empty one) ----
 
+// Means divide in the accumulator's type (64-bit for integers, truncating toward zero: a count
+// cast to a narrow data type would wrap to 0 and trap at 256 int8 rows).
 template <typename scalar_t, bool kMean>
 struct WriteSum {
-  using acc_t = at::opmath_type<scalar_t>;
+  using acc_t = sum_acc_t<scalar_t>;
   scalar_t* out;
   int64_t width;
   C10_HOST_DEVICE void operator()(int64_t segment, int64_t column, acc_t acc, int64_t count) const {

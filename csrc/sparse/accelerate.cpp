@@ -1,27 +1,38 @@
 // accelerate_torch_sparse: this library's kernels as torch's own SparseCPU / SparseCUDA kernels of
-// the aten ops they cover, registered on demand and removed again.
+// the aten ops they cover.
 //
 // The kernels sit below torch's autograd (its derivative formulas, which call these same ops, stay
 // in charge of gradients) and compute the forward of each op from the tensor's COO triplet. Where
 // an op receives arguments these kernels do not take (a hybrid or non-matrix operand of mm, a dtype
-// the kernel has no product for), the kernel calls torch's own implementation of that op by its
-// other name (aten::_sparse_mm is what torch registers for mm), so every input keeps torch's
-// behaviour and errors.
+// the kernels have no sum or product for), the kernel calls torch's own kernel of that op, so every
+// input keeps torch's behaviour and errors.
+//
+// Registered once, for the life of the process: the first accelerate_torch_sparse(true) reads
+// torch's kernels of these ops from the dispatcher, then registers ours in their place. From then
+// on, on / off is one process-wide atomic flag that every kernel reads at each call: off, the
+// kernel calls torch's kernel it replaced, with the same arguments. Nothing in the dispatcher
+// changes after that first registration, so threads that dispatch through these ops while another
+// toggles the flag never see a kernel being removed (torch locks registration, not calls: removing
+// a kernel under a running call crashed). The flag is process-wide, not thread-local, because
+// autograd runs backward passes on its own threads (one per device), which a thread-local switch
+// set by the caller would not reach. Both implementations compute the same functions, and torch's
+// derivative formulas are the same whichever kernel evaluates them, so a forward and its backward
+// may run on different sides of a toggle and the gradient is still the gradient.
 
 #include <ATen/ATen.h>
 #include <ATen/WrapDimUtils.h>
-#include <ATen/ops/addmm_native.h>
-#include <ATen/ops/bmm_native.h>
-#include <ATen/ops/sparse_mask_native.h>
+#include <ATen/core/dispatch/Dispatcher.h>
 #include <c10/util/safe_numerics.h>
+#include <pthread.h>
 #include <torch/library.h>
 
-#include <algorithm>
-#include <memory>
-#include <mutex>
+#include <array>
+#include <atomic>
+#include <optional>
 #include <vector>
 
 #include "segment/offsets.h"
+#include "segment/segment_args.h"
 #include "segment/segment_ops.h"
 #include "sparse/softmax.h"
 #include "sparse/sparse_ops.h"
@@ -30,10 +41,89 @@
 namespace torch_ragged {
 namespace {
 
+std::atomic<bool> accelerated{false};
+
+// The sparse backends whose kernels are replaced.
+constexpr std::array<c10::DispatchKey, 2> kSparseKeys = {c10::DispatchKey::SparseCPU,
+                                                         c10::DispatchKey::SparseCUDA};
+
+// torch's own kernel of one aten op for each sparse backend, read from the dispatcher before ours
+// replace it (a copy of the dispatch table's entry: it keeps the kernel's functor alive), and
+// called with the arguments our kernel received.
+template <typename Signature>
+class TorchKernel;
+
+template <typename R, typename... Args>
+class TorchKernel<R(Args...)> {
+ public:
+  TorchKernel(const char* name, const char* overload) : name_(name), overload_(overload) {}
+
+  void capture() {
+    op_ = c10::Dispatcher::singleton().findSchemaOrThrow(name_, overload_);
+    for (size_t i = 0; i < kSparseKeys.size(); ++i) {
+      if (op_->hasComputedKernelForDispatchKey(kSparseKeys[i])) {
+        kernels_[i] = op_->getComputedKernelForDispatchKey(kSparseKeys[i]).kernelFunction();
+      }
+    }
+  }
+
+  R operator()(c10::DispatchKeySet ks, Args... args) const {
+    const c10::DispatchKey key = ks.highestPriorityTypeId();
+    const size_t i = key == c10::DispatchKey::SparseCUDA ? 1 : 0;
+    TORCH_INTERNAL_ASSERT(
+        op_.has_value() && kernels_[i].has_value() &&
+            (key == c10::DispatchKey::SparseCPU || key == c10::DispatchKey::SparseCUDA),
+        "torch_ragged accelerate: no torch kernel of ", name_, " for ", key);
+    return kernels_[i]->template call<R, Args...>(*op_, ks, args...);
+  }
+
+  const char* name() const { return name_; }
+  const char* overload() const { return overload_; }
+
+ private:
+  const char* name_;
+  const char* overload_;
+  std::optional<c10::OperatorHandle> op_;
+  std::array<std::optional<c10::KernelFunction>, kSparseKeys.size()> kernels_;
+};
+
+using UnaryFn = at::Tensor(const at::Tensor&);
+using ToDenseFn = at::Tensor(const at::Tensor&, std::optional<at::ScalarType>, std::optional<bool>);
+using SoftmaxFn = at::Tensor(const at::Tensor&, int64_t, bool);
+using SoftmaxBackwardFn = at::Tensor(const at::Tensor&, const at::Tensor&, int64_t,
+                                     const at::Tensor&);
+using SumFn = at::Tensor(const at::Tensor&, at::IntArrayRef);
+using BinaryFn = at::Tensor(const at::Tensor&, const at::Tensor&);
+using AddmmFn = at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&,
+                           const at::Scalar&, const at::Scalar&);
+using IndexSelectFn = at::Tensor(const at::Tensor&, int64_t, const at::Tensor&);
+
+TorchKernel<UnaryFn> torch_coalesce("aten::_coalesce", "");
+TorchKernel<ToDenseFn> torch_to_dense("aten::_to_dense", "");
+TorchKernel<SoftmaxFn> torch_softmax("aten::_sparse_softmax", "");
+TorchKernel<SoftmaxFn> torch_log_softmax("aten::_sparse_log_softmax", "");
+TorchKernel<SoftmaxBackwardFn> torch_softmax_backward("aten::_sparse_softmax_backward_data", "");
+TorchKernel<SoftmaxBackwardFn> torch_log_softmax_backward("aten::_sparse_log_softmax_backward_data",
+                                                          "");
+TorchKernel<SumFn> torch_sum("aten::_sparse_sum", "dim");
+TorchKernel<BinaryFn> torch_mm("aten::mm", "");
+TorchKernel<AddmmFn> torch_addmm("aten::addmm", "");
+TorchKernel<BinaryFn> torch_bmm("aten::bmm", "");
+TorchKernel<IndexSelectFn> torch_index_select("aten::index_select", "");
+TorchKernel<BinaryFn> torch_sparse_mask("aten::sparse_mask", "");
+
+bool is_on() { return accelerated.load(std::memory_order_acquire); }
+
 at::Tensor sparse_tensor(const at::Tensor& indices, const at::Tensor& values,
                          at::IntArrayRef size) {
   return at::_sparse_coo_tensor_unsafe(indices.to(at::kLong), values, size,
                                        values.options().layout(at::kSparse), /*is_coalesced=*/true);
+}
+
+// Whether this library sums values of this dtype (duplicates of bool values are or-ed).
+bool sums_values_of(const at::Tensor& sparse) {
+  const at::ScalarType dtype = sparse.scalar_type();
+  return dtype == at::kBool || has_kernels_for(SegmentDtypes::kSummable, dtype);
 }
 
 // (indices, values) of a sparse COO tensor, coalesced by this library when torch has not flagged
@@ -66,30 +156,38 @@ at::Tensor values_on_pattern(const at::Tensor& from_indices, const at::Tensor& f
                    at::zeros({}, from_values.options()));
 }
 
-// ---- the aten kernels ----
+// ---- the aten kernels: torch's own when off, or for arguments these kernels do not take ----
 
-at::Tensor coalesce_kernel(const at::Tensor& self) {
+at::Tensor coalesce_kernel(c10::DispatchKeySet ks, const at::Tensor& self) {
+  if (!is_on() || !sums_values_of(self)) return torch_coalesce(ks, self);
   auto [indices, values, permutation, first_idx] =
       ops::sparse_coalesce(self._indices(), self._values(), self.sym_sizes(), true, false);
   return sparse_tensor(indices, values, self.sizes());
 }
 
-at::Tensor to_dense_kernel(const at::Tensor& self, std::optional<at::ScalarType> dtype,
-                           std::optional<bool> /*masked_grad: read by torch's autograd*/) {
-  TORCH_CHECK(!dtype.has_value(), "dtype argument is not supported by sparse_to_dense");
+at::Tensor to_dense_kernel(c10::DispatchKeySet ks, const at::Tensor& self,
+                           std::optional<at::ScalarType> dtype, std::optional<bool> masked_grad) {
+  // a dtype argument: torch's refusal ("dtype argument is not supported by sparse_to_dense")
+  if (!is_on() || dtype.has_value() || !sums_values_of(self)) {
+    return torch_to_dense(ks, self, dtype, masked_grad);
+  }
   return ops::sparse_to_dense(self._indices(), self._values(), self.sym_sizes(), true);
 }
 
+// torch's CPU kernels exist for float and double only and refuse half_to_float; ours would take
+// more, but torch's refusals (and their exception types) are kept by calling its kernel.
+bool softmax_here(const at::Tensor& values, bool half_to_float) {
+  const at::ScalarType dtype = values.scalar_type();
+  if (values.is_cpu()) return !half_to_float && (dtype == at::kFloat || dtype == at::kDouble);
+  return has_kernels_for(SegmentDtypes::kFloating, dtype);
+}
+
 template <bool kLog>
-at::Tensor softmax_kernel(const at::Tensor& self, int64_t dim, bool half_to_float) {
-  constexpr const char* name = kLog ? "log_softmax" : "softmax";
-  TORCH_CHECK(!(half_to_float && self.is_cpu()),
-              "softmax with half to float conversion is not supported on CPU");
-  // torch's CPU kernels exist for float and double only; ours would accept more, torch's refusal is
-  // kept
-  const at::ScalarType dtype = self.scalar_type();
-  TORCH_CHECK_NOT_IMPLEMENTED(!self.is_cpu() || dtype == at::kFloat || dtype == at::kDouble, "\"",
-                              name, "\" not implemented for '", dtype, "'");
+at::Tensor softmax_kernel(c10::DispatchKeySet ks, const at::Tensor& self, int64_t dim,
+                          bool half_to_float) {
+  if (!is_on() || !softmax_here(self, half_to_float)) {
+    return (kLog ? torch_log_softmax : torch_softmax)(ks, self, dim, half_to_float);
+  }
   const int64_t d = at::maybe_wrap_dim(dim, self.dim());
   auto [indices, values] = coalesced_parts(self);
   if (half_to_float) values = values.to(at::kFloat);
@@ -98,8 +196,13 @@ at::Tensor softmax_kernel(const at::Tensor& self, int64_t dim, bool half_to_floa
 }
 
 template <bool kLog>
-at::Tensor softmax_backward_kernel(const at::Tensor& grad_output, const at::Tensor& output,
-                                   int64_t dim, const at::Tensor& /*self*/) {
+at::Tensor softmax_backward_kernel(c10::DispatchKeySet ks, const at::Tensor& grad_output,
+                                   const at::Tensor& output, int64_t dim, const at::Tensor& self) {
+  if (!is_on() || !softmax_here(output, false) ||
+      grad_output.scalar_type() != output.scalar_type()) {
+    return (kLog ? torch_log_softmax_backward : torch_softmax_backward)(ks, grad_output, output,
+                                                                        dim, self);
+  }
   const int64_t d = at::maybe_wrap_dim(dim, output.dim());
   auto [indices, out_values] = coalesced_parts(output);
   const at::Tensor& given = grad_output._indices();
@@ -116,7 +219,10 @@ at::Tensor softmax_backward_kernel(const at::Tensor& grad_output, const at::Tens
       output.sizes());
 }
 
-at::Tensor sum_kernel(const at::Tensor& self, at::IntArrayRef dim) {
+at::Tensor sum_kernel(c10::DispatchKeySet ks, const at::Tensor& self, at::IntArrayRef dim) {
+  if (!is_on() || !has_kernels_for(SegmentDtypes::kSummable, self.scalar_type())) {
+    return torch_sum(ks, self, dim);
+  }
   // torch's errors for the dims: IndexError out of range, RuntimeError repeated (the op's own would
   // be a ValueError)
   std::vector<bool> reduced(self.dim(), false);
@@ -173,34 +279,28 @@ at::Tensor sparse_times_dense(std::string_view op, const at::Tensor& sparse,
                       sparse.size(0));
 }
 
-at::Tensor mm_kernel(const at::Tensor& self, const at::Tensor& mat2) {
-  const bool same_kind = multipliable(self, mat2);
-  if (same_kind && is_plain_matrix(self) && is_plain_matrix(mat2)) {
+at::Tensor mm_kernel(c10::DispatchKeySet ks, const at::Tensor& self, const at::Tensor& mat2) {
+  const bool same_kind = is_on() && multipliable(self, mat2) && is_plain_matrix(self);
+  if (same_kind && is_plain_matrix(mat2)) {
     auto [a_indices, a_values] = coalesced_parts(self);
     auto [b_indices, b_values] = coalesced_parts(mat2);
     auto [indices, values] = ops::sparse_spgemm(a_indices, a_values, b_indices, b_values,
                                                 self.sym_sizes(), mat2.sym_sizes());
     return sparse_tensor(indices, values, {self.size(0), mat2.size(1)});
   }
-  if (same_kind && is_plain_matrix(self) && mat2.layout() == at::kStrided) {
-    return sparse_times_dense("mm", self, mat2);
-  }
-  return at::_sparse_mm(self, mat2);  // torch's own kernel for everything else
+  if (same_kind && mat2.layout() == at::kStrided) return sparse_times_dense("mm", self, mat2);
+  return torch_mm(ks, self, mat2);
 }
 
 // beta * self + alpha * (mat1 @ mat2) for a dense self that broadcasts to the product; beta = 0
 // ignores self (NaN included), as torch.
-at::Tensor addmm_kernel(const at::Tensor& self, const at::Tensor& mat1, const at::Tensor& mat2,
-                        const at::Scalar& beta, const at::Scalar& alpha) {
-  const bool ours = self.layout() == at::kStrided && mat2.layout() == at::kStrided &&
+at::Tensor addmm_kernel(c10::DispatchKeySet ks, const at::Tensor& self, const at::Tensor& mat1,
+                        const at::Tensor& mat2, const at::Scalar& beta, const at::Scalar& alpha) {
+  const bool ours = is_on() && self.layout() == at::kStrided && mat2.layout() == at::kStrided &&
                     is_plain_matrix(mat1) && multipliable(mat1, mat2) &&
                     self.scalar_type() == mat1.scalar_type() && self.device() == mat1.device() &&
                     at::is_expandable_to(self.sizes(), {mat1.size(0), mat2.size(1)});
-  if (!ours) {
-    if (self.is_cpu()) return at::native::addmm_sparse_dense_cpu(self, mat1, mat2, beta, alpha);
-    // torch's CUDA kernel is not linked here (a CPU-only torch has none): the same sum, densely
-    return at::addmm(self, mat1.to_dense(), mat2, beta, alpha);
-  }
+  if (!ours) return torch_addmm(ks, self, mat1, mat2, beta, alpha);
   at::Tensor out = sparse_times_dense("addmm", mat1, mat2).mul_(alpha);
   if (beta.toComplexDouble() != 0.0) out.add_(self.expand_as(out), beta);
   return out;
@@ -221,16 +321,13 @@ bool has_flat_keys(at::IntArrayRef sparse_size) {
 
 // A batch of sparse matrices (batch, n, m) times a dense (batch, m, k): the batch is one
 // block-diagonal (batch * n, batch * m) matrix, whose coalesced entries are the batch's in order.
-at::Tensor bmm_kernel(const at::Tensor& self, const at::Tensor& mat2) {
-  const bool ours = self.layout() == at::kSparse && mat2.layout() == at::kStrided &&
+at::Tensor bmm_kernel(c10::DispatchKeySet ks, const at::Tensor& self, const at::Tensor& mat2) {
+  const bool ours = is_on() && self.layout() == at::kSparse && mat2.layout() == at::kStrided &&
                     self.dim() == 3 && self.sparse_dim() == 3 && mat2.dim() == 3 &&
                     self.scalar_type() == mat2.scalar_type() && has_products(self.scalar_type()) &&
                     self.device() == mat2.device() && self.size(0) == mat2.size(0) &&
                     self.size(2) == mat2.size(1);
-  if (!ours) {
-    if (self.is_cpu()) return at::native::bmm_sparse_cpu(self, mat2);
-    return at::bmm(self.to_dense(), mat2);  // torch's CUDA kernel is not linked here (see addmm)
-  }
+  if (!ours) return torch_bmm(ks, self, mat2);
   const int64_t batch = self.size(0), n = self.size(1), m = self.size(2), k = mat2.size(2);
   auto [indices, values] = coalesced_parts(self);
   const at::Tensor rows = indices.select(0, 0) * n + indices.select(0, 1);
@@ -242,7 +339,9 @@ at::Tensor bmm_kernel(const at::Tensor& self, const at::Tensor& mat2) {
 // Along a sparse dim: each entry once per occurrence of its index (the sparse family's op); along a
 // dense dim: the values' columns. The result is flagged uncoalesced unless it holds under two
 // entries, as torch's.
-at::Tensor index_select_kernel(const at::Tensor& self, int64_t dim, const at::Tensor& index) {
+at::Tensor index_select_kernel(c10::DispatchKeySet ks, const at::Tensor& self, int64_t dim,
+                               const at::Tensor& index) {
+  if (!is_on()) return torch_index_select(ks, self, dim, index);
   const int64_t d = at::maybe_wrap_dim(dim, self.dim());
   // torch's checks and messages (IndexError) for the index
   TORCH_CHECK_INDEX(
@@ -266,74 +365,91 @@ at::Tensor index_select_kernel(const at::Tensor& self, int64_t dim, const at::Te
                                        values.options().layout(at::kSparse), values.size(0) < 2);
 }
 
-at::Tensor sparse_mask_kernel(const at::Tensor& self, const at::Tensor& mask) {
-  const bool same_frame = mask.layout() == at::kSparse && self.sizes() == mask.sizes() &&
+at::Tensor sparse_mask_kernel(c10::DispatchKeySet ks, const at::Tensor& self,
+                              const at::Tensor& mask) {
+  const bool same_frame = is_on() && mask.layout() == at::kSparse && self.sizes() == mask.sizes() &&
                           self.device() == mask.device();
   at::Tensor values;
   if (same_frame && self.layout() == at::kStrided) {
     values = ops::sparse_mask(self, mask._indices(), true);
   } else if (same_frame && self.layout() == at::kSparse && self.sparse_dim() == mask.sparse_dim() &&
-             has_flat_keys(mask.sizes().slice(0, mask.sparse_dim()))) {
+             sums_values_of(self) && has_flat_keys(mask.sizes().slice(0, mask.sparse_dim()))) {
     // self's (summed) values read at the mask's entries, zero where self has none: what torch's
     // autograd asks for the gradient of a sparse tensor's construction
     auto [indices, self_values] = coalesced_parts(self);
     values = values_on_pattern(indices, self_values, mask._indices(),
                                mask.sizes().slice(0, mask.sparse_dim()));
   } else {
-    return at::native::sparse_mask(self, mask);  // torch's own kernel: its checks, its errors
+    return torch_sparse_mask(ks, self, mask);  // torch's own kernel: its checks, its errors
   }
   // the mask's entries as they are (an uncoalesced mask gives an uncoalesced result, as torch)
   return at::_sparse_coo_tensor_unsafe(mask._indices(), values, mask.sizes(),
                                        values.options().layout(at::kSparse), mask.is_coalesced());
 }
 
-// ---- registration ----
+// ---- registration, once ----
 
-struct Registration {
-  std::vector<std::unique_ptr<torch::Library>> libraries;
-};
-
-void register_kernels(torch::Library& m) {
-  m.impl("_coalesce", &coalesce_kernel);
-  m.impl("_to_dense", &to_dense_kernel);
-  m.impl("_sparse_softmax", &softmax_kernel<false>);
-  m.impl("_sparse_log_softmax", &softmax_kernel<true>);
-  m.impl("_sparse_softmax_backward_data", &softmax_backward_kernel<false>);
-  m.impl("_sparse_log_softmax_backward_data", &softmax_backward_kernel<true>);
-  m.impl("_sparse_sum.dim", &sum_kernel);
-  m.impl("mm", &mm_kernel);
-  m.impl("addmm", &addmm_kernel);
-  m.impl("bmm", &bmm_kernel);
-  m.impl("index_select", &index_select_kernel);
-  m.impl("sparse_mask", &sparse_mask_kernel);
+template <typename Signature, typename Kernel>
+void replace(std::vector<torch::Library>& libraries, TorchKernel<Signature>& theirs, Kernel* ours) {
+  theirs.capture();
+  std::string name = std::string(theirs.name()).substr(6);  // without "aten::"
+  if (*theirs.overload() != '\0') name += std::string(".") + theirs.overload();
+  for (torch::Library& m : libraries) m.impl(name.c_str(), ours);
 }
 
-std::mutex registration_mutex;
-std::unique_ptr<Registration> registration;  // present while accelerated
+// Held only while the kernels are first registered. A fork() taken meanwhile waits for it (the
+// atfork handlers below), so a child never inherits it locked.
+pthread_mutex_t registration_mutex = PTHREAD_MUTEX_INITIALIZER;
+std::atomic<bool> registered{false};
+
+void lock_registration() { pthread_mutex_lock(&registration_mutex); }
+void unlock_registration() { pthread_mutex_unlock(&registration_mutex); }
+
+[[maybe_unused]] const int atfork_installed =
+    pthread_atfork(&lock_registration, &unlock_registration, &unlock_registration);
+
+void register_kernels_once() {
+  if (registered.load(std::memory_order_acquire)) return;
+  lock_registration();
+  try {
+    if (!registered.load(std::memory_order_relaxed)) {
+      // Kept for the life of the process (never destroyed: removing kernels is what must not
+      // happen while other threads dispatch, and at exit the dispatcher may be gone first).
+      auto* libraries = new std::vector<torch::Library>();
+      libraries->reserve(kSparseKeys.size());
+      for (const c10::DispatchKey key : kSparseKeys) {
+        libraries->emplace_back(torch::Library::IMPL, "aten", key, __FILE__,
+                                static_cast<uint32_t>(__LINE__));
+      }
+      replace(*libraries, torch_coalesce, &coalesce_kernel);
+      replace(*libraries, torch_to_dense, &to_dense_kernel);
+      replace(*libraries, torch_softmax, &softmax_kernel<false>);
+      replace(*libraries, torch_log_softmax, &softmax_kernel<true>);
+      replace(*libraries, torch_softmax_backward, &softmax_backward_kernel<false>);
+      replace(*libraries, torch_log_softmax_backward, &softmax_backward_kernel<true>);
+      replace(*libraries, torch_sum, &sum_kernel);
+      replace(*libraries, torch_mm, &mm_kernel);
+      replace(*libraries, torch_addmm, &addmm_kernel);
+      replace(*libraries, torch_bmm, &bmm_kernel);
+      replace(*libraries, torch_index_select, &index_select_kernel);
+      replace(*libraries, torch_sparse_mask, &sparse_mask_kernel);
+      registered.store(true, std::memory_order_release);
+    }
+  } catch (...) {
+    unlock_registration();
+    throw;
+  }
+  unlock_registration();
+}
 
 }  // namespace
 
 bool accelerate_torch_sparse(bool enabled) {
-  const std::lock_guard<std::mutex> lock(registration_mutex);
-  const bool was_enabled = registration != nullptr;
-  if (enabled && !was_enabled) {
-    auto fresh = std::make_unique<Registration>();
-    for (const c10::DispatchKey key : {c10::DispatchKey::SparseCPU, c10::DispatchKey::SparseCUDA}) {
-      fresh->libraries.push_back(std::make_unique<torch::Library>(
-          torch::Library::IMPL, "aten", key, __FILE__, static_cast<uint32_t>(__LINE__)));
-      register_kernels(*fresh->libraries.back());
-    }
-    registration = std::move(fresh);
-  } else if (!enabled) {
-    registration.reset();  // the libraries' destructors remove the kernels: torch's come back
-  }
-  return was_enabled;
+  if (enabled) register_kernels_once();
+  return accelerated.exchange(enabled, std::memory_order_acq_rel);
 }
 
-bool torch_sparse_accelerated() {
-  const std::lock_guard<std::mutex> lock(registration_mutex);
-  return registration != nullptr;
-}
+bool torch_sparse_accelerated() { return is_on(); }
 
 TORCH_LIBRARY_FRAGMENT(torch_ragged, m) {
   m.def("accelerate_torch_sparse(bool enabled) -> bool",

@@ -7,7 +7,8 @@ namespace {
 
 constexpr std::string_view kOp = "sparse_coalesce";
 
-// Each run's values summed in input order; bool values are or-ed (a sum of counts, then != 0).
+// Each run's values summed in the reduction tree's fixed order (input order within a chunk, chunk
+// partials merged left to right); bool values are or-ed (a sum of counts, then != 0).
 at::Tensor sum_runs(const CoalesceBackend& backend, const at::Tensor& values,
                     const at::Tensor& permutation, const at::Tensor& first_idx) {
   if (values.scalar_type() == at::kBool) {

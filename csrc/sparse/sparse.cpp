@@ -124,16 +124,6 @@ at::Tensor rows_of(const at::Tensor& dense, int64_t sparse_dim) {
 
 // Every index of every sparse dim lies in [0, size): IndexError naming op and the first entry out
 // (one host read on a GPU). An entry of a dim that is reduced or selected must not be summed in.
-void check_every_sparse_dim(std::string_view op, const at::Tensor& indices,
-                            const SparseShape& shape) {
-  if (is_symbolic(indices) || shape.sparse_dim == 0) return;
-  const std::vector<int64_t> sizes = shape.sparse_sizes();
-  const at::Tensor limits = at::tensor(sizes, at::kLong).to(indices.device()).unsqueeze(1);
-  const at::Tensor longs = indices.to(at::kLong);
-  if (indices.size(1) == 0 || ((longs >= 0) & (longs < limits)).all().item<bool>()) return;
-  raise_out_of_range(op, indices, sizes);
-}
-
 // ---- sparse_sum: torch.sparse.sum over any dims ----
 
 TensorPair sparse_sum_impl(const at::Tensor& indices, const at::Tensor& values,
@@ -194,33 +184,62 @@ at::Tensor sparse_mask_impl(const at::Tensor& dense, const at::Tensor& indices, 
   return rows_of(dense, sparse_dim).index_select(0, keys);
 }
 
-// ---- sparse_to_dense: every dense position sums its entries, in input order ----
+// ---- sparse_to_dense: every dense position sums its entries, in a fixed order ----
 
-// The entries sorted stably by position, then one segment sum per dense position (offsets from
-// per-position counts): duplicates are added in input order, so the result is bitwise
-// reproducible (index_put's accumulate is not, with several CPU threads), and every size is
-// static (coalescing first would add a data-dependent nnz, which static tracing refuses).
-// Backward: segment_expand of the gradient, put back in entry order.
+// Each position's entries are added in the reduction tree's order over a stable sort by position,
+// so the result is bitwise reproducible (index_put's accumulate alone is not, with several CPU
+// threads), with O(nnz) scratch, never O(dense positions). Three routes, the same bits:
+// - keys strictly rising (a coalesced tensor's; CPU, read on the host): one entry per position,
+//   written where it lies;
+// - eager: the coalesce core (radix sort, each run summed), one write per unique position;
+// - traced: static sizes (coalescing makes nnz data-dependent, which static tracing refuses). The
+//   runs are nnz slots, slot i owning the segment [next_head(i), next_head(i + 1)) of the sorted
+//   entries -- its run when i is a run's first entry, empty otherwise -- so each position
+//   receives its run's sum once and exact zeros from the other slots of its run (x + 0 is x, in
+//   any order). (A running minimum would find the next heads in one pass, but cummin does not
+//   trace with a data-dependent nnz.)
+// Backward: the autograd of the ops each route calls.
 at::Tensor sparse_to_dense_impl(const at::Tensor& indices, const at::Tensor& values,
                                 c10::SymIntArrayRef size, bool validate) {
   constexpr std::string_view op = "sparse_to_dense";
   const SparseShape shape = check_sparse_args(op, indices, values, size);
-  check_bytes_fit(op, "the dense output", shape.size, values.dtype());
+  const uint64_t bytes = check_bytes_fit(op, "the dense output", shape.size, values.dtype());
+  check_fits_in_memory(op, "the dense output", bytes, values.device());
   return as_op(op, [&] {
-    const at::Tensor keys =
-        ops::sparse_flat_keys(indices, as_symints(shape.sparse_sizes()), validate);
-    const at::Tensor by_position = std::get<1>(at::sort(keys, /*stable=*/true, 0, false));
-    const int64_t positions = c10::multiply_integers(shape.sparse_sizes());
-    const at::Tensor counts =
-        empty_output(op, "the per-position counts", {positions}, keys.options())
-            .zero_()
-            .index_add(0, keys, at::ones_like(keys));
-    const at::Tensor first_idx = ops::get_first_idx(counts, /*validate=*/false);
-    const at::Tensor sorted = values.index_select(0, by_position);
-    if (values.scalar_type() == at::kBool) {  // duplicates or-ed, as torch's to_dense
-      return std::get<0>(ops::segment_max(sorted, first_idx)).view(shape.size);
+    const c10::SymDimVector sparse_size = as_symints(shape.sparse_sizes());
+    std::vector<int64_t> rows_shape = shape.dense_sizes();  // (positions, *dense sizes)
+    rows_shape.insert(rows_shape.begin(), c10::multiply_integers(shape.sparse_sizes()));
+    at::Tensor out = at::zeros(rows_shape, values.options());
+    if (!is_symbolic(indices) && !is_symbolic(values)) {
+      bool unchecked = validate;
+      if (indices.is_cpu()) {
+        const at::Tensor keys = ops::sparse_flat_keys(indices, sparse_size, validate);
+        if (keys.size(0) < 2 || keys.slice(0, 1).gt(keys.slice(0, 0, -1)).all().item<bool>()) {
+          return out.index_put_({keys}, values).view(shape.size);
+        }
+        unchecked = false;
+      }
+      auto [unique, sums, permutation, first_idx] =
+          ops::sparse_coalesce(indices, values, size, unchecked, /*return_order=*/false);
+      const at::Tensor unique_keys = ops::sparse_flat_keys(unique, sparse_size, false);
+      return out.index_put_({unique_keys}, sums).view(shape.size);
     }
-    return ops::segment_sum(sorted, first_idx).view(shape.size);
+    // traced (nnz, data-dependent there, appears as a tensor below, never as an int)
+    const at::Tensor keys = ops::sparse_flat_keys(indices, sparse_size, validate);
+    auto [sorted_keys, by_position] = at::sort(keys, /*stable=*/true, 0, false);
+    const at::Tensor ones = at::ones_like(keys);
+    const at::Tensor nnz = ones.sum().view({1});
+    at::Tensor run_head = at::ones_like(keys, keys.options().dtype(at::kBool));
+    run_head.slice(0, 1).copy_(sorted_keys.slice(0, 1).ne(sorted_keys.slice(0, 0, -1)));
+    // next_head(i): i at a run head, else the end of the slot's run (the next head, or nnz)
+    const at::Tensor run_end = at::searchsorted(sorted_keys, sorted_keys, false, /*right=*/true);
+    const at::Tensor next_head = at::where(run_head, ones.cumsum(0) - 1, run_end);
+    const at::Tensor first_idx = at::cat({next_head, nnz});
+    const at::Tensor sorted = values.index_select(0, by_position);
+    const at::Tensor run_sums = values.scalar_type() == at::kBool  // duplicates or-ed, as torch's
+                                    ? std::get<0>(ops::segment_max(sorted, first_idx))
+                                    : ops::segment_sum(sorted, first_idx);
+    return out.index_put_({sorted_keys}, run_sums, /*accumulate=*/true).view(shape.size);
   });
 }
 

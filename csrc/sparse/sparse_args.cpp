@@ -127,6 +127,20 @@ void raise_out_of_range(std::string_view op, const at::Tensor& indices,
   TORCH_INTERNAL_ASSERT(false, "torch_ragged.", op, ": no index out of range after all");
 }
 
+void check_every_sparse_dim(std::string_view op, const at::Tensor& indices,
+                            const SparseShape& shape) {
+  if (is_symbolic(indices) || shape.sparse_dim == 0 || indices.size(1) == 0) return;
+  // each dim's smallest and largest index, read on the host (amin / amax: aminmax(dim) enters a
+  // parallel region even for a few entries)
+  const at::Tensor lows = indices.amin(1).to(at::kCPU, at::kLong);
+  const at::Tensor highs = indices.amax(1).to(at::kCPU, at::kLong);
+  const int64_t* lo = lows.const_data_ptr<int64_t>();
+  const int64_t* hi = highs.const_data_ptr<int64_t>();
+  for (int64_t d = 0; d < shape.sparse_dim; ++d) {
+    if (lo[d] < 0 || hi[d] >= shape.size[d]) raise_out_of_range(op, indices, shape.sparse_sizes());
+  }
+}
+
 at::Tensor CompressedFinding::as_tensor() const {
   return at::tensor({kind, position, value}, at::kLong);
 }

@@ -66,6 +66,11 @@ CompressedFinding offsets_violation(const at::Tensor& compressed_on_cpu, int64_t
 CompressedFinding entry_finding(const at::Tensor& plain, int64_t plain_size, int64_t p);
 
 // IndexError for the first entry (smallest column) of indices with an index outside its size.
+// Every index of every sparse dim in [0, size): IndexError naming the first entry out of range
+// (a min and a max pass and a host read; skipped while tracing).
+void check_every_sparse_dim(std::string_view op, const at::Tensor& indices,
+                            const SparseShape& shape);
+
 [[noreturn]] void raise_out_of_range(std::string_view op, const at::Tensor& indices,
                                      at::IntArrayRef sparse_sizes);
 

@@ -155,6 +155,9 @@ at::Tensor softmax_with(const CoalesceBackend& backend, const at::Tensor& indice
                         const at::Tensor& values, c10::SymIntArrayRef size, int64_t dim, bool log) {
   constexpr std::string_view op = "sparse_softmax";
   const SparseShape shape = check_sparse_args(op, indices, values, size);
+  // Pools are read off some dims only (a matrix along dim 0: its columns); an index out of range in
+  // another (a tensor flagged coalesced that is not) would join a real pool: refused by name.
+  check_every_sparse_dim(op, indices, shape);
   const int64_t d = normalized_dim(op, dim, static_cast<int64_t>(shape.size.size()));
   TORCH_CHECK_TYPE(at::isFloatingType(values.scalar_type()), "torch_ragged.", op,
                    ": values must be floating (pass dtype= to cast), got ", values.scalar_type());

@@ -265,8 +265,8 @@ at::Tensor index_fingerprint(const TileGeometry& geo, const TileSet& set) {
 void check_boxes_fit(std::string_view op, const TileGeometry& geo, const TileSet& set,
                      at::IntArrayRef radius) {
   if (set.count() == 0) return;
-  const auto [low, high] = at::aminmax(set.origins, 0);
-  const at::Tensor lows = low.cpu(), highs = high.cpu();
+  // amin / amax, not aminmax(dim): that one enters a parallel region even for a few origins
+  const at::Tensor lows = set.origins.amin(0).cpu(), highs = set.origins.amax(0).cpu();
   for (int d = 0; d < geo.dims; ++d) {
     int64_t start = 0, end = 0;
     const int64_t r = radius.empty() ? 0 : radius[d];

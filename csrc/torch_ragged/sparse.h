@@ -14,11 +14,12 @@
 namespace torch_ragged {
 
 // (indices, values, permutation, first_idx): indices unique and sorted lexicographically,
-// duplicates' values summed in input order; permutation (nnz,) maps each sorted position to its
-// input entry and first_idx (unique + 1,) cuts the sorted positions into the runs that were summed.
-// Input already sorted costs no sort. validate: indices out of range raise IndexError.
-// return_order = false: permutation and first_idx come back empty (input already coalesced then
-// costs about a copy of its indices and values).
+// duplicates' values summed in a fixed order (input order within a chunk of the segment core's
+// reduction tree, a long run's chunk partials merged left to right); permutation (nnz,) maps each
+// sorted position to its input entry and first_idx (unique + 1,) cuts the sorted positions into the
+// runs that were summed. Input already sorted costs no sort. validate: indices out of range raise
+// IndexError. return_order = false: permutation and first_idx come back empty (input already
+// coalesced then costs about a copy of its indices and values).
 TORCH_RAGGED_API std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> sparse_coalesce(
     const at::Tensor& indices, const at::Tensor& values, at::IntArrayRef size, bool validate = true,
     bool return_order = true);

@@ -44,3 +44,16 @@ def int_list(where: str, arg: str, values, *, none_as=None) -> list[int]:
             raise TypeError(f"torch_ragged.{where}: {arg} must hold integers, got {values!r}")
         out.append(item if isinstance(item, (int, torch.SymInt)) else operator.index(item))  # numpy ints
     return out
+
+
+def checked_extremum(cls, values, index):
+    """``cls(values, index)`` (a NamedTuple of an extremum and the int64 row holding it) as a loaded file gives it
+    back: checked as the op would have made it, so torch.load(weights_only=True) builds nothing else."""
+    name, index_name = cls.__name__, cls._fields[1]
+    if not isinstance(values, torch.Tensor) or not isinstance(index, torch.Tensor):
+        raise TypeError(f"torch_ragged.{name}: values and {index_name} must be tensors, got "
+                        f"{type(values).__name__} and {type(index).__name__}")
+    if index.dtype != torch.int64 or index.shape != values.shape:
+        raise ValueError(f"torch_ragged.{name}: {index_name} must be int64 of values' shape {tuple(values.shape)}, "
+                         f"got {index.dtype} of shape {tuple(index.shape)}")
+    return cls(values, index)

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 
 import torch
 
+from ._checks import integer_tensor
 from .segment import get_first_idx
 
 __all__ = [
@@ -34,16 +35,17 @@ __all__ = [
 _ops = torch.ops.torch_ragged
 
 
-def _max_shape_arg(max_shape):
+def _max_shape_arg(op: str, max_shape):
     """Kaolin's max_shape forms (None, list / tuple with None entries, LongTensor) -> list[int] or None."""
     if max_shape is None:
         return None
     if isinstance(max_shape, torch.Tensor):
         if max_shape.dim() != 1:
-            raise ValueError(f"torch_ragged: max_shape must be 1-D, got shape {tuple(max_shape.shape)}")
-        max_shape = max_shape.tolist()
+            raise ValueError(f"torch_ragged.{op}: max_shape must be 1-D, got shape {tuple(max_shape.shape)}")
+        max_shape = integer_tensor(op, "max_shape", max_shape).tolist()
     if not isinstance(max_shape, Sequence):
-        raise TypeError(f"torch_ragged: max_shape must be a sequence, tensor or None, got {type(max_shape)}")
+        raise TypeError(f"torch_ragged.{op}: max_shape must be a sequence, tensor or None, got "
+                        f"{type(max_shape).__name__}")
     return [-1 if entry is None else entry for entry in max_shape]
 
 
@@ -70,8 +72,18 @@ def _scalar_padded(padded, shape_per_tensor) -> bool:
             and padded.dim() == 1 + shape_per_tensor.shape[1])
 
 
-def _shape_per_tensor_arg(shape_per_tensor):
-    """(B,) lengths -> (B, 1) shape_per_tensor; anything else is passed on (the op checks it)."""
+def _index_arg(op: str, arg: str, value):
+    """An index argument given as a (nested) list of ints -> an int64 tensor, as `get_first_idx` takes lists; a
+    tensor or anything else is passed on (the op checks it)."""
+    if isinstance(value, Sequence) and not isinstance(value, (str, bytes)):
+        return integer_tensor(op, arg, value)
+    return value
+
+
+def _shape_per_tensor_arg(op: str, shape_per_tensor):
+    """(B,) lengths -> (B, 1) shape_per_tensor (a list as a tensor); anything else is passed on (the op checks
+    it)."""
+    shape_per_tensor = _index_arg(op, "shape_per_tensor", shape_per_tensor)
     if isinstance(shape_per_tensor, torch.Tensor) and shape_per_tensor.dim() == 1:
         return shape_per_tensor.unsqueeze(1)
     return shape_per_tensor
@@ -93,7 +105,8 @@ def fill_max_shape(shape_per_tensor: torch.Tensor, partial_max_shape=None) -> to
     >>> fill_max_shape(torch.LongTensor([[2, 3, 5], [3, 4, 2]]), (6, -1, -1))
     tensor([6, 4, 5])
     """
-    return _ops.fill_max_shape(shape_per_tensor, _max_shape_arg(partial_max_shape))
+    return _ops.fill_max_shape(_index_arg("fill_max_shape", "shape_per_tensor", shape_per_tensor),
+                               _max_shape_arg("fill_max_shape", partial_max_shape))
 
 
 def list_to_packed(tensor_list: Sequence[torch.Tensor]):
@@ -127,9 +140,9 @@ def list_to_padded(tensor_list: Sequence[torch.Tensor], padding_value=0, max_sha
     tensors = _tensor_list("list_to_padded", tensor_list)
     if _scalar_members(tensors):  # (B, longest), as pad_sequence(batch_first=True)
         padded, shape_per_tensor = _ops.list_to_padded([t.unsqueeze(1) for t in tensors], padding_value,
-                                                       _max_shape_arg(max_shape), padding_side)
+                                                       _max_shape_arg("list_to_padded", max_shape), padding_side)
         return padded.squeeze(-1), shape_per_tensor
-    return _ops.list_to_padded(tensors, padding_value, _max_shape_arg(max_shape), padding_side)
+    return _ops.list_to_padded(tensors, padding_value, _max_shape_arg("list_to_padded", max_shape), padding_side)
 
 
 def packed_to_list(packed_tensor: torch.Tensor, shape_per_tensor: torch.Tensor, first_idx: torch.Tensor):
@@ -139,7 +152,8 @@ def packed_to_list(packed_tensor: torch.Tensor, shape_per_tensor: torch.Tensor, 
     ...                                  torch.LongTensor([0, 3, 7, 8]))]
     [torch.Size([3, 2]), torch.Size([4, 2]), torch.Size([1, 2])]
     """
-    shape_per_tensor = _shape_per_tensor_arg(shape_per_tensor)
+    shape_per_tensor = _shape_per_tensor_arg("packed_to_list", shape_per_tensor)
+    first_idx = _index_arg("packed_to_list", "first_idx", first_idx)
     if isinstance(packed_tensor, torch.Tensor) and packed_tensor.dim() == 1:
         return [t.squeeze(-1) for t in _ops.packed_to_list(packed_tensor.unsqueeze(1), shape_per_tensor, first_idx)]
     return _ops.packed_to_list(packed_tensor, shape_per_tensor, first_idx)
@@ -154,12 +168,13 @@ def packed_to_padded(packed_tensor: torch.Tensor, shape_per_tensor: torch.Tensor
     tensor([[0., 0.],
             [4., 5.]])
     """
-    shape_per_tensor = _shape_per_tensor_arg(shape_per_tensor)
+    shape_per_tensor = _shape_per_tensor_arg("packed_to_padded", shape_per_tensor)
+    first_idx = _index_arg("packed_to_padded", "first_idx", first_idx)
     if isinstance(packed_tensor, torch.Tensor) and packed_tensor.dim() == 1:  # scalar rows: (B, *max_shape)
         return _ops.packed_to_padded(packed_tensor.unsqueeze(1), shape_per_tensor, first_idx, padding_value,
-                                     _max_shape_arg(max_shape), padding_side).squeeze(-1)
+                                     _max_shape_arg("packed_to_padded", max_shape), padding_side).squeeze(-1)
     return _ops.packed_to_padded(packed_tensor, shape_per_tensor, first_idx, padding_value,
-                                 _max_shape_arg(max_shape), padding_side)
+                                 _max_shape_arg("packed_to_padded", max_shape), padding_side)
 
 
 def padded_to_list(padded_tensor: torch.Tensor, shape_per_tensor: torch.Tensor, padding_side: str = "right"):
@@ -168,7 +183,7 @@ def padded_to_list(padded_tensor: torch.Tensor, shape_per_tensor: torch.Tensor, 
     >>> padded_to_list(torch.LongTensor([[[0, 1], [-1, -1]]]), torch.LongTensor([[1]]))
     [tensor([[0, 1]])]
     """
-    shape_per_tensor = _shape_per_tensor_arg(shape_per_tensor)
+    shape_per_tensor = _shape_per_tensor_arg("padded_to_list", shape_per_tensor)
     if _scalar_padded(padded_tensor, shape_per_tensor):
         return [t.squeeze(-1) for t in _ops.padded_to_list(padded_tensor.unsqueeze(-1), shape_per_tensor,
                                                            padding_side)]
@@ -184,7 +199,7 @@ def padded_to_packed(padded_tensor: torch.Tensor, shape_per_tensor: torch.Tensor
             [2, 3],
             [4, 5]])
     """
-    shape_per_tensor = _shape_per_tensor_arg(shape_per_tensor)
+    shape_per_tensor = _shape_per_tensor_arg("padded_to_packed", shape_per_tensor)
     if _scalar_padded(padded_tensor, shape_per_tensor):  # (B, *max_shape) of scalars -> (rows,)
         return _ops.padded_to_packed(padded_tensor.unsqueeze(-1), shape_per_tensor, padding_side,
                                      num_rows).squeeze(-1)

@@ -11,17 +11,18 @@ ragged sizes (Kaolin's layout). ``first_idx`` and ``shape_per_tensor`` are small
 
 from __future__ import annotations
 
+import copy
 import functools
 import math
 import numbers
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, MutableMapping, MutableSequence, Sequence
 from typing import NamedTuple
 
 import torch
 import torch.utils._pytree as pytree
 from torch.utils.data._utils import collate as torch_collate
 
-from ._checks import int_list, integer_tensor
+from ._checks import checked_extremum, int_list, integer_tensor
 
 __all__ = ["LazyStack", "MemberExtremum", "RaggedCollate", "RaggedTensor", "collate"]
 
@@ -38,6 +39,13 @@ class MemberExtremum(NamedTuple):
 
     values: torch.Tensor
     row_in_member: torch.Tensor
+
+    def __reduce__(self):  # loaded through a check (torch.load(weights_only=True) allows both names)
+        return _load_member_extremum, (self.values, self.row_in_member)
+
+
+def _load_member_extremum(values, row_in_member) -> MemberExtremum:
+    return checked_extremum(MemberExtremum, values, row_in_member)
 
 
 # ---- elementwise functions: which torch functions act on the packed values ----
@@ -801,7 +809,7 @@ class RaggedTensor:
         self.__init__(state["values"], state["first_idx"], state["shape_per_tensor"])
 
 
-torch.serialization.add_safe_globals([RaggedTensor])
+torch.serialization.add_safe_globals([RaggedTensor, MemberExtremum, _load_member_extremum])
 
 
 def _flatten(r: RaggedTensor):
@@ -1187,6 +1195,16 @@ class LazyStack:
     def __repr__(self) -> str:
         return f"LazyStack(len={len(self)}, keys={self.keys()}, batch_size={tuple(self.batch_size)})"
 
+    # ---- pickling: a loaded file is checked as the constructor checks its records ----
+
+    def __getstate__(self):
+        return {"records": list(self._records)}
+
+    def __setstate__(self, state):
+        if not isinstance(state, dict) or not isinstance(state.get("records"), list):
+            raise _error(TypeError, "LazyStack", "a pickled LazyStack holds {'records': [...]}")
+        self.__init__(*state["records"])
+
 
 # ---- DataLoader collate ----
 
@@ -1206,8 +1224,24 @@ class RaggedCollate:
     """
 
     def __init__(self, ragged_dims: int | Mapping = 1, rebase: Mapping | None = None):
-        self.ragged_dims = ragged_dims
+        where = "RaggedCollate"
+        counts = ragged_dims.values() if isinstance(ragged_dims, Mapping) else [ragged_dims]
+        if not all(isinstance(k, int) and not isinstance(k, bool) and k >= 0 for k in counts):
+            raise _error(ValueError, where, f"ragged_dims must be an int >= 0 or a dict of them by key, got "
+                         f"{ragged_dims!r}")
+        if rebase is not None and (not isinstance(rebase, Mapping) or not all(
+                isinstance(k, str) and isinstance(v, str) for k, v in rebase.items())):
+            raise _error(TypeError, where, f"rebase must map field names to field names, got {rebase!r}")
+        self.ragged_dims = dict(ragged_dims) if isinstance(ragged_dims, Mapping) else ragged_dims
         self.rebase = dict(rebase or {})
+
+    def __getstate__(self):
+        return {"ragged_dims": self.ragged_dims, "rebase": self.rebase}
+
+    def __setstate__(self, state):  # a loaded file is checked as the constructor checks its arguments
+        if not isinstance(state, dict) or set(state) != {"ragged_dims", "rebase"}:
+            raise _error(TypeError, "RaggedCollate", "a pickled RaggedCollate holds {'ragged_dims', 'rebase'}")
+        self.__init__(state["ragged_dims"], state["rebase"])
 
     def __call__(self, batch: Sequence):
         where = "RaggedCollate"
@@ -1222,21 +1256,28 @@ class RaggedCollate:
         return out
 
     def _collate(self, batch: list, key):
-        """default_collate's recursion (keys tracked for ragged_dims); leaves go to torch's collate functions."""
+        """default_collate's recursion (keys tracked for ragged_dims), container types as default_collate keeps
+        them (a tuple becomes a list, a namedtuple stays one, other sequences and mappings keep their type where
+        they can be built from the collated fields); leaves go to torch's collate functions."""
         where = "RaggedCollate"
         first = batch[0]
+        if isinstance(first, RaggedTensor | LazyStack):
+            return _collated_containers(where, batch)
         if isinstance(first, Mapping):
             keys = list(first.keys())
             for i, sample in enumerate(batch):
                 if not isinstance(sample, Mapping) or set(sample.keys()) != set(keys):
                     found = sorted(map(str, sample.keys())) if isinstance(sample, Mapping) else type(sample).__name__
                     raise _error(KeyError, where, f"sample {i} has keys {found}; sample 0 has {sorted(map(str, keys))}")
-            return {k: self._collate([sample[k] for sample in batch], k) for k in keys}
+            fields = {k: self._collate([sample[k] for sample in batch], k) for k in keys}
+            return _like_default_collate(first, fields)
         if isinstance(first, Sequence) and not isinstance(first, (str, bytes)):
             if any(not isinstance(sample, Sequence) or len(sample) != len(first) for sample in batch):
                 raise _error(ValueError, where, "the samples have different numbers of fields")
             fields = [self._collate(list(column), key) for column in zip(*batch, strict=True)]
-            return type(first)(*fields) if hasattr(first, "_fields") else type(first)(fields)
+            if isinstance(first, tuple):
+                return type(first)(*fields) if hasattr(first, "_fields") else fields  # default_collate: a list
+            return _like_default_collate(first, fields)
         return torch_collate.collate(batch, collate_fn_map=self._leaf_functions(key))
 
     def _leaf_functions(self, key) -> dict:
@@ -1252,6 +1293,37 @@ class RaggedCollate:
         return functions
 
 
+def _like_default_collate(first, fields):
+    """The collated fields in the sample's container type, as default_collate builds it: a mutable mapping or
+    sequence is a copy of the first sample with the fields written in; another type is built from the fields, or
+    falls back to a plain dict / list when its constructor does not take them."""
+    if isinstance(first, MutableMapping):
+        clone = copy.copy(first)
+        clone.update(fields)
+        return clone
+    if isinstance(first, MutableSequence):
+        clone = copy.copy(first)
+        for i, field in enumerate(fields):
+            clone[i] = field
+        return clone
+    try:
+        return type(first)(fields)
+    except TypeError:
+        return dict(fields) if isinstance(first, Mapping) else list(fields)
+
+
+def _collated_containers(where: str, batch: list):
+    """Samples that are RaggedTensors become one RaggedTensor of all their members, in order (as graph batching
+    concatenates graphs); LazyStack samples become one LazyStack of all their records."""
+    kind = type(batch[0])
+    for i, sample in enumerate(batch):
+        if type(sample) is not kind:
+            raise _error(TypeError, where, f"sample {i} is a {type(sample).__name__}; sample 0 is a {kind.__name__}")
+    if kind is RaggedTensor:
+        return RaggedTensor.cat(batch)
+    return LazyStack(*[record for stack in batch for record in stack])
+
+
 def _rebased(where: str, field: str, target: str, out: dict) -> RaggedTensor:
     faces, vertices = out.get(field), out.get(target)
     if not isinstance(faces, RaggedTensor) or not isinstance(vertices, RaggedTensor):
@@ -1262,6 +1334,8 @@ def _rebased(where: str, field: str, target: str, out: dict) -> RaggedTensor:
     shift = _ops.segment_expand(starts, faces.first_idx, faces.values.shape[0])
     return faces.with_values(faces.values + shift.view(-1, *[1] * len(faces.feature_shape)))
 
+
+torch.serialization.add_safe_globals([LazyStack, RaggedCollate])
 
 collate = RaggedCollate()
 """The default `RaggedCollate`: ``DataLoader(dataset, collate_fn=torch_ragged.collate)``; every tensor of >= 1 dim is

@@ -16,7 +16,7 @@ import torch
 from torch.library import register_fake as _torch_register_fake
 from torch.utils import _pytree as pytree
 
-from ._checks import integer_tensor
+from ._checks import checked_extremum, integer_tensor
 
 __all__ = [
     "get_first_idx",
@@ -43,6 +43,16 @@ class SegmentExtremum(NamedTuple):
 
     values: torch.Tensor
     arg: torch.Tensor
+
+    def __reduce__(self):  # loaded through a check (torch.load(weights_only=True) allows both names)
+        return _load_segment_extremum, (self.values, self.arg)
+
+
+def _load_segment_extremum(values, arg) -> SegmentExtremum:
+    return checked_extremum(SegmentExtremum, values, arg)
+
+
+torch.serialization.add_safe_globals([SegmentExtremum, _load_segment_extremum])
 
 
 def _first_idx(op: str, first_idx) -> torch.Tensor:
@@ -228,8 +238,13 @@ def _one_index_per_row(op: str, src, index, dim: int) -> torch.Tensor:
     rows = src.shape[dim]
     if index.dim() == 1 and index.shape[0] == rows:
         return index
+    aligned = index
+    if 0 < index.dim() < src.dim():  # torch_scatter's broadcast: a 1-D index lines up with dim, then trailing dims
+        if index.dim() == 1:
+            aligned = aligned.view((1,) * dim + (-1,))
+        aligned = aligned.view(*aligned.shape, *(1,) * (src.dim() - aligned.dim()))
     try:
-        full = index.expand(src.shape) if index.dim() == src.dim() else None
+        full = aligned.expand(src.shape) if aligned.dim() == src.dim() else None
     except RuntimeError:
         full = None
     if full is None:
@@ -247,13 +262,14 @@ def scatter(src: torch.Tensor, index, dim: int = -1, dim_size: int | None = None
             reduce: str = "sum") -> torch.Tensor:
     """torch_scatter's ``scatter``: ``out[index[i]] (+)= src[i]`` along ``dim``, by an unsorted index.
 
-    ``index`` has one entry per row of ``src`` along ``dim`` (1-D, or broadcast to ``src`` as torch_scatter takes it,
-    equal across the other dims); the output has ``dim_size`` rows along ``dim`` (default ``index.max() + 1``).
-    ``reduce``: ``"sum"`` (or ``"add"``), ``"mean"``, ``"max"``, ``"min"``; positions no row reaches are 0. The rows
-    are grouped by a stable radix sort of the index and each group is reduced in src's order by the segment core
-    (sums read the rows in place through the sort's permutation): deterministic on every device, differentiable
-    (max / min: the gradient goes to the row holding the extremum, the first on ties). Integer means round toward
-    minus infinity, as torch_scatter's.
+    ``index`` has one entry per row of ``src`` along ``dim``: 1-D, or broadcast to ``src`` as torch_scatter broadcasts
+    it (a 1-D index lines up with ``dim``, one of more dims with ``src``'s leading dims, then it is expanded over the
+    dims it lacks), equal across the other dims; the output has ``dim_size`` rows along ``dim`` (default
+    ``index.max() + 1``). ``reduce``: ``"sum"`` (or ``"add"``), ``"mean"``, ``"max"``, ``"min"``; positions no row
+    reaches are 0. The rows are grouped by a stable radix sort of the index and each group is reduced in src's order
+    by the segment core (sums read the rows in place through the sort's permutation): deterministic on every device,
+    differentiable (max / min: the gradient goes to the row holding the extremum, the first on ties). Integer means
+    are the 64-bit sum over the count, rounded toward minus infinity as torch_scatter's.
 
     >>> scatter(torch.tensor([1.0, 2.0, 3.0, 4.0]), torch.tensor([2, 0, 2, 0]))
     tensor([6., 0., 4.])
@@ -269,17 +285,25 @@ def scatter(src: torch.Tensor, index, dim: int = -1, dim_size: int | None = None
     s = _scatter_index("scatter", src, index, dim, dim_size)
     rows = src.movedim(s.dim, 0)
     # sparse_coalesce of a 1-D sparse tensor is exactly this: a stable sort of the positions, then each run of
-    # equal positions summed in input order (its autograd sends each output's gradient back to its rows).
-    positions, sums, _, first_idx = _ops.sparse_coalesce(s.index.view(1, -1), rows, [s.dim_size, *rows.shape[1:]],
-                                                         False)
+    # equal positions summed in the reduction tree's fixed order (its autograd sends each output's gradient back
+    # to its rows).
+    # An integer mean sums in int64: a sum in src's dtype would wrap first (256 int8 ones sum to 0).
+    summed = rows.long() if reduce == "mean" and _is_narrow_integer(rows.dtype) else rows
+    positions, sums, _, first_idx = _ops.sparse_coalesce(s.index.view(1, -1), summed,
+                                                         [s.dim_size, *rows.shape[1:]], False)
     if reduce == "mean":
         counts = (first_idx[1:] - first_idx[:-1]).view(-1, *[1] * (rows.dim() - 1))
         if src.is_floating_point() or src.is_complex():
             sums = sums / counts.to(sums.dtype)
-        else:
-            sums = sums.div(counts, rounding_mode="floor")
+        else:  # the quotient of the 64-bit sum fits src's dtype again (|mean| <= max |row|)
+            sums = sums.div(counts, rounding_mode="floor").to(src.dtype)
     out = rows.new_zeros((s.dim_size, *rows.shape[1:])).index_copy(0, positions[0], sums)
     return out.movedim(0, s.dim)
+
+
+def _is_narrow_integer(dtype: torch.dtype) -> bool:
+    return not dtype.is_floating_point and not dtype.is_complex and dtype not in (torch.bool, torch.int64,
+                                                                                   torch.uint64)
 
 
 def _scatter_extremum(op: str, reduction, src, index, dim: int, dim_size) -> tuple[torch.Tensor, torch.Tensor]:

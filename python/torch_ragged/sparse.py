@@ -4,7 +4,8 @@ The wrappers take and return ``torch.sparse_coo_tensor`` s (int64 indices, as to
 ``is_coalesced()`` set truthfully. The ops underneath work on COO triplets — ``indices (sparse_dim, nnz)``
 int64 **or int32** (kept as given), ``values (nnz, *dense sizes)``, ``size`` — and are reachable as
 ``torch.ops.torch_ragged.sparse_*`` (TorchScript, torch.compile) and from C++ (``torch_ragged/sparse.h``).
-Duplicates are summed in input order, so every result is deterministic. See docs/sparse.md.
+Duplicates are summed in one fixed order (input order within a chunk of the segment core's reduction tree, chunk
+partials merged left to right), so every result is deterministic. See docs/sparse.md.
 """
 
 import functools
@@ -156,6 +157,37 @@ def _compressed_like(like: torch.Tensor, compressed, plain, values, size, layout
                                           check_invariants=False)
 
 
+def _under(op: str, error: Exception) -> Exception:
+    """An error an inner op raised, of the same type, under the name of the op the caller called."""
+    inner = str(error).split(": ", 1)
+    origin = f" (from {inner[0]})" if len(inner) == 2 and inner[0].startswith("torch_ragged.") else ""
+    return type(error)(f"torch_ragged.sparse.{op}: {inner[-1]}{origin}")
+
+
+def _check_coalesced_invariants(op: str, s: torch.Tensor) -> None:
+    """torch's invariants of a COO tensor flagged coalesced, which torch does not check once the flag is set: every
+    index in range (IndexError naming the entry) and the entries strictly rising in row-major order (ValueError)."""
+    indices, sizes = s._indices(), list(s.shape[:s.sparse_dim()])
+    try:
+        keys = _ops.sparse_flat_keys(indices, sizes, True)
+    except IndexError as error:
+        raise _under(op, error) from None
+    except ValueError:  # row-major positions past int64: coalesce the indices alone and compare
+        try:
+            unique = _ops.sparse_coalesce(indices, torch.empty(indices.shape[1], 0, device=indices.device),
+                                          [*sizes, 0], True, return_order=False)[0]
+        except IndexError as error:
+            raise _under(op, error) from None
+        if not torch.equal(unique, indices):
+            raise ValueError(f"torch_ragged.sparse.{op}: the tensor is flagged coalesced but its indices are not "
+                             "unique and sorted in row-major order") from None
+        return
+    if keys.numel() > 1 and not bool((keys[1:] > keys[:-1]).all()):
+        first = int((keys[1:] <= keys[:-1]).nonzero()[0, 0]) + 1
+        raise ValueError(f"torch_ragged.sparse.{op}: the tensor is flagged coalesced but its entry {first} does not "
+                         f"come after entry {first - 1} in row-major order (unsorted or repeated indices)")
+
+
 def _row_major(op: str, s: torch.Tensor, validate: bool = True):
     """(indices, values) of the sparse matrix s, coalesced in row-major order, for COO, CSR (no sort) or CSC (one
     sort of the transposed entries)."""
@@ -180,8 +212,10 @@ def _row_offsets(op: str, rows: torch.Tensor, num_rows: int, out_int32: bool = F
         return torch._convert_indices_from_coo_to_csr(rows, num_rows, out_int32=out_int32)
     try:  # the offsets and the check in one pass (2M rows: ~1 ms against ~3.5 for the ATen ops above)
         offsets = _ops.sparse_row_offsets(rows, num_rows)
-    except ValueError:
-        raise ValueError(message) from None
+    except ValueError as error:
+        if "out of order or out of range" in str(error):
+            raise ValueError(message) from None
+        raise _under(op, error) from None  # offsets that cannot be held (a valid matrix of ~1e10 rows)
     return offsets.to(torch.int32) if out_int32 else offsets
 
 
@@ -242,7 +276,7 @@ def _index_dtype(s: torch.Tensor) -> torch.dtype:
 def to_sparse_csr(x: torch.Tensor, *, validate: bool = True) -> torch.Tensor:
     """``x.to_sparse_csr()`` for a dense matrix or a sparse COO / CSC one (a CSR one is returned as it is).
 
-    COO is coalesced first (duplicates summed in input order, deterministically); CSC is re-sorted by rows on the
+    COO is coalesced first (duplicates summed in a fixed order, deterministically); CSC is re-sorted by rows on the
     coalesce core. Dense dims of a hybrid COO tensor stay dense dims of the CSR one; int32 CSC indices stay int32.
 
     >>> to_sparse_csr(torch.sparse_coo_tensor([[1, 0, 1], [2, 1, 2]], [1.0, 2.0, 3.0], (2, 3))).crow_indices()
@@ -276,6 +310,11 @@ def _convert(op: str, x, layout, validate: bool) -> torch.Tensor:
         raise TypeError(f"torch_ragged.sparse.{op}: expected a dense, sparse COO, CSR or CSC tensor, got "
                         f"{_layout_name(x)}")
     if x.layout == layout and (layout != torch.sparse_coo or x.is_coalesced()):
+        if validate:  # returned as it is, so checked as it is: torch's invariants of its layout
+            if layout == torch.sparse_coo:
+                _check_coalesced_invariants(op, x)
+            else:
+                _compressed(op, x, validate=True)
         return x
     if x.layout == torch.strided:
         if x.dim() < 2 and layout != torch.sparse_coo:
@@ -303,7 +342,8 @@ def _convert(op: str, x, layout, validate: bool) -> torch.Tensor:
 
 
 def coalesce(s: torch.Tensor, *, validate: bool = True, return_order: bool = False):
-    """``s.coalesce()``: unique, lexicographically sorted indices, duplicates summed in input order.
+    """``s.coalesce()``: unique, lexicographically sorted indices, duplicates summed in a fixed order (input order
+    within a chunk of the segment core's reduction tree, a long run's chunk partials merged left to right).
 
     An input that is already sorted costs no sort, one that is already coalesced no copy of its structure.
     With ``return_order=True`` also returns ``(permutation, first_idx)``: sorted position -> input entry, and the
@@ -938,6 +978,34 @@ class SparsePlan:
     def __repr__(self):
         return f"SparsePlan(size={self.size}, nnz={self.indices.shape[1]}, device={self.indices.device})"
 
+    def __getstate__(self):
+        return {"indices": self.indices, "size": self.size, "rest": self.tensors()[1:]}
+
+    def __setstate__(self, state):
+        """A loaded plan is checked against its indices before `mm` trusts it (the op's validate=True check:
+        offsets, orders and ranges, O(nnz) once)."""
+        where = "torch_ragged.SparsePlan"
+        if not isinstance(state, dict) or set(state) != {"indices", "size", "rest"} or len(state["rest"]) != 4:
+            raise TypeError(f"{where}: a pickled SparsePlan holds {{'indices', 'size', 'rest'}} (4 tensors)")
+        size, indices, rest = state["size"], state["indices"], state["rest"]
+        if not (isinstance(size, tuple) and len(size) == 2 and all(isinstance(n, int) and n >= 0 for n in size)):
+            raise ValueError(f"{where}: size must be (rows, cols), got {size!r}")
+        if not all(isinstance(t, torch.Tensor) for t in (indices, *rest)):
+            raise TypeError(f"{where}: the plan's parts must be tensors")
+        if indices.dim() != 2 or indices.shape[0] != 2 or rest[0].numel() != size[0] + 1 or \
+                rest[1].numel() != size[1] + 1:
+            raise ValueError(f"{where}: indices (2, nnz) and offsets of {size[0] + 1} and {size[1] + 1} entries "
+                             f"expected for size {size}")
+        try:  # the product op's own check of a plan against its indices, on empty operands
+            _ops.sparse_mm(indices.new_zeros(indices.shape[1], dtype=torch.float32),
+                           indices.new_zeros(size[1], 0, dtype=torch.float32), indices, *rest, False, True)
+        except (ValueError, TypeError, IndexError) as error:
+            raise ValueError(f"{where}: the loaded plan does not fit its indices: {error}") from None
+        self.__init__(indices, size, *rest)
+
+
+torch.serialization.add_safe_globals([SparsePlan])
+
 
 def _coalesced(op: str, s: torch.Tensor):
     """(indices, values) of s coalesced; values connected to autograd."""
@@ -1246,7 +1314,7 @@ class accelerate:  # noqa: N801 (used like torch.set_grad_enabled: a call and a 
     previous state on exit. The kernels replace torch's below its autograd, so gradients are torch's formulas (which
     call these ops again); arguments these kernels do not take (a hybrid operand of mm, complex or integer
     products) go to torch's own implementation. Results are torch's in layout, flags and dtype; duplicates are
-    summed in input order (deterministic). C++: ``torch_ragged::accelerate_torch_sparse(bool)``.
+    summed in a fixed order (deterministic). C++: ``torch_ragged::accelerate_torch_sparse(bool)``.
 
     >>> s = torch.sparse_coo_tensor([[1, 0, 1]], [1.0, 2.0, 3.0], (2,))
     >>> with accelerate():

@@ -87,7 +87,19 @@ def tiles_correlate(pages, origins, weight, full_min, full_max, fill_value=0, ou
 
 def tiles_box_filter(pages, origins, full_min, full_max, size=3, fill_value=0, out="tiles", tile_first_idx=None,
                      index=None):
-    """The seed's filter: the mean over a ``size``\\ :sup:`d` box (`tiles_correlate` with a box kernel)."""
+    """The mean over a box of ``size`` points per side (size ** d points in d dims) around every point of the
+    first-wins field, reading across tile boundaries: `tiles_correlate` with a box kernel of weight 1 / size ** d.
+
+    ``pages (T, *tile_size, *F)`` and ``origins (T, d)``: the tiles; ``full_min`` / ``full_max``: the bound
+    (inclusive, one int per dim); ``size``: an odd int >= 1; ``fill_value``: what points outside the bound or in no
+    tile read; ``out``: ``"tiles"`` (the filtered tiles) or ``"dense"`` (the whole bound); ``tile_first_idx`` and
+    ``index``: as in `tiles_correlate`. Differentiable in pages.
+
+    >>> pages = torch.ones(1, 2, 2)
+    >>> tiles_box_filter(pages, torch.tensor([[0, 0]]), [0, 0], [1, 1], size=3)
+    tensor([[[0.4444, 0.4444],
+             [0.4444, 0.4444]]])
+    """
     if not isinstance(size, int) or size < 1 or size % 2 == 0:
         raise ValueError(f"torch_ragged.tiles_box_filter: size must be an odd int >= 1, got {size!r}")
     dims = origins.shape[1] if isinstance(origins, torch.Tensor) and origins.dim() == 2 else 1

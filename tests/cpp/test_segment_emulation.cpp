@@ -105,11 +105,11 @@ const std::vector<at::ScalarType> kFloating{torch::kFloat, torch::kDouble};
 
 template <typename scalar_t, bool kMean>
 at::Tensor emulated_sum(const Case& c, const at::Tensor& data) {
-  using acc_t = at::opmath_type<scalar_t>;
+  using acc_t = sum_acc_t<scalar_t>;
   at::Tensor out =
       torch::empty({static_cast<int64_t>(c.first_idx.size()) - 1, c.width}, data.options());
   emulated_reduce_tree<SumReducer<acc_t>>(
-      tree_of(c), c.width, LoadRows<scalar_t>{data.const_data_ptr<scalar_t>(), c.width},
+      tree_of(c), c.width, LoadRows<scalar_t, acc_t>{data.const_data_ptr<scalar_t>(), c.width},
       WriteSum<scalar_t, kMean>{out.mutable_data_ptr<scalar_t>(), c.width});
   return out;
 }

@@ -4,6 +4,12 @@
 #include <torch/torch.h>
 #include <torch_ragged/torch_ragged.h>
 
+#include <atomic>
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
 namespace {
 
 at::Tensor longs(std::vector<int64_t> values) { return torch::tensor(values, torch::kLong); }
@@ -74,7 +80,7 @@ TEST(Sparse, MatmulWithAPlanAndItsGradients) {
   EXPECT_TRUE(torch::allclose(torch_ragged::mm(s, dense.detach()), out.detach()));
 }
 
-TEST(Sparse, AccelerateRunsTorchsOwnOpsOnTheseKernelsAndRestoresTorchs) {
+TEST(Sparse, AccelerateRunsTorchsOwnOpsOnTheseKernelsAndSwitchesBack) {
   ASSERT_FALSE(torch_ragged::torch_sparse_accelerated());
   const auto s = torch::sparse_coo_tensor(longs({2, 0, 2, 1}).view({1, 4}),
                                           torch::tensor({1.0, 2.0, 3.0, 4.0}), {3});
@@ -100,3 +106,74 @@ TEST(Sparse, AccelerateRunsTorchsOwnOpsOnTheseKernelsAndRestoresTorchs) {
 }
 
 }  // namespace
+
+namespace {
+
+// A forward and backward through torch's own sparse ops: the product, the gradient of the values
+// and of the dense operand (mm), or the softmax values and their gradient.
+std::vector<at::Tensor> training_step(const at::Tensor& indices, const at::Tensor& values,
+                                      const at::Tensor& dense, bool softmax) {
+  const at::Tensor v = values.clone().requires_grad_();
+  const at::Tensor d = dense.clone().requires_grad_();
+  const at::Tensor s = torch::sparse_coo_tensor(indices, v, {40, 30});
+  if (softmax) {
+    const at::Tensor out = torch::_sparse_softmax(s, 1, false).coalesce();
+    (out.values() * torch::sin(torch::arange(out.values().numel(), torch::kDouble)))
+        .sum()
+        .backward();
+    return {out.values().detach(), v.grad()};
+  }
+  const at::Tensor out = torch::mm(s, d);
+  (out * torch::cos(out)).sum().backward();
+  return {out.detach(), v.grad(), d.grad()};
+}
+
+}  // namespace
+
+// Eight std::threads train through torch's ops while one toggles the switch as fast as it can:
+// every result is the serial one, and nothing crashes (the kernels are never removed from the
+// dispatcher: the switch is a flag they read).
+TEST(Sparse, ThreadsUsingTorchsOpsWhileAnotherTogglesGetTheSerialResults) {
+  torch::manual_seed(3);
+  const at::Tensor flat = torch::randperm(40 * 30).slice(0, 0, 300);
+  const at::Tensor indices = torch::stack({flat.div(30, "floor"), flat.remainder(30)});
+  const at::Tensor values = torch::randn({300}, torch::kDouble);
+  const at::Tensor dense = torch::randn({30, 5}, torch::kDouble);
+  const std::vector<at::Tensor> serial_mm = training_step(indices, values, dense, false);
+  const std::vector<at::Tensor> serial_softmax = training_step(indices, values, dense, true);
+  std::atomic<bool> stop{false};
+  std::atomic<int> steps{0}, mismatches{0};
+  std::vector<std::string> errors(8);
+  std::vector<std::thread> threads;
+  threads.emplace_back([&] {
+    while (!stop.load()) {
+      torch_ragged::accelerate_torch_sparse(true);
+      torch_ragged::accelerate_torch_sparse(false);
+    }
+  });
+  for (int w = 0; w < 8; ++w) {
+    threads.emplace_back([&, w] {
+      for (int k = w; !stop.load(); ++k) {
+        try {
+          const bool softmax = k % 2 == 1;
+          const std::vector<at::Tensor> got = training_step(indices, values, dense, softmax);
+          const std::vector<at::Tensor>& want = softmax ? serial_softmax : serial_mm;
+          for (size_t i = 0; i < want.size(); ++i) {
+            if (!torch::allclose(got[i], want[i], 1e-10, 1e-12)) ++mismatches;
+          }
+        } catch (const std::exception& e) {
+          errors[w] = e.what();
+          stop = true;
+        }
+        ++steps;
+      }
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  stop = true;
+  for (std::thread& t : threads) t.join();
+  torch_ragged::accelerate_torch_sparse(false);
+  for (const std::string& error : errors) EXPECT_TRUE(error.empty()) << error;
+  EXPECT_EQ(mismatches.load(), 0);
+  EXPECT_GT(steps.load(), 16);
+}

@@ -86,6 +86,38 @@ def test_integer_means_round_toward_minus_infinity():
     assert torch_ragged.scatter(src, torch.tensor([0, 0, 1, 1, 3]), reduce="mean").tolist() == [-4, 4, 0, 2]
 
 
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64])
+def test_integer_means_keep_the_dtype_past_its_range(dtype):
+    """int8 / int16 / int32 means raised (index_copy_ of the promoted int64 quotient), and a sum in the data type
+    wrapped first: the mean is the 64-bit sum over the count, floored, in src's dtype (against Python's integers)."""
+    signed = torch.iinfo(dtype).min < 0
+    top = min(torch.iinfo(dtype).max, 100)
+    g = torch.Generator().manual_seed(3)
+    src = torch.randint(-top if signed else 0, top + 1, (700, 2), generator=g).to(dtype)
+    src[:, 1] = top  # its sums pass 8-bit range
+    index = torch.randint(0, 3, (700,), generator=g)
+    got = torch_ragged.scatter(src, index, dim=0, reduce="mean")
+    expected = [[sum(int(v) for v in src[index == p, c].tolist()) // int((index == p).sum()) for c in range(2)]
+                for p in range(3)]
+    assert got.dtype == dtype and got.tolist() == expected
+
+
+def test_an_index_with_fewer_dims_than_src_broadcasts_as_torch_scatter():
+    """torch_scatter's broadcast: a 1-D index lines up with dim; an index of more dims with src's leading dims, then
+    it is expanded over the trailing dims it lacks (torch_scatter's test_scatter.py passes such indices)."""
+    src = torch.arange(24.0).view(2, 4, 3)
+    per_row = torch.tensor([1, 0, 1, 2])
+    expected = torch_ragged.scatter(src, per_row, dim=1)
+    assert torch.equal(torch_ragged.scatter(src, per_row.expand(2, 4), dim=1), expected)  # (2, 4) -> (2, 4, 1)
+    assert torch.equal(torch_ragged.scatter(src, per_row.view(1, 4), dim=1), expected)
+    loop = torch.zeros(2, 3, 3)
+    for row, p in enumerate(per_row.tolist()):
+        loop[:, p] += src[:, row]
+    assert torch.equal(expected, loop)
+    with pytest.raises(ValueError, match="torch_ragged.scatter: index must be the same for every element"):
+        torch_ragged.scatter(src, torch.tensor([[1, 0, 1, 2], [0, 0, 1, 2]]), dim=1)  # differs across dim 0
+
+
 def test_deterministic_across_runs_and_thread_counts():
     g = torch.Generator().manual_seed(4)
     src = torch.randn(200_000, 4, generator=g)

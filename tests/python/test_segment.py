@@ -249,6 +249,44 @@ def test_integer_mean_truncates_toward_zero_as_torch_scatter():
     assert torch_ragged.segment_mean(data.abs().to(torch.uint8), first_idx).tolist() == [2, 3, 0, 7]
 
 
+INTEGERS = [torch.uint8, torch.int8, torch.int16, torch.uint16, torch.int32, torch.uint32, torch.int64, torch.uint64]
+
+
+def truncated_mean(total: int, count: int) -> int:
+    """total / count rounded toward zero, in Python's unbounded integers."""
+    quotient = abs(total) // count
+    return quotient if total >= 0 else -quotient
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", INTEGERS)
+def test_integer_means_over_counts_past_the_dtypes_range(device, dtype):
+    """A row count cast to a narrow data type wrapped to 0 (SIGFPE at 256 int8 rows, 65,536 int16 rows) or to a
+    negative count; a sum in the data type wrapped. Means are the 64-bit sum over the count, truncated toward zero,
+    against Python's integers."""
+    bits = torch.iinfo(dtype).bits
+    rows = (1 << min(bits, 16)) + 3  # past the range of 8- and 16-bit counts
+    signed = torch.iinfo(dtype).min < 0
+    g = torch.Generator().manual_seed(bits)
+    top = min(torch.iinfo(dtype).max, 100)
+    data = torch.randint(-top if signed else 0, top + 1, (rows, 2), generator=g).to(dtype)
+    data[:, 1] = top  # a column whose sum passes the data type's range (a constant mean)
+    first_idx = [0, 200, rows - 1, rows]
+    expected = [[truncated_mean(sum(int(v) for v in data[lo:hi, c].tolist()), hi - lo) for c in range(2)]
+                for lo, hi in zip(first_idx[:-1], first_idx[1:], strict=True)]
+    got = torch_ragged.segment_mean(data.to(device), torch.tensor(first_idx, device=device))
+    assert got.dtype == dtype and got.cpu().tolist() == expected
+    one = torch.zeros(200, 1, dtype=dtype)
+    one[7] = 100
+    assert torch_ragged.segment_mean(one.to(device), [0, 200]).item() == 0  # 100 / 200, not 100 / (int8) 200 = -1
+
+
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.int8, torch.int16])
+def test_ragged_tensor_mean_of_narrow_integer_members(dtype):
+    r = torch_ragged.RaggedTensor.from_list([torch.ones(256, 2, dtype=dtype), torch.full((70_000, 2), 3, dtype=dtype)])
+    assert r.mean().tolist() == [[1, 1], [3, 3]]
+
+
 def _call_with_first_idx(op, first_idx):
     if op == "segment_ids":
         return torch_ragged.segment_ids(first_idx)

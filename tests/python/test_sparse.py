@@ -1,6 +1,8 @@
 """The sparse family against torch.sparse and dense math, over dtypes, shapes, index dtypes and devices."""
 
 import itertools
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -392,6 +394,55 @@ def test_to_dense_of_uncoalesced_input_is_bitwise_deterministic():
     expected = np.zeros(300 * 300)  # float64, entry by entry
     np.add.at(expected, (indices[0] * 300 + indices[1]).numpy(), values.double().numpy())
     torch.testing.assert_close(results[0].double().reshape(-1), torch.from_numpy(expected), rtol=1e-5, atol=1e-3)
+
+
+@pytest.mark.parametrize("dtype,dense_sizes", [(torch.float32, ()), (torch.float32, (3,)), (torch.bool, (3,)),
+                                               (torch.int8, ())])
+def test_to_dense_routes_give_the_same_bits(dtype, dense_sizes):
+    """Coalesced (written in place), uncoalesced eager (the coalesce core) and traced (static sizes) give one
+    result, bit for bit, equal to a dense loop (bool: duplicates or-ed)."""
+    g = torch.Generator().manual_seed(8)
+    indices = torch.randint(0, 40, (2, 5000), generator=g)
+    values = torch.randn(5000, *dense_sizes, generator=g) * torch.logspace(-3, 3, 5000).view(-1, *[1] * len(
+        dense_sizes))
+    values = values > 0 if dtype == torch.bool else values.to(dtype)
+    size = (40, 40, *dense_sizes)
+    eager = ops.sparse_to_dense(indices, values, size)
+    traced = torch.compile(ops.sparse_to_dense, fullgraph=True, dynamic=False)(indices, values, size)
+    assert torch.equal(eager, traced)
+    coalesced_indices, sums, _, _ = ops.sparse_coalesce(indices, values, size)
+    assert torch.equal(ops.sparse_to_dense(coalesced_indices, sums, size), eager)
+    loop = torch.zeros(size, dtype=torch.float64)
+    for k in range(5000):
+        loop[indices[0, k], indices[1, k]] += values[k].double()
+    if dtype == torch.bool:
+        assert torch.equal(eager, loop != 0)
+    else:
+        torch.testing.assert_close(eager.double(), loop.to(dtype).double() if dtype == torch.int8 else loop,
+                                   rtol=1e-5, atol=1e-3)
+
+
+TO_DENSE_PEAK = """
+import resource, torch, torch_ragged
+g = torch.Generator().manual_seed(0)
+indices = torch.randint(0, 12_000, (2, 2000), generator=g)
+values = torch.ones(2000, dtype=torch.int8)
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+dense = torch_ragged.sparse.to_dense(torch.sparse_coo_tensor(indices, values, (12_000, 12_000)))
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - before, dense.numel())
+"""
+
+
+def test_to_dense_needs_scratch_in_proportion_to_nnz_not_to_the_dense_size():
+    """A 12000 x 12000 int8 result (144 MB) from 2000 entries: the process's peak grows by about the output (it
+    grew by ~24 bytes per dense position before, 3.5 GB here); a request past the machine's memory is refused
+    before anything is allocated."""
+    done = subprocess.run([sys.executable, "-c", TO_DENSE_PEAK], capture_output=True, text=True, check=True)
+    grown, positions = map(int, done.stdout.split())
+    assert grown < 1.5 * positions + (64 << 20), (grown, positions)
+    with pytest.raises(ValueError, match="torch_ragged.sparse_to_dense: the dense output would need 8796093022208 "
+                                         "bytes, more than this machine's"):
+        ops.sparse_to_dense(torch.zeros(2, 1, dtype=torch.long), torch.ones(1, dtype=torch.float64), [2**20, 2**20])
 
 
 @pytest.mark.parametrize("device", DEVICES)

@@ -3,6 +3,11 @@ with torch's own, computed in the same test with the acceleration off (layout, c
 gradients); the kernels are shown to be this library's (the dispatcher's registration, and errors that only they
 raise); inputs they do not take keep torch's behaviour and exception types."""
 
+import subprocess
+import sys
+import threading
+import time
+
 import pytest
 import torch
 import torch_ragged
@@ -85,22 +90,64 @@ def assert_same_behaviour(fn):
                 fn()
 
 
-def test_on_off_and_as_a_context_manager_restore_torchs_kernels():
-    assert not sparse.is_accelerated() and not registered_from_here("aten::_coalesce")
+def out_of_range_coalesce_raises() -> bool:
+    """Whether x.coalesce() runs this library's kernel: only it refuses an index out of range (torch's returns
+    the index as it is)."""
+    out_of_range = torch.sparse_coo_tensor([[0, 7]], [1.0, 2.0], (3,), check_invariants=False)
+    try:
+        out_of_range.coalesce()
+    except IndexError:
+        return True
+    return False
+
+
+ACCELERATED_OPS = ("aten::_coalesce", "aten::_to_dense", "aten::_sparse_softmax", "aten::_sparse_log_softmax",
+                   "aten::_sparse_softmax_backward_data", "aten::_sparse_log_softmax_backward_data",
+                   "aten::_sparse_sum.dim", "aten::mm", "aten::addmm", "aten::bmm", "aten::index_select",
+                   "aten::sparse_mask")
+
+
+def test_on_off_and_as_a_context_manager_switch_the_kernels_that_run():
+    assert not sparse.is_accelerated() and not out_of_range_coalesce_raises()
     sparse.accelerate()
-    assert sparse.is_accelerated() and registered_from_here("aten::_coalesce")
+    assert sparse.is_accelerated() and out_of_range_coalesce_raises()
     with sparse.accelerate(False):
-        assert not sparse.is_accelerated() and not registered_from_here("aten::_coalesce")
+        assert not sparse.is_accelerated() and not out_of_range_coalesce_raises()
         with sparse.accelerate():
-            assert registered_from_here("aten::mm")
-        assert not registered_from_here("aten::mm")
+            assert sparse.is_accelerated() and out_of_range_coalesce_raises()
+        assert not out_of_range_coalesce_raises()
     assert sparse.is_accelerated()
     sparse.accelerate(False)
-    for op in ("aten::_coalesce", "aten::_to_dense", "aten::_sparse_softmax", "aten::_sparse_log_softmax",
-               "aten::_sparse_softmax_backward_data", "aten::_sparse_log_softmax_backward_data",
-               "aten::_sparse_sum.dim", "aten::mm", "aten::addmm", "aten::bmm", "aten::index_select",
-               "aten::sparse_mask"):
-        assert not registered_from_here(op), op
+    assert not sparse.is_accelerated() and not out_of_range_coalesce_raises()
+
+
+OFF_CALLS = """
+import torch
+g = torch.Generator().manual_seed(11)
+indices = torch.stack([torch.randint(0, n, (30,), generator=g) for n in (7, 6)])
+s = torch.sparse_coo_tensor(indices, torch.randn(30, generator=g, dtype=torch.float64), (7, 6))
+d = torch.randn(6, 3, generator=g, dtype=torch.float64)
+results = [s.coalesce(), s.to_dense(), torch.sparse.softmax(s, 1), torch.sparse.log_softmax(s, 0),
+           torch.sparse.sum(s, 1), s @ d, torch.addmm(torch.ones(7, 3, dtype=torch.float64), s, d),
+           s.index_select(0, torch.tensor([2, 2, 0])), torch.ones(7, 6, dtype=torch.float64).sparse_mask(s.coalesce()),
+           torch.bmm(torch.stack([s, s]).coalesce(), torch.stack([d, d]))]
+"""
+
+
+def test_the_kernels_stay_registered_and_off_is_torchs_own_kernel(tmp_path):
+    """Registered once for the process (no dispatcher change while other threads call); off, each kernel calls the
+    torch kernel it replaced: the results are those of a process that never imported this library, bit for bit."""
+    sparse.accelerate()
+    sparse.accelerate(False)
+    for op in ACCELERATED_OPS:
+        assert registered_from_here(op), op
+    saved = tmp_path / "alone.pt"
+    subprocess.run([sys.executable, "-c", OFF_CALLS + f"torch.save(results, {str(saved)!r})"], check=True)
+    alone = torch.load(saved)
+    scope = {}
+    exec(OFF_CALLS, scope)  # noqa: S102 (the same calls, here: the kernels registered, switched off)
+    for a, b in zip(alone, scope["results"], strict=True):
+        assert_same(a, b, exact=True)
 
 
 def test_the_kernels_are_this_librarys():
@@ -366,3 +413,163 @@ def test_a_tensor_flagged_coalesced_that_is_not_is_refused_by_name():
             with sparse.accelerate(), pytest.raises(ValueError, match=rf"aten::{op}\): the sparse operand is flagged "
                                                                       "coalesced but its indices are out of order"):
                 fn()
+
+
+# ---- threads and fork: the switch is a flag, the kernels never leave the dispatcher ----
+
+def training_step(s_indices, s_values, dense, op):
+    """A forward and backward through torch's own sparse ops: (output, gradient of the values, of dense)."""
+    values = s_values.clone().requires_grad_()
+    d = dense.clone().requires_grad_()
+    s = torch.sparse_coo_tensor(s_indices, values, (40, 30))
+    if op == "mm":
+        out = torch.sparse.mm(s, d)
+        (out * torch.cos(out)).sum().backward()
+        return out.detach(), values.grad, d.grad
+    out = torch.sparse.softmax(s, 1) if op == "softmax" else torch.sparse.log_softmax(s, 0)
+    weight = torch.sin(torch.arange(out.coalesce().values().numel(), dtype=torch.float64))
+    (out.coalesce().values() * weight).sum().backward()
+    return out.coalesce().values().detach(), values.grad, None
+
+
+def step_inputs(seed):
+    g = torch.Generator().manual_seed(seed)
+    flat = torch.randperm(40 * 30, generator=g)[:300]
+    indices = torch.stack([flat // 30, flat % 30])
+    return indices, torch.randn(300, generator=g, dtype=torch.float64), torch.randn(30, 5, generator=g,
+                                                                                   dtype=torch.float64)
+
+
+def assert_steps_close(got, want):
+    for a, b in zip(got, want, strict=True):
+        if b is None:
+            assert a is None
+        else:
+            torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-12)
+
+
+def test_threads_training_through_torchs_ops_while_another_toggles_get_torchs_results():
+    """8 threads run forward + backward through torch.sparse.mm / softmax / log_softmax while one thread toggles
+    accelerate() on and off as fast as it can (for ~2 s): every result equals the serial one (torch's, off), and
+    nothing crashes. Before, kernels were registered and removed on each toggle, and calls in flight jumped into
+    removed kernels (wrong gradients, core dumps)."""
+    cases = [(op, seed) for op in ("mm", "softmax", "log_softmax") for seed in range(4)]
+    inputs = {seed: step_inputs(seed) for seed in range(4)}
+    serial = {(op, seed): training_step(*inputs[seed], op) for op, seed in cases}
+    stop = threading.Event()
+    failures, counts = [], [0]
+
+    def toggle():
+        while not stop.is_set():
+            sparse.accelerate(True)
+            sparse.accelerate(False)
+
+    def train(worker):
+        k = worker
+        while not stop.is_set():
+            op, seed = cases[k % len(cases)]
+            try:
+                assert_steps_close(training_step(*inputs[seed], op), serial[(op, seed)])
+            except Exception as error:  # noqa: BLE001 (collected, raised in the main thread)
+                failures.append(f"{op} seed {seed}: {error}")
+                stop.set()
+            counts[0] += 1
+            k += 1
+
+    threads = [threading.Thread(target=toggle)] + [threading.Thread(target=train, args=(w,)) for w in range(8)]
+    for t in threads:
+        t.start()
+    time.sleep(2.0)
+    stop.set()
+    for t in threads:
+        t.join()
+    assert not failures, failures[:3]
+    assert counts[0] > 50  # the threads did run steps while the switch flipped
+
+
+@pytest.mark.parametrize("op", ["mm", "softmax", "log_softmax"])
+def test_a_forward_and_its_backward_on_different_sides_of_a_toggle_give_the_gradient(op):
+    """torch's derivative formulas run whichever kernels evaluate them: a forward accelerated and its backward not
+    (and the reverse) give torch's gradients."""
+    indices, values, dense = step_inputs(5)
+    want = training_step(indices, values, dense, op)
+    for forward_on in (True, False):
+        v = values.clone().requires_grad_()
+        d = dense.clone().requires_grad_()
+        with sparse.accelerate(forward_on):
+            s = torch.sparse_coo_tensor(indices, v, (40, 30))
+            if op == "mm":
+                out = torch.sparse.mm(s, d)
+                loss = (out * torch.cos(out)).sum()
+            else:
+                out = (torch.sparse.softmax(s, 1) if op == "softmax" else torch.sparse.log_softmax(s, 0)).coalesce()
+                loss = (out.values() * torch.sin(torch.arange(out.values().numel(), dtype=torch.float64))).sum()
+        with sparse.accelerate(not forward_on):
+            loss.backward()
+        torch.testing.assert_close(v.grad, want[1], rtol=1e-10, atol=1e-12)
+        if op == "mm":
+            torch.testing.assert_close(d.grad, want[2], rtol=1e-10, atol=1e-12)
+
+
+FORK_WHILE_TOGGLING = """
+import os, sys, threading, time
+import torch
+import torch_ragged
+from torch_ragged import sparse
+
+stop = threading.Event()
+
+def toggle():
+    while not stop.is_set():
+        sparse.accelerate(True)
+        sparse.accelerate(False)
+
+s = torch.sparse_coo_tensor([[0, 1, 1]], [1.0, 2.0, 3.0], (3,))
+toggler = threading.Thread(target=toggle)
+toggler.start()  # the first accelerate() registers the kernels: forks below may land while it does
+for k in range(12):
+    pid = os.fork()
+    if pid == 0:
+        sparse.accelerate(True)  # a lock inherited locked would hang here
+        ok = s.coalesce().values().tolist() == [1.0, 5.0] and sparse.is_accelerated()
+        sparse.accelerate(False)
+        os._exit(0 if ok else 3)
+    deadline = time.monotonic() + 30
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        if time.monotonic() > deadline:
+            os.kill(pid, 9)
+            print(f"child {k} hung", flush=True)
+            os._exit(2)
+        time.sleep(0.005)
+    if os.waitstatus_to_exitcode(status) != 0:
+        print(f"child {k} exited {os.waitstatus_to_exitcode(status)}", flush=True)
+        os._exit(1)
+stop.set()
+toggler.join()
+print("forks ok", flush=True)
+"""
+
+
+def test_fork_while_another_thread_toggles_leaves_a_working_child():
+    """A fork taken while another thread switches (or first registers) the kernels gives a child that can call
+    accelerate() and run the ops: 12 forks, each child checked, none hangs."""
+    done = subprocess.run([sys.executable, "-c", FORK_WHILE_TOGGLING], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and "forks ok" in done.stdout, done.stdout + done.stderr
+
+
+def test_a_dtype_without_kernels_here_runs_torchs_kernel():
+    """complex32 (ComplexHalf): torch's to_dense / coalesce take it, these kernels have no sum for it."""
+    def widened(fn):  # torch.equal has no complex32 kernel: compared as complex64
+        def call():
+            out = fn()
+            return out.to(torch.complex64) if out.layout == torch.strided else out.coalesce().to(torch.complex64)
+        return call
+
+    coalesced = torch.sparse_coo_tensor([[0, 2]], torch.tensor([1 + 2j, 3 - 1j]), (3,)).coalesce().to(torch.complex32)
+    assert_same(*both_ways(widened(lambda: coalesced.to_dense())), exact=True)  # as PyTorch's test_sparse.py calls it
+    duplicates = torch.sparse_coo_tensor([[0, 2, 0]], torch.tensor([1 + 2j, 3 - 1j, 0.5j]), (3,)).to(torch.complex32)
+    for fn in (lambda: duplicates.to_dense(), lambda: duplicates.coalesce()):
+        assert_same_behaviour(widened(fn))  # torch's results, or torch's own refusal

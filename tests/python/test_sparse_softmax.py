@@ -1,5 +1,6 @@
 """Sparse softmax / log_softmax against torch.sparse.softmax (and a float64 loop where torch has no kernel)."""
 
+import numpy as np
 import pytest
 import torch
 import torch_ragged
@@ -294,19 +295,30 @@ def test_pools_along_dim_0_keep_a_stable_sorts_order_bit_for_bit(log, index_dtyp
     assert torch.equal(got, expected)
 
 
-def test_a_column_out_of_range_along_dim_0_is_pooled_as_the_flattened_keys_have_it():
-    """The raw op does not validate its (coalesced) indices. Along dim 0 an int64 column out of range makes the
-    counting pass give up and the sort of flattened keys (which count such an index as 0) pool the entries: the same
-    pools, in the same order, as int32 indices, whose flattened keys the counting pass takes. No crash either way."""
+@pytest.mark.parametrize("index_dtype", [torch.int64, torch.int32])
+def test_an_index_out_of_range_in_any_dim_is_refused_by_name(index_dtype):
+    """Pools are read off some dims only (along dim 0 of a matrix: its columns), so an index out of range in another
+    (a tensor flagged coalesced that is not) joined a real pool; the op, the wrapper and torch's own call under
+    accelerate() refuse it, naming the entry."""
     g = torch.Generator().manual_seed(13)
     rows, cols = torch.randint(0, 300, (20_000,), generator=g), torch.randint(0, 50, (20_000,), generator=g)
-    cols[[7, 500, 9000]] = torch.tensor([50, -1, 10**9])
     values = torch.randn(20_000, generator=g)
-    got = ops.sparse_softmax(torch.stack([rows, cols]), values, [300, 50], 0)
-    via_int32 = ops.sparse_softmax(torch.stack([rows, cols]).int(), values, [300, 50], 0)
-    assert torch.equal(got, via_int32)
-    in_column_0 = (cols == 0) | (cols < 0) | (cols >= 50)
-    torch.testing.assert_close(got[in_column_0].sum(), torch.tensor(1.0))
+    for dim in (0, 1):
+        for bad_dim, bad in ((0, 300), (0, -1), (1, 50), (1, 10**9)):
+            indices = torch.stack([rows, cols]).to(index_dtype)
+            if bad <= torch.iinfo(index_dtype).max:
+                indices[bad_dim, 9000] = bad
+            else:
+                continue
+            with pytest.raises(IndexError, match=rf"torch_ragged.sparse_softmax: indices\[{bad_dim}\]\[9000\] = {bad} "
+                                                  "is out of range"):
+                ops.sparse_softmax(indices, values, [300, 50], dim)
+    lying = torch.sparse_coo_tensor([[0, 7], [1, 1]], [1.0, 2.0], (3, 3), is_coalesced=True, check_invariants=False)
+    for dim in (0, 1):
+        with pytest.raises(IndexError, match=r"indices\[0\]\[1\] = 7 is out of range for size\[0\] = 3"):
+            torch_ragged.sparse.softmax(lying, dim)
+        with torch_ragged.sparse.accelerate(), pytest.raises(IndexError, match=r"indices\[0\]\[1\] = 7"):
+            torch.sparse.log_softmax(lying, dim)
 
 
 def sorted_route(indices, values, sizes, dim, log):
@@ -405,3 +417,96 @@ def test_pools_of_a_3d_tensor_along_each_dim_replay_the_tree_bit_for_bit(log):
     for dim in range(3):
         got = ops.sparse_softmax(indices, values, sizes, dim, log)
         assert torch.equal(got, sorted_route(indices, values, sizes, dim, log)), f"dim {dim}"
+
+
+# ---- precision at large magnitudes, through every route that forms the pools ----
+
+def exact_pools(indices, values, dim, log, weight):
+    """Each pool's (log_)softmax and the gradient of sum(weight * out) in numpy's extended precision (80-bit long
+    double, 64-bit mantissa), from the values as given: the reference the float64 results are held to."""
+    x = values.numpy().astype(np.longdouble)
+    w = weight.numpy().astype(np.longdouble)
+    out, grad = np.zeros_like(x), np.zeros_like(x)
+    pools = {}
+    for entry, key in enumerate(indices.t().tolist()):
+        pools.setdefault(tuple(k for d, k in enumerate(key) if d != dim), []).append(entry)
+    for members in pools.values():
+        shifted = x[members] - x[members].max(axis=0)
+        log_sum = np.log(np.exp(shifted).sum(axis=0))
+        y = shifted - log_sum
+        if log:
+            out[members] = y
+            grad[members] = w[members] - np.exp(y) * w[members].sum(axis=0)
+        else:
+            p = np.exp(y)
+            out[members] = p
+            grad[members] = p * (w[members] - (w[members] * p).sum(axis=0))
+    return out, grad
+
+
+def unique_entries(sparse_sizes, nnz, g):
+    """nnz distinct positions (no duplicates: coalescing would round their sums first)."""
+    flat = torch.randperm(int(np.prod(sparse_sizes)), generator=g)[:nnz]
+    indices = []
+    for size in reversed(sparse_sizes):
+        indices.append(flat % size)
+        flat = flat // size
+    return torch.stack(indices[::-1])
+
+
+# (sparse sizes, dense sizes, nnz, dim, the route it takes)
+ROUTES = [
+    ((40, 30), (), 500, 1, "row offsets of a matrix"),
+    ((40, 30), (), 500, 0, "small keys, normalised in place"),
+    ((40, 30), (3,), 500, 0, "small keys, counting pass (hybrid values)"),
+    ((6, 5, 40), (), 500, 2, "small keys of a 3-D tensor"),
+    ((3, 200_000), (), 2000, 0, "general sort of keys (positions >> nnz)"),
+    ((200_000, 2, 3), (), 2000, 2, "general sort, keys of a coalesced tensor already sorted"),
+    ((2**40, 2**40, 4), (), 300, 2, "lexicographic sort (flat keys past int64)"),
+    ((2000,), (2,), 800, 0, "one pool (1-D sparse), hybrid"),
+]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("magnitude", [1e4, 3e6, 1e7])
+@pytest.mark.parametrize("log", [False, True], ids=["softmax", "log_softmax"])
+@pytest.mark.parametrize("route", ROUTES, ids=[r[4] for r in ROUTES])
+def test_float64_at_large_magnitudes_through_every_pool_route_is_exact_to_a_few_ulps(route, log, magnitude, device):
+    """Values near +-magnitude: forward and gradient within a few float64 ulps of the long-double result, on every
+    route (torch's own float64 sparse log_softmax computes x - (max + log sum) and errs by ~ulp(magnitude): 2.3e-10
+    at 3e6, so it is not the reference here)."""
+    sparse_sizes, dense_sizes, nnz, dim, _ = route
+    g = torch.Generator().manual_seed(int(magnitude) % 1000 + nnz)
+    indices = unique_entries(sparse_sizes, nnz, g) if len(sparse_sizes) < 3 or sparse_sizes[0] < 2**31 else \
+        torch.stack([torch.randint(0, 2**40, (nnz,), generator=g), torch.randint(0, 2**40, (nnz,), generator=g),
+                     torch.randint(0, 4, (nnz,), generator=g)])
+    sign = -1 if log else 1
+    values = sign * magnitude + torch.randn(nnz, *dense_sizes, generator=g, dtype=torch.float64) * 3
+    size = (*sparse_sizes, *dense_sizes)
+    indices, values, _, _ = ops.sparse_coalesce(indices, values, size, True, return_order=False)  # past int64 too
+    weight = torch.randn(values.shape, generator=g, dtype=torch.float64)
+    exact_out, exact_grad = exact_pools(indices, values, dim, log, weight)
+    leaf = values.to(device).requires_grad_()
+    out = ops.sparse_softmax(indices.to(device), leaf, size, dim, log)  # the GPU sorts on every route
+    (out * weight.to(device)).sum().backward()
+    eps = torch.finfo(torch.float64).eps
+    for got, exact in ((out.detach(), exact_out), (leaf.grad, exact_grad)):
+        error = np.abs(got.cpu().numpy().astype(np.longdouble) - exact)
+        assert float((error / np.maximum(1.0, np.abs(exact))).max()) <= 16 * eps
+
+
+@pytest.mark.parametrize("magnitude", [1e4, 3e6, 1e7])
+@pytest.mark.parametrize("log", [False, True], ids=["softmax", "log_softmax"])
+@pytest.mark.parametrize("route", ROUTES[:3], ids=[r[4] for r in ROUTES[:3]])
+def test_float32_at_large_magnitudes_matches_torchs_dense_softmax(route, log, magnitude):
+    """The same routes in float32, against torch's dense (log_)softmax of the padded matrix (-inf where no entry),
+    which shifts before adding as this library does."""
+    sparse_sizes, dense_sizes, nnz, dim, _ = route
+    g = torch.Generator().manual_seed(int(magnitude) % 997)
+    sign = -1 if log else 1
+    values = (sign * magnitude + torch.randn(nnz, *dense_sizes, generator=g) * 3).float()
+    s = torch.sparse_coo_tensor(unique_entries(sparse_sizes, nnz, g), values, (*sparse_sizes, *dense_sizes)).coalesce()
+    dense = torch.full(s.shape, -torch.inf).index_put_(tuple(s.indices()), s.values())
+    expected = (torch.log_softmax if log else torch.softmax)(dense, dim)[tuple(s.indices())]
+    got = (torch_ragged.sparse.log_softmax if log else torch_ragged.sparse.softmax)(s, dim).values()
+    torch.testing.assert_close(got, expected, rtol=2e-6, atol=2e-6)
