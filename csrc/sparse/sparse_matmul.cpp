@@ -164,10 +164,6 @@ void check_mm_args(std::string_view op, const at::Tensor& values, const at::Tens
   TORCH_CHECK_TYPE(values.scalar_type() == dense.scalar_type(), "torch_ragged.", op,
                    ": S and D must share a dtype, got ", values.scalar_type(), " and ",
                    dense.scalar_type(), " (cast one: there is no implicit promotion)");
-  // Refused up front: the forward would run, but the gradients (conjugated products) do not exist.
-  TORCH_CHECK_TYPE(!at::isComplexType(values.scalar_type()), "torch_ragged.", op,
-                   ": complex S @ D is not supported (values are ", values.scalar_type(),
-                   "); use torch.sparse.mm");
   const c10::SymInt inner = (transpose ? row_first_idx : col_first_idx).sym_size(0) - 1;
   TORCH_CHECK_VALUE(dense.dim() >= 1 && dense.sym_size(0) == inner, "torch_ragged.", op,
                     ": the inner dimensions differ: S", transpose ? "ᵀ" : "", " has ", inner,
@@ -189,6 +185,25 @@ at::Tensor sparse_mm_impl(const at::Tensor& values, const at::Tensor& dense,
                [&] { return ops::segment_gather_sum(dense, d.index, d.values, d.first_idx); });
 }
 
+// t, conjugated in memory where it is complex (the kernels read memory, not a lazy conj flag).
+at::Tensor conjugated(const at::Tensor& t) {
+  return at::isComplexType(t.scalar_type()) ? at::conj_physical(t) : t;
+}
+
+// The dot products of complex rows (segment_gather_dot's kernels are real): each entry's pair of
+// rows gathered and multiplied by ATen, O(nnz x width) scratch.
+at::Tensor complex_entry_dots(const at::Tensor& a, const at::Tensor& b, const at::Tensor& a_rows,
+                              const at::Tensor& b_rows) {
+  TORCH_CHECK_VALUE(
+      a.dim() >= 1 && a.dim() == b.dim() && a.sizes().slice(1) == b.sizes().slice(1) &&
+          a.scalar_type() == b.scalar_type() && a.device() == b.device(),
+      "torch_ragged.sparse_sddmm: a (", a.sizes(), ", ", a.scalar_type(), ") and b (", b.sizes(),
+      ", ", b.scalar_type(), ") must share dtype, device and the sizes after dim 0");
+  const at::Tensor left = a.reshape({a.size(0), -1}).index_select(0, a_rows.to(at::kLong));
+  const at::Tensor right = b.reshape({b.size(0), -1}).index_select(0, b_rows.to(at::kLong));
+  return (left * right).sum(1);
+}
+
 // One dot product per stored entry, in S's entry order: dot(a[row], b[col]) (transpose: the roles
 // of rows and columns swapped).
 at::Tensor sparse_sddmm_impl(const at::Tensor& a, const at::Tensor& b, const at::Tensor& indices,
@@ -203,6 +218,10 @@ at::Tensor sparse_sddmm_impl(const at::Tensor& a, const at::Tensor& b, const at:
     check_plan_matches(op, indices, row_first_idx, col_first_idx, col_order, row_order);
   }
   return as_op(op, [&] {
+    if (at::isComplexType(a.scalar_type())) {
+      return complex_entry_dots(a, b, indices.select(0, transpose ? 1 : 0),
+                                indices.select(0, transpose ? 0 : 1));
+    }
     if (!transpose) {
       return ops::segment_gather_dot(a, b, indices.select(0, 1).to(at::kLong), row_first_idx);
     }
@@ -213,6 +232,8 @@ at::Tensor sparse_sddmm_impl(const at::Tensor& a, const at::Tensor& b, const at:
 }
 
 // ---- autograd: sparse_mm and sparse_sddmm differentiate into each other ----
+// Complex operands take torch's convention (the gradient of a product is the other factor
+// conjugated): S @ D gives S's values G Dᴴ on S's pattern and D Sᴴ G.
 
 // S @ D's gradients to S's values (the SDDMM of G and D) and to D (Sᵀ @ G) from one
 // segment_gather_sum_dot over Sᵀ @ G's segments (S @ G's for a transposed product), which reads
@@ -247,17 +268,21 @@ class SparseMm : public torch::autograd::Function<SparseMm> {
     const bool transpose = ctx->saved_data["transpose"].toBool();
     const at::Tensor& g = grads[0];
     at::Tensor grad_values, grad_dense;
-    if (ctx->needs_input_grad(0) && ctx->needs_input_grad(1) && !at::GradMode::is_enabled()) {
+    const bool complex = at::isComplexType(s[0].scalar_type());
+    if (ctx->needs_input_grad(0) && ctx->needs_input_grad(1) && !at::GradMode::is_enabled() &&
+        !complex) {
       // Both gradients read G's rows at S's entries: one pass gives both (same bits as the two
       // ops). With create_graph the two differentiable ops below run instead.
       std::tie(grad_values, grad_dense) = both_grads(s, g, transpose);
       return {grad_values, grad_dense, {}, {}, {}, {}, {}, {}, {}};
     }
     if (ctx->needs_input_grad(0)) {
-      grad_values = ops::sparse_sddmm(g, s[1], s[2], s[3], s[4], s[5], s[6], transpose, false);
+      grad_values =
+          ops::sparse_sddmm(g, conjugated(s[1]), s[2], s[3], s[4], s[5], s[6], transpose, false);
     }
     if (ctx->needs_input_grad(1)) {
-      grad_dense = ops::sparse_mm(s[0], g, s[2], s[3], s[4], s[5], s[6], !transpose, false);
+      grad_dense =
+          ops::sparse_mm(conjugated(s[0]), g, s[2], s[3], s[4], s[5], s[6], !transpose, false);
     }
     return {grad_values, grad_dense, {}, {}, {}, {}, {}, {}, {}};
   }
@@ -284,10 +309,10 @@ class SparseSddmm : public torch::autograd::Function<SparseSddmm> {
     const at::Tensor& u = grads[0];
     at::Tensor grad_a, grad_b;
     if (ctx->needs_input_grad(0)) {
-      grad_a = ops::sparse_mm(u, s[1], s[2], s[3], s[4], s[5], s[6], transpose, false);
+      grad_a = ops::sparse_mm(u, conjugated(s[1]), s[2], s[3], s[4], s[5], s[6], transpose, false);
     }
     if (ctx->needs_input_grad(1)) {
-      grad_b = ops::sparse_mm(u, s[0], s[2], s[3], s[4], s[5], s[6], !transpose, false);
+      grad_b = ops::sparse_mm(u, conjugated(s[0]), s[2], s[3], s[4], s[5], s[6], !transpose, false);
     }
     return {grad_a, grad_b, {}, {}, {}, {}, {}, {}, {}};
   }
@@ -343,9 +368,11 @@ Products products_of(const at::Tensor& a_indices, const at::Tensor& b_indices,
   return p;
 }
 
-// dA_il = sum_j G_ij B_lj and dB_lj = sum_i A_il G_ij (each where needed), from the coalesced COO
-// indices of A, B and C and g = dL/dC's values: each a segment sum over the products of one entry
-// (fixed order, no atomics), written with differentiable ops, so it differentiates again.
+// dA_il = sum_j G_ij conj(B_lj) and dB_lj = sum_i conj(A_il) G_ij (each where needed; dA = G Bᴴ,
+// dB = Aᴴ G, torch's convention for complex gradients, conj a no-op for real values), from the
+// coalesced COO indices of A, B and C and g = dL/dC's values: each a segment sum over the products
+// of one entry (fixed order, no atomics), written with differentiable ops, so it differentiates
+// again.
 std::pair<at::Tensor, at::Tensor> spgemm_value_grads(
     const at::Tensor& a_indices, const at::Tensor& a_values, const at::Tensor& b_indices,
     const at::Tensor& b_values, const at::Tensor& c_indices, const at::Tensor& g, int64_t k,
@@ -354,11 +381,11 @@ std::pair<at::Tensor, at::Tensor> spgemm_value_grads(
   const at::Tensor g_of_product = g.index_select(0, p.c_entry);
   at::Tensor grad_a, grad_b;
   if (grad_a_needed) {
-    grad_a =
-        ops::segment_sum(g_of_product * b_values.index_select(0, p.list.b_entry), p.list.a_first);
+    grad_a = ops::segment_sum(g_of_product * b_values.index_select(0, p.list.b_entry).conj(),
+                              p.list.a_first);
   }
   if (grad_b_needed) {
-    const at::Tensor terms = g_of_product * a_values.index_select(0, p.list.a_entry);
+    const at::Tensor terms = g_of_product * a_values.index_select(0, p.list.a_entry).conj();
     grad_b = ops::segment_sum(terms.index_select(0, p.by_b_entry), p.b_first);
   }
   return {grad_a, grad_b};

@@ -1255,7 +1255,7 @@ class RaggedCollate:
             out[field] = _rebased(where, field, target, out)
         return out
 
-    def _collate(self, batch: list, key):
+    def _collate(self, batch: Sequence, key):
         """default_collate's recursion (keys tracked for ragged_dims), container types as default_collate keeps
         them (a tuple becomes a list, a namedtuple stays one, other sequences and mappings keep their type where
         they can be built from the collated fields); leaves go to torch's collate functions."""
@@ -1274,7 +1274,7 @@ class RaggedCollate:
         if isinstance(first, Sequence) and not isinstance(first, (str, bytes)):
             if any(not isinstance(sample, Sequence) or len(sample) != len(first) for sample in batch):
                 raise _error(ValueError, where, "the samples have different numbers of fields")
-            fields = [self._collate(list(column), key) for column in zip(*batch, strict=True)]
+            fields = [self._collate(column, key) for column in zip(*batch, strict=True)]  # tuples, as default_collate
             if isinstance(first, tuple):
                 return type(first)(*fields) if hasattr(first, "_fields") else fields  # default_collate: a list
             return _like_default_collate(first, fields)

@@ -1055,8 +1055,8 @@ def mm(a: torch.Tensor, b: torch.Tensor, *, plan: SparsePlan | None = None, vali
     CSC matrix is the transpose of the CSR matrix its ``ccol_indices`` describe, multiplied through the transposed
     product (no conversion). A BSR / BSC matrix times a dense one multiplies each block by its slice of the dense
     operand and sums each block row on the segment core (BSC and dense @ BSR re-sort the blocks first). Sparse x
-    sparse is COO when both are COO, else CSR (torch's rule for compressed operands; torch refuses a COO with a CSR
-    one).
+    sparse is COO when both are COO, CSC when both are CSC (as torch.sparse.mm), else CSR (torch refuses a COO with
+    a compressed one).
 
     >>> s = torch.sparse_coo_tensor([[0, 1], [1, 0]], [2.0, 3.0], (2, 2))
     >>> mm(s, torch.tensor([[1.0], [10.0]]))
@@ -1116,9 +1116,6 @@ def _gather_fits(op: str, values, operand, inner: int) -> bool:
     if values.dtype != operand.dtype:
         raise TypeError(f"torch_ragged.{op}: S and D must share a dtype, got {values.dtype} and {operand.dtype} "
                         "(cast one: there is no implicit promotion)")
-    if values.is_complex():
-        raise TypeError(f"torch_ragged.{op}: complex S @ D is not supported (values are {values.dtype}); use "
-                        "torch.sparse.mm")
     if operand.shape[0] != inner:
         raise ValueError(f"torch_ragged.{op}: the inner dimensions differ: S has {inner} columns but D has shape "
                          f"{tuple(operand.shape)}")
@@ -1136,6 +1133,14 @@ def _spgemm(a: torch.Tensor, b: torch.Tensor, validate: bool = True) -> torch.Te
         b_indices, b_values = _row_major("mm", b, validate)
         indices, values = _ops.sparse_spgemm(a_indices, a_values, b_indices, b_values, a.shape, b.shape)
         return _sparse(indices, values, size, True)
+    if a.layout == torch.sparse_csc and b.layout == torch.sparse_csc:
+        # CSC out, as torch.sparse.mm gives two CSC operands: C = A @ B is the transpose of Bᵀ @ Aᵀ, whose CSR
+        # operands are B's and A's CSC arrays as they are; the CSR product of those is C's CSC (each entry the
+        # same products, added in the same order)
+        c = _compressed("mm", b, validate), _compressed("mm", a, validate)
+        ccol, row, values = _ops.sparse_spgemm_csr(c[0].compressed, c[0].plain, c[0].values, c[1].compressed,
+                                                   c[1].plain, c[1].values, c[0].size, c[1].size)
+        return torch.sparse_csc_tensor(ccol, row, values, size, check_invariants=False)
     # CSR out: the product is written as CSR (offsets and columns of the index dtype, no row per entry)
     index_dtype = _index_dtype(a) if a.layout != torch.sparse_coo else _index_dtype(b)
     a_crow, a_col, a_values = _csr_parts("mm", a, validate)

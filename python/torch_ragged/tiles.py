@@ -91,12 +91,12 @@ def tiles_box_filter(pages, origins, full_min, full_max, size=3, fill_value=0, o
     first-wins field, reading across tile boundaries: `tiles_correlate` with a box kernel of weight 1 / size ** d.
 
     ``pages (T, *tile_size, *F)`` and ``origins (T, d)``: the tiles; ``full_min`` / ``full_max``: the bound
-    (inclusive, one int per dim); ``size``: an odd int >= 1; ``fill_value``: what points outside the bound or in no
-    tile read; ``out``: ``"tiles"`` (the filtered tiles) or ``"dense"`` (the whole bound); ``tile_first_idx`` and
-    ``index``: as in `tiles_correlate`. Differentiable in pages.
+    ``[full_min, full_max)`` (one int per dim); ``size``: an odd int >= 1; ``fill_value``: what points outside the
+    bound or in no tile read; ``out``: ``"tiles"`` (the filtered tiles) or ``"dense"`` (the whole bound);
+    ``tile_first_idx`` and ``index``: as in `tiles_correlate`. Differentiable in pages.
 
     >>> pages = torch.ones(1, 2, 2)
-    >>> tiles_box_filter(pages, torch.tensor([[0, 0]]), [0, 0], [1, 1], size=3)
+    >>> tiles_box_filter(pages, torch.tensor([[0, 0]]), [0, 0], [2, 2], size=3)  # 4 of each box's 9 points are 1
     tensor([[[0.4444, 0.4444],
              [0.4444, 0.4444]]])
     """

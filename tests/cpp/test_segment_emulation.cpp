@@ -130,6 +130,39 @@ TEST(SegmentEmulation, SumAndMeanMatchTheCpuBitForBit) {
   }
 }
 
+// Integer sums and means on the GPU's body: the 64-bit accumulator, the mean divided in 64 bits
+// (a count cast to int8 wrapped to 0 at 256 rows and trapped), against the CPU kernel and against
+// a plain loop of Python-style integers.
+TEST(SegmentEmulation, IntegerSumsAndMeansMatchTheCpuAndALoop) {
+  for (const Case& c : cases()) {
+    torch::manual_seed(11);
+    const at::Tensor wide = torch::randint(-100, 101, {c.first_idx.back(), c.width}, torch::kLong);
+    const auto rows_of = wide.accessor<int64_t, 2>();
+    for (const auto dtype : {torch::kInt8, torch::kInt16, torch::kInt32}) {
+      const at::Tensor data = wide.to(dtype);
+      AT_DISPATCH_INTEGRAL_TYPES(dtype, "integers", [&] {
+        const at::Tensor mean = emulated_sum<scalar_t, true>(c, data);
+        const auto means = mean.accessor<scalar_t, 2>();
+        EXPECT_TRUE(torch::equal(mean, torch_ragged::segment_mean(data, offsets(c))));
+        EXPECT_TRUE(torch::equal(emulated_sum<scalar_t, false>(c, data),
+                                 torch_ragged::segment_sum(data, offsets(c))));
+        for (size_t b = 0; b + 1 < c.first_idx.size(); ++b) {
+          const int64_t rows = c.first_idx[b + 1] - c.first_idx[b];
+          for (int64_t col = 0; col < c.width; ++col) {
+            int64_t total = 0;
+            for (int64_t r = c.first_idx[b]; r < c.first_idx[b + 1]; ++r) {
+              total += rows_of[r][col];
+            }
+            const int64_t expected = rows > 0 ? total / rows : 0;  // C++ division: toward zero
+            ASSERT_EQ(static_cast<int64_t>(means[b][col]), expected)
+                << "segment " << b << ", " << dtype;
+          }
+        }
+      });
+    }
+  }
+}
+
 // The data make the order of additions visible: a plain left-to-right sum of the long segment
 // differs from the tree's in the last bits (else the bitwise comparisons above could not fail).
 TEST(SegmentEmulation, TheDataTellSummationOrdersApart) {

@@ -115,7 +115,7 @@ std::vector<at::Tensor> training_step(const at::Tensor& indices, const at::Tenso
                                       const at::Tensor& dense, bool softmax) {
   const at::Tensor v = values.clone().requires_grad_();
   const at::Tensor d = dense.clone().requires_grad_();
-  const at::Tensor s = torch::sparse_coo_tensor(indices, v, {40, 30});
+  const at::Tensor s = at::sparse_coo_tensor(indices, v, {40, 30});  // differentiable in v
   if (softmax) {
     const at::Tensor out = torch::_sparse_softmax(s, 1, false).coalesce();
     (out.values() * torch::sin(torch::arange(out.values().numel(), torch::kDouble)))

@@ -202,3 +202,29 @@ def test_calls_without_any_tensor_name_the_op_and_argument(call, exception, mess
     with pytest.raises(exception) as info:
         call()
     assert message in str(info.value) and "dispatch" not in str(info.value)
+
+
+def test_every_message_names_the_op_and_lists_are_taken_as_the_siblings_take_them():
+    """max_shape errors name the op; shape_per_tensor / first_idx given as Python lists are read as get_first_idx
+    reads them (they leaked the dispatcher's schema dump); the first_idx message does not claim int64 only."""
+    with raises(ValueError, "torch_ragged.list_to_padded: max_shape must be 1-D", "(1, 2)"):
+        torch_ragged.list_to_padded([torch.zeros(2, 3)], 0, torch.tensor([[3, 3]]))
+    with raises(ValueError, "torch_ragged.packed_to_padded: max_shape must be 1-D"):
+        torch_ragged.packed_to_padded(PACKED, SPT, FIRST_IDX, 0, torch.tensor([[3]]))
+    with raises(TypeError, "torch_ragged.fill_max_shape: max_shape must be a sequence"):
+        torch_ragged.fill_max_shape(SPT, 3.5)
+    with raises(TypeError, "torch_ragged.list_to_padded: max_shape must hold integers"):
+        torch_ragged.list_to_padded([torch.zeros(2, 3)], 0, torch.tensor([3.0]))
+    expected = torch_ragged.packed_to_padded(PACKED, SPT, FIRST_IDX, 0)
+    assert torch.equal(torch_ragged.packed_to_padded(PACKED, [[2], [3]], [0, 2, 5], 0), expected)
+    assert torch.equal(torch_ragged.packed_to_padded(PACKED, [2, 3], [0, 2, 5], 0), expected)  # lengths
+    parts = torch_ragged.packed_to_list(PACKED, [[2], [3]], [0, 2, 5])
+    assert [p.shape[0] for p in parts] == [2, 3]
+    padded = torch_ragged.padded_to_packed(expected, [[2], [3]])
+    assert torch.equal(padded, PACKED)
+    assert torch.equal(torch_ragged.fill_max_shape([[2, 3], [3, 1]], [-1, 5]), torch.tensor([3, 5]))
+    with raises(TypeError, "torch_ragged.packed_to_padded: shape_per_tensor must hold integers"):
+        torch_ragged.packed_to_padded(PACKED, [[2.5], [3]], [0, 2, 5], 0)
+    with raises(ValueError, "torch_ragged.packed_to_padded: first_idx must be 1-D (an integer tensor) with "
+                            "shape_per_tensor.size(0) + 1 = 3 entries"):
+        torch_ragged.packed_to_padded(PACKED, SPT, [0, 5], 0)

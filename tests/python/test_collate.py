@@ -74,3 +74,57 @@ def test_collate_structure_errors_name_the_rule():
         torch_ragged.collate([{"a": {"x": 1}}, {"a": {"b": 1}}])
     with pytest.raises(ValueError, match="torch_ragged.RaggedCollate: the samples have different numbers of fields"):
         torch_ragged.collate([(1, 2), (1,)])
+
+
+@pytest.mark.parametrize("batch", [
+    [(1, 2.0), (3, 4.0)],                                                    # tuples of numbers
+    [(torch.tensor(1), ("a", (2, 3.5))), (torch.tensor(2), ("b", (4, 5.5)))],  # nested tuples, 0-d tensors
+    [[1, 2], [3, 4]],                                                        # lists
+    [{"x": (1, 2), "y": [torch.tensor(0.5)]}, {"x": (3, 4), "y": [torch.tensor(1.5)]}],
+    [Pair(1, (2, 3)), Pair(4, (5, 6))],                                      # a namedtuple holding a tuple
+    [np.float64(1.5), np.float64(2.5)],
+])
+def test_without_ragged_fields_the_result_is_default_collates(batch):
+    """Nothing ragged: exactly default_collate's result, container types included (a tuple sample gives a list;
+    a namedtuple stays one)."""
+    got, want = torch_ragged.collate(batch), default_collate(batch)
+
+    def same(g, w):
+        assert type(g) is type(w), (type(g), type(w))
+        if isinstance(w, torch.Tensor):
+            assert torch.equal(g, w) and g.dtype == w.dtype
+        elif isinstance(w, dict):
+            assert g.keys() == w.keys()
+            for k in w:
+                same(g[k], w[k])
+        elif isinstance(w, (list, tuple)):
+            assert len(g) == len(w)
+            for a, b in zip(g, w, strict=True):
+                same(a, b)
+        else:
+            assert g == w
+
+    same(got, want)
+
+
+def test_tuple_samples_with_ragged_fields_give_lists_as_default_collate():
+    batch = [(torch.ones(2, 3), 1), (torch.ones(4, 3), 2)]
+    got = torch_ragged.collate(batch)
+    assert type(got) is list and isinstance(got[0], RaggedTensor) and got[1].tolist() == [1, 2]
+
+
+def test_ragged_tensor_and_lazy_stack_samples_are_joined():
+    """RaggedTensor samples become one RaggedTensor of all their members (as graph batching concatenates graphs);
+    LazyStack samples one LazyStack of all their records."""
+    r1 = RaggedTensor.from_list([torch.ones(2, 3), torch.zeros(1, 3)])
+    r2 = RaggedTensor.from_list([torch.full((3, 3), 2.0)])
+    got = torch_ragged.collate([r1, r2])
+    assert isinstance(got, RaggedTensor) and got.lengths.tolist() == [2, 1, 3]
+    assert torch.equal(got[2], r2[0]) and torch.equal(got[0], r1[0])
+    s1 = torch_ragged.LazyStack({"a": torch.ones(2)}, {"a": torch.ones(3)})
+    s2 = torch_ragged.LazyStack({"a": torch.zeros(1)})
+    joined = torch_ragged.collate([s1, s2])
+    assert isinstance(joined, torch_ragged.LazyStack) and len(joined) == 3 and joined[2] is s2[0]
+    with pytest.raises(TypeError, match="torch_ragged.RaggedCollate: sample 1 is a LazyStack; sample 0 is a "
+                                        "RaggedTensor"):
+        torch_ragged.collate([r1, s2])

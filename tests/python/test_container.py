@@ -5,6 +5,7 @@ import io
 import pytest
 import torch
 import torch.utils._pytree as pytree
+import torch_ragged
 from devices import DEVICES
 from torch_ragged import RaggedTensor
 
@@ -254,3 +255,39 @@ def test_dtype_conversions():
     r = RaggedTensor.from_list(members())
     assert r.double().dtype == torch.float64 and r.long().dtype == torch.int64
     assert r.to(torch.float16).values.dtype == torch.float16
+
+
+def round_trip(obj):
+    buffer = io.BytesIO()
+    torch.save(obj, buffer)
+    buffer.seek(0)
+    return torch.load(buffer, weights_only=True)  # torch's default
+
+
+def test_every_saved_object_loads_with_weights_only_and_is_checked():
+    """LazyStack, SparsePlan, RaggedCollate, MemberExtremum and SegmentExtremum load under weights_only=True (they
+    were "Unsupported global"), each checked as its constructor checks; a SparsePlan that does not fit its indices
+    is refused before plan.mm could trust it."""
+    r = RaggedTensor.from_list([torch.ones(2, 3), torch.zeros(1, 3)])
+    stack = torch_ragged.LazyStack({"a": torch.ones(2)}, {"a": torch.zeros(3)})
+    s = torch.sparse_coo_tensor([[0, 1, 1], [2, 0, 2]], [1.0, 2.0, 3.0], (2, 3))
+    plan = torch_ragged.sparse.plan(s)
+    loaded = round_trip({"r": r, "stack": stack, "plan": plan, "collate": torch_ragged.RaggedCollate({"x": 2}),
+                         "member_max": r.max(), "segment_max": torch_ragged.segment_max(torch.arange(4.0), [0, 2, 4])})
+    assert torch.equal(loaded["r"].values, r.values)
+    assert [torch.equal(a["a"], b["a"]) for a, b in zip(loaded["stack"], stack, strict=True)] == [True, True]
+    assert torch.equal(loaded["plan"].mm(s.coalesce().values(), torch.eye(3)), s.to_dense())
+    assert loaded["collate"].ragged_dims == {"x": 2}
+    assert isinstance(loaded["member_max"], torch_ragged.MemberExtremum)
+    assert loaded["segment_max"].arg.tolist() == [1, 3]
+    broken = torch_ragged.sparse.plan(s)
+    broken.col_order = torch.tensor([2, 1, 0])
+    with pytest.raises(ValueError, match="torch_ragged.SparsePlan: the loaded plan does not fit its indices"):
+        round_trip(broken)
+    bad_extremum = torch_ragged.segment.SegmentExtremum(torch.ones(2), torch.ones(3, dtype=torch.long))
+    with pytest.raises(ValueError, match="torch_ragged.SegmentExtremum: arg must be int64 of values' shape"):
+        round_trip(bad_extremum)
+    bad_stack = torch_ragged.LazyStack({"a": torch.ones(2)})
+    bad_stack._records.append(torch.ones(2))  # not a record
+    with pytest.raises(TypeError, match="torch_ragged.LazyStack.extend: records\\[1\\] must be a dict"):
+        round_trip(bad_stack)

@@ -102,3 +102,37 @@ def test_huge_shapes_are_refused_by_name_before_any_allocation():
     with pytest.raises(ValueError, match="torch_ragged.sparse_mm_plan: the plan's row and column offsets would need "
                                          "8796101410840 bytes, more than this machine's"):
         torch_ragged.sparse.plan(wide)
+
+
+def test_a_valid_matrix_whose_row_offsets_cannot_be_held_is_refused_as_that():
+    """S of 1e11 rows is valid; its CSR offsets (800 GB) are what cannot be held. The refusal says so, under mm's
+    name (it was rewritten as "row indices out of order or out of range")."""
+    s = torch.sparse_coo_tensor([[0, 5], [1, 2]], [1.0, 2.0], (10**11, 3)).coalesce()
+    with raises(ValueError, "torch_ragged.sparse.mm", "the row offsets would need", "bytes, more than this "
+                "machine's", "(from torch_ragged.sparse_row_offsets)"):
+        torch_ragged.sparse.mm(s, torch.ones(3, 2))
+
+
+@pytest.mark.parametrize("convert,layout", [("to_sparse_coo", torch.sparse_coo), ("to_sparse_csr", torch.sparse_csr),
+                                            ("to_sparse_csc", torch.sparse_csc)])
+def test_validate_checks_a_tensor_already_of_the_layout(convert, layout):
+    """A tensor of the requested layout was returned unchecked (torch's own to_dense then segfaulted on it):
+    validate=True checks it; validate=False returns it as it is."""
+    fn = getattr(torch_ragged.sparse, convert)
+    good = torch.tensor([[0.0, 2.0], [3.0, 0.0]]).to_sparse(layout=layout)
+    assert fn(good) is good
+    if layout == torch.sparse_coo:
+        for rows, error, fragment in (([0, 7], IndexError, "indices[0][1] = 7 is out of range"),
+                                      ([1, 0], ValueError, "flagged coalesced but its entry 1 does not come after")):
+            lying = torch.sparse_coo_tensor([rows, [0, 1]], [1.0, 2.0], (2, 2), is_coalesced=True,
+                                            check_invariants=False)
+            with raises(error, f"torch_ragged.sparse.{convert}", fragment):
+                fn(lying)
+            assert fn(lying, validate=False) is lying
+        return
+    compressed = torch.tensor([0, 1, 3]) if layout == torch.sparse_csr else torch.tensor([0, 2, 1])
+    broken = torch.sparse_compressed_tensor(compressed, torch.tensor([1, 0, 9]), torch.ones(3), (2, 2),
+                                            layout=layout, check_invariants=False)
+    with pytest.raises((ValueError, IndexError), match=f"torch_ragged.sparse.{convert}"):
+        fn(broken)
+    assert fn(broken, validate=False) is broken

@@ -188,6 +188,33 @@ def test_gradients_and_their_gradients(device):
     torch.testing.assert_close(b_values.grad, dense_b.grad[bi[0], bi[1]])
 
 
+@pytest.mark.parametrize("device", DEVICES)
+def test_complex_gradients_are_conjugated_as_torchs(device):
+    """dL/dA = G Bᴴ and dL/dB = Aᴴ G (the real part's sign was wrong: a missing conjugation), against gradcheck and
+    dense complex autograd."""
+    a, b = random_matrix(6, 5, 14, seed=31), random_matrix(5, 4, 12, seed=32)
+    g = torch.Generator().manual_seed(33)
+    a_values = torch.complex(a.values(), torch.randn(a.values().shape, generator=g, dtype=torch.float64))
+    b_values = torch.complex(b.values(), torch.randn(b.values().shape, generator=g, dtype=torch.float64))
+    ai, bi = a.indices().to(device), b.indices().to(device)
+    a_values, b_values = a_values.to(device), b_values.to(device)
+
+    def product(av, bv):
+        return ops.sparse_spgemm(ai, av, bi, bv, [6, 5], [5, 4])[1]
+
+    assert gradcheck(product, (a_values.clone().requires_grad_(), b_values.clone().requires_grad_()))
+    leaf_a, leaf_b = a_values.clone().requires_grad_(), b_values.clone().requires_grad_()
+    c_indices, c_values = ops.sparse_spgemm(ai, leaf_a, bi, leaf_b, [6, 5], [5, 4])
+    w = torch.complex(torch.randn(6, 4, dtype=torch.float64), torch.randn(6, 4, dtype=torch.float64)).to(device)
+    (c_values * w[c_indices[0], c_indices[1]]).sum().abs().backward()
+    dense_a = torch.zeros(6, 5, dtype=torch.complex128, device=device).index_put((ai[0], ai[1]), a_values)
+    dense_b = torch.zeros(5, 4, dtype=torch.complex128, device=device).index_put((bi[0], bi[1]), b_values)
+    dense_a.requires_grad_(), dense_b.requires_grad_()
+    ((dense_a @ dense_b) * w).sum().abs().backward()
+    torch.testing.assert_close(leaf_a.grad, dense_a.grad[ai[0], ai[1]])
+    torch.testing.assert_close(leaf_b.grad, dense_b.grad[bi[0], bi[1]])
+
+
 def test_a_gradient_to_one_operand_only_leaves_the_other_none():
     a, b = random_matrix(5, 4, 8, seed=13), random_matrix(4, 3, 7, seed=14)
     a_values = a.values().clone().requires_grad_(True)
@@ -354,3 +381,26 @@ def test_csr_product_refuses_bad_input_by_name():
                               [5, 1 << 31])
     with pytest.raises(ValueError, match=rf"{op}: a_size must be non-negative, got \[-1, 5\]"):
         call(a_size=(-1, 5))
+
+
+LAYOUTS = {"coo": lambda t: t, "csr": lambda t: t.to_sparse_csr(), "csc": lambda t: t.to_sparse_csc()}
+
+
+@pytest.mark.parametrize("left", LAYOUTS)
+@pytest.mark.parametrize("right", LAYOUTS)
+def test_every_layout_pair_gives_torchs_result_layout(left, right):
+    """torch.sparse.mm's result layout where torch multiplies the pair (COO @ COO: COO, CSR @ CSR: CSR, CSC @ CSC:
+    CSC, CSC @ CSR: CSR), CSR for the pairs torch refuses; values against the dense product."""
+    a, b = random_matrix(30, 20, 120, seed=41), random_matrix(20, 25, 110, seed=42)
+    x, y = LAYOUTS[left](a), LAYOUTS[right](b)
+    got = torch_ragged.sparse.mm(x, y)
+    try:
+        expected_layout = torch.sparse.mm(x, y).layout
+    except RuntimeError:  # a pair torch refuses ("not implemented for ...")
+        expected_layout = torch.sparse_csr
+    assert got.layout == expected_layout
+    torch.testing.assert_close(got.to_dense(), a.to_dense() @ b.to_dense())
+    if got.layout != torch.sparse_coo:
+        crow = got.ccol_indices() if got.layout == torch.sparse_csc else got.crow_indices()
+        plain = got.row_indices() if got.layout == torch.sparse_csc else got.col_indices()
+        torch._validate_sparse_compressed_tensor_args(crow, plain, got.values(), got.shape, got.layout)
