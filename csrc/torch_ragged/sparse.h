@@ -84,8 +84,10 @@ TORCH_RAGGED_API at::Tensor mm(const at::Tensor& sparse, const at::Tensor& dense
 // coalesce (aten::_coalesce), to_dense, torch.sparse.softmax / log_softmax and their backwards,
 // torch.sparse.sum over dims, mm / addmm / bmm with a sparse operand, index_select and sparse_mask.
 // torch's autograd formulas stay in charge of gradients; inputs these kernels do not take go to
-// torch's own implementation. Returns whether it was enabled before (to restore it). Thread-safe;
-// the registration is process-wide.
+// torch's own kernel. Returns whether it was enabled before (to restore it). The first call with
+// true registers the kernels once, for the life of the process (make it before other threads call
+// torch's sparse ops); then on / off is a process-wide flag the kernels read: safe to toggle while
+// other threads call these ops, and seen by every thread (autograd's backward threads included).
 TORCH_RAGGED_API bool accelerate_torch_sparse(bool enabled = true);
 
 // Whether accelerate_torch_sparse is in effect.

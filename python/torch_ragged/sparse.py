@@ -1316,10 +1316,13 @@ class accelerate:  # noqa: N801 (used like torch.set_grad_enabled: a call and a 
     ``torch.bmm``, ``x.index_select`` and ``x.sparse_mask(mask)``, on the CPU and CUDA.
 
     ``accelerate()`` turns it on for the process, ``accelerate(False)`` off; as a context manager it restores the
-    previous state on exit. The kernels replace torch's below its autograd, so gradients are torch's formulas (which
-    call these ops again); arguments these kernels do not take (a hybrid operand of mm, complex or integer
-    products) go to torch's own implementation. Results are torch's in layout, flags and dtype; duplicates are
-    summed in a fixed order (deterministic). C++: ``torch_ragged::accelerate_torch_sparse(bool)``.
+    previous state on exit. The first call registers the kernels once, for the life of the process (make it before
+    starting threads that use torch's sparse ops); switching is then a process-wide flag the kernels read, safe
+    while other threads call them, and seen by every thread (autograd's backward threads included). The kernels
+    replace torch's below its autograd, so gradients are torch's formulas (which call these ops again); arguments
+    these kernels do not take (a hybrid operand of mm, complex or integer products, complex32) go to the torch
+    kernel they replaced. Results are torch's in layout, flags and dtype; duplicates are summed in a fixed order
+    (deterministic). C++: ``torch_ragged::accelerate_torch_sparse(bool)``.
 
     >>> s = torch.sparse_coo_tensor([[1, 0, 1]], [1.0, 2.0, 3.0], (2,))
     >>> with accelerate():
