@@ -104,6 +104,7 @@ timed 150 "$PYTHON" -m pytest -q -p no:cacheprovider "${PARALLEL[@]}" -rfEs -k "
   tests/python/test_sparse_autograd.py tests/python/test_sparse_softmax.py \
   tests/python/test_sparse_matmul.py tests/python/test_ragged_index_select.py tests/python/test_container.py \
   tests/python/test_tiles.py tests/python/test_sparse_compressed.py tests/python/test_sparse_spgemm.py \
+  tests/python/test_sparse_accelerate.py tests/python/test_scatter.py \
   >"$OUT/test_cuda.log" 2>&1 &
 TESTS_PID=$!
 

@@ -67,13 +67,13 @@ class TorchKernel<R(Args...)> {
     }
   }
 
+  // ks: the keys this call was dispatched with (the dispatcher picked SparseCUDA over SparseCPU
+  // when a CUDA tensor took part; so does this).
   R operator()(c10::DispatchKeySet ks, Args... args) const {
-    const c10::DispatchKey key = ks.highestPriorityTypeId();
-    const size_t i = key == c10::DispatchKey::SparseCUDA ? 1 : 0;
-    TORCH_INTERNAL_ASSERT(
-        op_.has_value() && kernels_[i].has_value() &&
-            (key == c10::DispatchKey::SparseCPU || key == c10::DispatchKey::SparseCUDA),
-        "torch_ragged accelerate: no torch kernel of ", name_, " for ", key);
+    const size_t i = ks.has_backend(c10::BackendComponent::CUDABit) ? 1 : 0;
+    TORCH_INTERNAL_ASSERT(op_.has_value() && kernels_[i].has_value(),
+                          "torch_ragged accelerate: no torch kernel of ", name_, " for ",
+                          kSparseKeys[i]);
     return kernels_[i]->template call<R, Args...>(*op_, ks, args...);
   }
 

@@ -330,9 +330,11 @@ def pad(input, pad_width, mode: str = "constant", *, constant_values=_UNSET, end
     ndim = input.dim()
     flat_widths = _flat_pad_width(pad_width, ndim)
     if input.numel() == 0 and mode not in ("constant", "empty"):
-        # numpy returns an empty array's padding (zero-size) without reading the mode's keywords (issue 16,
-        # item 4); padding an empty axis is still an error, raised by the op.
+        # numpy returns an empty array's padding (zero-size) without reading the mode's keywords; padding an empty
+        # axis is still an error, raised by the op.
         kwargs = {}
+    if ndim == 0:  # numpy pads no axis of a 0-d array and uses none of the values (stat_length is still checked)
+        kwargs = {name: value for name, value in kwargs.items() if name == "stat_length"}
 
     if mode == "constant" and kwargs.get("constant_values") is not None and not torch.is_floating_point(input) \
             and not torch.is_complex(input) and not isinstance(kwargs["constant_values"], torch.Tensor):

@@ -127,6 +127,21 @@ def test_empty_input_skips_mode_keywords_as_numpy():
         torch_ragged.pad(torch.zeros(0, 3), 1, "maximum")
 
 
+def test_a_0d_input_uses_none_of_the_values_as_numpy():
+    """numpy pads no axis of a 0-d array and never reads constant_values / end_values / reflect_type (found by a
+    reliability fuzz: ours refused end_values='x' where numpy returned the array); stat_length is still checked."""
+    x = np.array(40, dtype=np.uint8)
+    for mode, keywords in (("linear_ramp", {"end_values": "x"}), ("constant", {"constant_values": "x"}),
+                           ("reflect", {"reflect_type": 3}), ("maximum", {"stat_length": 2}), ("edge", {})):
+        expected = np.pad(x, (1, 2), mode, **keywords)
+        got = torch_ragged.pad(torch.from_numpy(x), (1, 2), mode, **keywords)
+        assert got.dtype == torch.uint8 and got.tolist() == expected.tolist()
+    with pytest.raises(ValueError, match="torch_ragged.pad: index can't contain negative values"):
+        torch_ragged.pad(torch.from_numpy(x), 1, "maximum", stat_length=-1)
+    with pytest.raises(ValueError):
+        np.pad(x, 1, "maximum", stat_length=-1)
+
+
 def test_errors_name_the_op_called():
     """Issue 16 item 17: pad_index's own errors say pad_index (they said pad), pad's say pad even when raised by the
     pad_index kernel underneath, a None input is named."""

@@ -3,6 +3,7 @@ kept true in the test command (each bounded to seconds): concurrent calls of eve
 ones, collate works in fork and spawn workers, loops do not grow the process, tiny inputs never wake the thread
 pool, and inputs past 2^31 elements stay exact (the `large` tests, run when the machine has the memory)."""
 
+import functools
 import gc
 import os
 import threading
@@ -11,6 +12,7 @@ import time
 import pytest
 import torch
 import torch_ragged
+from concurrency import run_for
 from torch.utils.data import DataLoader
 from torch_ragged import RaggedTensor, sparse, tiles
 
@@ -67,13 +69,7 @@ def test_threads_calling_every_family_concurrently_get_the_serial_bits():
             counts[w] += 1
             k += 1
 
-    threads = [threading.Thread(target=worker, args=(w,)) for w in range(8)]
-    for t in threads:
-        t.start()
-    time.sleep(1.5)
-    stop.set()
-    for t in threads:
-        t.join()
+    run_for(1.5, stop, *(functools.partial(worker, w) for w in range(8)))
     assert not mismatches, sorted(set(mismatches))
     assert min(counts) > 0 and sum(counts) >= len(names)
 

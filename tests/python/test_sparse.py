@@ -483,5 +483,5 @@ def test_index_select_takes_negative_indices_as_torch(device):
                            s.to_dense().index_select(dim, index % s.shape[dim]))
         assert torch.equal(torch_ragged.sparse.index_select(s, dim, index).to_dense(),
                            s.index_select(dim, index).to_dense())
-    with pytest.raises(IndexError, match=r"index must lie in \[-3, 3\) for dim 0 of size 3"):
+    with pytest.raises(IndexError, match=r"index must lie in \[-3, 3\) for sparse dim 0 of size 3"):
         torch_ragged.sparse.index_select(s, 0, [-4])

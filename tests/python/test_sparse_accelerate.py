@@ -3,14 +3,15 @@ with torch's own, computed in the same test with the acceleration off (layout, c
 gradients); the kernels are shown to be this library's (the dispatcher's registration, and errors that only they
 raise); inputs they do not take keep torch's behaviour and exception types."""
 
+import functools
 import subprocess
 import sys
 import threading
-import time
 
 import pytest
 import torch
 import torch_ragged
+from concurrency import run_for
 from devices import DEVICES
 from torch.autograd import gradcheck
 
@@ -476,13 +477,7 @@ def test_threads_training_through_torchs_ops_while_another_toggles_get_torchs_re
             counts[0] += 1
             k += 1
 
-    threads = [threading.Thread(target=toggle)] + [threading.Thread(target=train, args=(w,)) for w in range(8)]
-    for t in threads:
-        t.start()
-    time.sleep(2.0)
-    stop.set()
-    for t in threads:
-        t.join()
+    run_for(2.0, stop, toggle, *(functools.partial(train, w) for w in range(8)))
     assert not failures, failures[:3]
     assert counts[0] > 50  # the threads did run steps while the switch flipped
 

@@ -163,12 +163,15 @@ def test_sparse_times_sparse_in_every_layout_pair():
             a, b = a_dense.to_sparse(layout=a_layout), b_dense.to_sparse(layout=b_layout)
             c = sparse.mm(a, b)
             compressed_operand = a_layout != torch.sparse_coo or b_layout != torch.sparse_coo
-            assert c.layout == (torch.sparse_csr if compressed_operand else torch.sparse_coo)
+            both_csc = a_layout == b_layout == torch.sparse_csc  # torch.sparse.mm's CSC (torch.mm gives CSR)
+            assert c.layout == (torch.sparse_csc if both_csc else torch.sparse_csr if compressed_operand
+                                else torch.sparse_coo)
             torch.testing.assert_close(c.to_dense(), a_dense @ b_dense)
             if a_layout in COMPRESSED and b_layout in COMPRESSED:  # torch's own product, pattern included
                 # torch's columns are not sorted within a row (its COO conversion then even claims coalesced
                 # indices that are not); ours are: the patterns are compared as sets of flat keys
                 expected = torch.mm(a, b)
+                c = c.to_sparse_csr() if both_csc else c
                 assert torch.equal(c.crow_indices(), expected.crow_indices())
                 keys = [x.to_sparse_coo()._indices() for x in (c, expected)]
                 flat = [(k[0] * 5 + k[1]).sort().values for k in keys]
