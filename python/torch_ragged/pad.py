@@ -80,6 +80,19 @@ def _pairs_form(shape, ndim: int, name: str) -> str:
     )
 
 
+def _nested_shape(value, name: str) -> tuple:
+    """The shape numpy gives ``value`` (a tensor or array, a nested sequence, or a scalar of any type), without
+    reading its entries as numbers."""
+    if hasattr(value, "shape") and not isinstance(value, (list, tuple)):
+        return tuple(value.shape)
+    if isinstance(value, (list, tuple)):
+        shapes = {_nested_shape(item, name) for item in value}
+        if len(shapes) > 1:
+            raise ValueError(f"torch_ragged.pad: {name} is ragged (an inhomogeneous shape): {value!r}")
+        return (len(value), *(shapes.pop() if shapes else ()))
+    return ()
+
+
 def _as_pairs(value, ndim: int, name: str) -> torch.Tensor:
     """``value`` (number, pair, pairs or tensor) as an (ndim, 2) tensor, still differentiable."""
     tensor = _as_tensor(value, name)
@@ -333,7 +346,10 @@ def pad(input, pad_width, mode: str = "constant", *, constant_values=_UNSET, end
         # numpy returns an empty array's padding (zero-size) without reading the mode's keywords; padding an empty
         # axis is still an error, raised by the op.
         kwargs = {}
-    if ndim == 0:  # numpy pads no axis of a 0-d array and uses none of the values (stat_length is still checked)
+    if ndim == 0:  # numpy pads no axis of a 0-d array and uses none of the values: only their shapes are checked
+        for name in ("constant_values", "end_values"):
+            if kwargs.get(name) is not None:
+                _pairs_form(_nested_shape(kwargs[name], name), 0, name)
         kwargs = {name: value for name, value in kwargs.items() if name == "stat_length"}
 
     if mode == "constant" and kwargs.get("constant_values") is not None and not torch.is_floating_point(input) \

@@ -136,10 +136,13 @@ def test_a_0d_input_uses_none_of_the_values_as_numpy():
         expected = np.pad(x, (1, 2), mode, **keywords)
         got = torch_ragged.pad(torch.from_numpy(x), (1, 2), mode, **keywords)
         assert got.dtype == torch.uint8 and got.tolist() == expected.tolist()
-    with pytest.raises(ValueError, match="torch_ragged.pad: index can't contain negative values"):
-        torch_ragged.pad(torch.from_numpy(x), 1, "maximum", stat_length=-1)
-    with pytest.raises(ValueError):
-        np.pad(x, 1, "maximum", stat_length=-1)
+    for keywords in ({"stat_length": -1}, {"constant_values": ((1, 2, 3),)}, {"constant_values": [[1, 2], [3, 4]]}):
+        mode = "maximum" if "stat_length" in keywords else "constant"
+        with pytest.raises(ValueError):
+            np.pad(x, 1, mode, **keywords)
+        with pytest.raises(ValueError, match="torch_ragged.pad: (index can't contain negative|operands could not be "
+                                             "broadcast)"):
+            torch_ragged.pad(torch.from_numpy(x), 1, mode, **keywords)
 
 
 def test_errors_name_the_op_called():
