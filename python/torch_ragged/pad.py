@@ -164,6 +164,26 @@ def _numpy_integer_constant(value, dtype: torch.dtype, numpy_scalar: bool):
     return value if signed else value % 2**info.bits
 
 
+def _strings_parsed(value, dtype: torch.dtype):
+    """constant_values with its string entries read as numpy reads a string it writes into an array of ``dtype``:
+    a bool is whether the string is non-empty, a number is parsed (int(), float(), complex(): ' 7 ' is 7, 'nan' NaN);
+    a string that does not parse raises ValueError, as numpy's, even where no side is padded."""
+    if isinstance(value, (list, tuple)):
+        return type(value)(_strings_parsed(item, dtype) for item in value)
+    if not isinstance(value, str):
+        return value
+    if dtype == torch.bool:
+        return len(value) > 0
+    parse = complex if dtype.is_complex else float if dtype.is_floating_point else int
+    try:
+        number = parse(value)
+    except ValueError as error:
+        raise ValueError(f"torch_ragged.pad: constant_values holds {value!r}, which does not parse as a {dtype} "
+                         f"value ({error})") from None
+    # a parsed integer is a Python number: out of the dtype's range it overflows, in every form
+    return number if parse is not int else _numpy_integer_constant(number, dtype, numpy_scalar=False)
+
+
 def _numpy_integer_constants(value, dtype: torch.dtype, ndim: int) -> torch.Tensor:
     """constant_values (numbers, pairs, numpy values) converted for an integer / bool input as numpy does."""
     shape, leaves, _ = _shape_and_leaves(value, "constant_values")
@@ -352,6 +372,8 @@ def pad(input, pad_width, mode: str = "constant", *, constant_values=_UNSET, end
                 _pairs_form(_nested_shape(kwargs[name], name), 0, name)
         kwargs = {name: value for name, value in kwargs.items() if name == "stat_length"}
 
+    if mode == "constant" and kwargs.get("constant_values") is not None:
+        kwargs = {**kwargs, "constant_values": _strings_parsed(kwargs["constant_values"], input.dtype)}
     if mode == "constant" and kwargs.get("constant_values") is not None and not torch.is_floating_point(input) \
             and not torch.is_complex(input) and not isinstance(kwargs["constant_values"], torch.Tensor):
         kwargs = {**kwargs, "constant_values": _numpy_integer_constants(kwargs["constant_values"], input.dtype,

@@ -145,6 +145,26 @@ def test_a_0d_input_uses_none_of_the_values_as_numpy():
             torch_ragged.pad(torch.from_numpy(x), 1, mode, **keywords)
 
 
+@pytest.mark.parametrize("dtype,value", [(np.bool_, ""), (np.bool_, "odd"), (np.bool_, "False"), (np.int64, " 7 "),
+                                         (np.int8, "-128"), (np.uint8, "300"), (np.uint8, "-1"), (np.int64, "odd"),
+                                         (np.float64, "2.5"), (np.float32, "nan"), (np.complex64, "1+2j"),
+                                         (np.int64, ("5", "7")), (np.float64, ("x", "1"))])
+def test_string_constant_values_are_read_as_numpy_reads_them(dtype, value):
+    """numpy writes a string constant into the array by parsing it for the array's dtype (a bool: non-empty), even
+    where no side is padded (found by a reliability fuzz: ours refused every string): the same result or the same
+    exception type."""
+    x = np.arange(4).astype(dtype).reshape(2, 2)
+    for width in (1, 0, ((1, 0), (0, 2))):
+        try:
+            expected = np.pad(x, width, "constant", constant_values=value)
+        except (ValueError, OverflowError) as error:
+            with pytest.raises(type(error), match="torch_ragged.pad"):
+                torch_ragged.pad(torch.from_numpy(x), width, "constant", constant_values=value)
+            continue
+        got = torch_ragged.pad(torch.from_numpy(x), width, "constant", constant_values=value)
+        np.testing.assert_array_equal(got.numpy(), expected)
+
+
 def test_errors_name_the_op_called():
     """Issue 16 item 17: pad_index's own errors say pad_index (they said pad), pad's say pad even when raised by the
     pad_index kernel underneath, a None input is named."""
