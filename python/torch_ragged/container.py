@@ -61,7 +61,15 @@ _ROW_WISE_FUNCTIONS = frozenset({
 _NEEDS_FEATURE_DIMS = frozenset({"linear", "layer_norm", "rms_norm", "matmul", "glu"})
 
 
-@torch.compiler.assume_constant_result  # torch.compile calls it eagerly: a fact about torch, not about data
+def _constant_result(fn):
+    """``torch.compiler.assume_constant_result`` without its import of torch._dynamo (~1.5 s at import time): it sets
+    this one attribute, which torch.compile reads when it traces (tests/python/test_container.py checks that torch's
+    decorator still sets exactly this)."""
+    fn._dynamo_marked_constant = True
+    return fn
+
+
+@_constant_result  # torch.compile calls it eagerly: a fact about torch, not about data
 def _function_kind(func) -> int:
     name = getattr(func, "__name__", "")
     if name in _ROW_WISE_FUNCTIONS:
@@ -71,7 +79,7 @@ def _function_kind(func) -> int:
     return _ELEMENTWISE_IN_PLACE if name.endswith("_") and not name.endswith("__") else _ELEMENTWISE
 
 
-@torch.compiler.assume_constant_result
+@_constant_result
 def _is_elementwise_method(name: str) -> bool:
     return not name.startswith("_") and _is_pointwise_op(name) and hasattr(torch.Tensor, name)
 

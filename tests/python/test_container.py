@@ -291,3 +291,24 @@ def test_every_saved_object_loads_with_weights_only_and_is_checked():
     bad_stack._records.append(torch.ones(2))  # not a record
     with pytest.raises(TypeError, match="torch_ragged.LazyStack.extend: records\\[1\\] must be a dict"):
         round_trip(bad_stack)
+
+
+def test_import_leaves_torch_dynamo_unloaded_and_the_constant_marks_are_torchs():
+    """`import torch_ragged` cost ~1.5 s over `import torch` when a decorator imported torch._dynamo; the functions
+    torch.compile must treat as constants carry the mark torch's own decorator sets (torch.compile then reads it)."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", "import sys, torch_ragged; print('torch._dynamo' in sys.modules)"],
+                          capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"
+    from torch_ragged import container
+
+    def probe():
+        return 0
+
+    marked = torch.compiler.assume_constant_result(probe)
+    mark = set(vars(marked)) - set(vars(lambda: 0))
+    assert mark == {"_dynamo_marked_constant"}
+    for fn in (container._function_kind, container._is_elementwise_method):
+        assert all(getattr(fn, name) == getattr(marked, name) for name in mark)
