@@ -312,3 +312,17 @@ def test_import_leaves_torch_dynamo_unloaded_and_the_constant_marks_are_torchs()
     assert mark == {"_dynamo_marked_constant"}
     for fn in (container._function_kind, container._is_elementwise_method):
         assert all(getattr(fn, name) == getattr(marked, name) for name in mark)
+
+
+def test_dir_of_the_op_namespace_lists_every_op():
+    """Users discover ops with dir(torch.ops.torch_ragged); torch lists only the ops looked up so far (3 of 56)."""
+    import subprocess
+    import sys
+
+    script = ("import torch, torch_ragged\n"
+              "ops = {n.split('::')[1].split('.')[0] for n in torch._C._dispatch_get_all_op_names() "
+              "if n.startswith('torch_ragged::')}\n"
+              "print(len(ops), sorted(ops - set(dir(torch.ops.torch_ragged))))")
+    count, missing = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                                    check=True).stdout.split(" ", 1)
+    assert int(count) > 50 and missing.strip() == "[]"
