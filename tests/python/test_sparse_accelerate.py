@@ -564,7 +564,9 @@ def test_a_dtype_without_kernels_here_runs_torchs_kernel():
         return call
 
     coalesced = torch.sparse_coo_tensor([[0, 2]], torch.tensor([1 + 2j, 3 - 1j]), (3,)).coalesce().to(torch.complex32)
-    assert_same(*both_ways(widened(lambda: coalesced.to_dense())), exact=True)  # as PyTorch's test_sparse.py calls it
+    assert_same(*both_ways(widened(lambda: coalesced.to_dense())), exact=True)
+    unique = torch.sparse_coo_tensor([[2, 0]], torch.tensor([1 + 2j, 3 - 1j]), (3,)).to(torch.complex32)
     duplicates = torch.sparse_coo_tensor([[0, 2, 0]], torch.tensor([1 + 2j, 3 - 1j, 0.5j]), (3,)).to(torch.complex32)
-    for fn in (lambda: duplicates.to_dense(), lambda: duplicates.coalesce()):
-        assert_same_behaviour(widened(fn))  # torch's results, or torch's own refusal
+    for s in (unique, duplicates):
+        for fn in (lambda s=s: s.to_dense(), lambda s=s: s.coalesce()):
+            assert_same_behaviour(widened(fn))  # torch's results, or torch's own refusal
