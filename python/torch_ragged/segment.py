@@ -297,7 +297,8 @@ def scatter(src: torch.Tensor, index, dim: int = -1, dim_size: int | None = None
             sums = sums / counts.to(sums.dtype)
         else:  # the quotient of the 64-bit sum fits src's dtype again (|mean| <= max |row|)
             sums = sums.div(counts, rounding_mode="floor").to(src.dtype)
-    out = rows.new_zeros((s.dim_size, *rows.shape[1:])).index_copy(0, positions[0], sums)
+    # the coalesce core keeps an int32 index int32; index_copy takes int64 positions
+    out = rows.new_zeros((s.dim_size, *rows.shape[1:])).index_copy(0, positions[0].long(), sums)
     return out.movedim(0, s.dim)
 
 
@@ -315,9 +316,10 @@ def _scatter_extremum(op: str, reduction, src, index, dim: int, dim_size) -> tup
                                                            [s.dim_size, 0], False)
     values, arg = reduction(rows.index_select(0, order), first_idx)
     # arg: a row of the grouped rows -> src's row along dim; positions no row reaches: 0 and src.size(dim)
-    out = rows.new_zeros((s.dim_size, *rows.shape[1:])).index_copy(0, positions[0], values)
+    at = positions[0].long()  # an int32 index stays int32 through the coalesce core
+    out = rows.new_zeros((s.dim_size, *rows.shape[1:])).index_copy(0, at, values)
     source_row = torch.full(out.shape, src.shape[s.dim], dtype=torch.long, device=src.device)
-    source_row = source_row.index_copy(0, positions[0], order[arg])
+    source_row = source_row.index_copy(0, at, order[arg])
     return out.movedim(0, s.dim), source_row.movedim(0, s.dim)
 
 

@@ -118,6 +118,21 @@ def test_an_index_with_fewer_dims_than_src_broadcasts_as_torch_scatter():
         torch_ragged.scatter(src, torch.tensor([[1, 0, 1, 2], [0, 0, 1, 2]]), dim=1)  # differs across dim 0
 
 
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("reduce", ["sum", "mean", "max", "min"])
+def test_an_int32_index_gives_the_int64_results(device, reduce):
+    """An int32 index leaked an internal error (index_copy_() expected a long index): the same results as int64."""
+    g = torch.Generator().manual_seed(9)
+    src = torch.randn(50, 3, generator=g).to(device)
+    index = torch.randint(0, 7, (50,), generator=g).to(device)
+    expected = torch_ragged.scatter(src, index, dim=0, dim_size=8, reduce=reduce)
+    assert torch.equal(torch_ragged.scatter(src, index.int(), dim=0, dim_size=8, reduce=reduce), expected)
+    if reduce in ("max", "min"):
+        fn = torch_ragged.scatter_max if reduce == "max" else torch_ragged.scatter_min
+        for a, b in zip(fn(src, index.int(), dim=0), fn(src, index, dim=0), strict=True):
+            assert torch.equal(a, b)
+
+
 def test_deterministic_across_runs_and_thread_counts():
     g = torch.Generator().manual_seed(4)
     src = torch.randn(200_000, 4, generator=g)
