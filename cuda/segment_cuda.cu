@@ -20,6 +20,7 @@
 #include "common/parallel.h"
 #include "cub.cuh"
 #include "segment/offsets.h"
+#include "segment/scatter.h"
 #include "segment/segment_args.h"
 #include "segment/segment_index.h"
 #include "segment/sort.h"
@@ -683,6 +684,27 @@ at::Tensor segment_gather_sum(const at::Tensor& data, const at::Tensor& index,
 
 }  // namespace cuda
 
+namespace {
+
+const GroupingBackend kCudaGrouping{&cuda::sort_keys, &cuda::run_offsets,
+                                    &cuda::segment_gather_sum};
+
+at::Tensor scatter_cuda(const at::Tensor& src, const at::Tensor& index, int64_t dim,
+                        std::optional<c10::SymInt> dim_size, c10::string_view reduce) {
+  const c10::cuda::CUDAGuard guard(src.device());
+  return scatter_with(kCudaGrouping, src, index, dim, dim_size, reduce);
+}
+
+template <bool kMax>
+std::tuple<at::Tensor, at::Tensor> scatter_extremum_cuda(const at::Tensor& src,
+                                                         const at::Tensor& index, int64_t dim,
+                                                         std::optional<c10::SymInt> dim_size) {
+  const c10::cuda::CUDAGuard guard(src.device());
+  return scatter_extremum_with(kCudaGrouping, kMax, src, index, dim, dim_size);
+}
+
+}  // namespace
+
 TORCH_LIBRARY_IMPL(torch_ragged, CUDA, m) {
   m.impl("get_first_idx", &get_first_idx_cuda);
   m.impl("segment_sum", &segment_sum_cuda);
@@ -698,6 +720,9 @@ TORCH_LIBRARY_IMPL(torch_ragged, CUDA, m) {
   m.impl("segment_gather_sum", &segment_gather_sum_cuda);
   m.impl("segment_gather_dot", &segment_gather_dot_cuda);
   m.impl("segment_gather_sum_dot", &segment_gather_sum_dot_cuda);
+  m.impl("scatter", &scatter_cuda);
+  m.impl("scatter_max", &scatter_extremum_cuda<true>);
+  m.impl("scatter_min", &scatter_extremum_cuda<false>);
 }
 
 }  // namespace torch_ragged

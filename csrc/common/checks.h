@@ -7,7 +7,6 @@
 #include <ATen/ATen.h>
 #include <c10/util/irange.h>
 #include <c10/util/safe_numerics.h>
-
 #include <unistd.h>
 
 #include <limits>
@@ -137,9 +136,12 @@ inline uint64_t check_bytes_fit(std::string_view op, std::string_view what, at::
 inline void check_fits_in_memory(std::string_view op, std::string_view what, uint64_t bytes,
                                  const at::Device& device) {
   if (!device.is_cpu()) return;  // device allocators refuse with an error of their own
-  const long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGE_SIZE);
-  if (pages <= 0 || page_size <= 0) return;
-  const uint64_t memory = static_cast<uint64_t>(pages) * static_cast<uint64_t>(page_size);
+  // read once: a system call per output is a good part of a small op's cost
+  static const uint64_t memory = [] {
+    const long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGE_SIZE);
+    if (pages <= 0 || page_size <= 0) return std::numeric_limits<uint64_t>::max();
+    return static_cast<uint64_t>(pages) * static_cast<uint64_t>(page_size);
+  }();
   TORCH_CHECK_VALUE(bytes <= memory, "torch_ragged.", op, ": ", what, " would need ", bytes,
                     " bytes, more than this machine's ", memory, " bytes of memory");
 }

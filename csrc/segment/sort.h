@@ -30,7 +30,7 @@ struct KeyGroups {
 
 namespace cpu {
 // Stable sort over the low key_bits bits; keys already non-decreasing are detected in one pass and
-// not moved. Wide keys: counting passes from their top bits down, each bucket then sorted (keys
+// not moved; up to 64 keys: insertion sort. Wide keys: counting passes from their top bits down, each bucket then sorted (keys
 // packed with their positions into one word each, in two cache-sized levels, where both fit in 32
 // bits); narrow or crowded keys: LSD radix sort (11-bit digits, digits all keys share skipped).
 KeyOrder sort_keys(const at::Tensor& keys, int key_bits);

@@ -356,12 +356,36 @@ std::optional<KeyOrder> msd_sort(const at::Tensor& keys, int key_bits, const Chu
   return KeyOrder{sorted, permutation};
 }
 
+// Up to this many keys, a stable insertion sort of (key, position) beats the radix passes, whose
+// 2048-bucket histograms cost microseconds whatever n (tiny inputs: per-call cost is the speed).
+constexpr int64_t kInsertionSortKeys = 64;
+
+KeyOrder insertion_sort(const at::Tensor& keys) {
+  const int64_t n = keys.numel();
+  const int64_t* in = keys.const_data_ptr<int64_t>();
+  at::Tensor sorted = at::empty_like(keys), permutation = at::empty_like(keys);
+  int64_t* key_out = sorted.mutable_data_ptr<int64_t>();
+  int64_t* position_out = permutation.mutable_data_ptr<int64_t>();
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t j = i;
+    // strictly greater moves: equal keys keep their input order (stable)
+    for (; j > 0 && key_out[j - 1] > in[i]; --j) {
+      key_out[j] = key_out[j - 1];
+      position_out[j] = position_out[j - 1];
+    }
+    key_out[j] = in[i];
+    position_out[j] = i;
+  }
+  return {sorted, permutation};
+}
+
 }  // namespace
 
 KeyOrder sort_keys(const at::Tensor& keys, int key_bits) {
   const int64_t n = keys.numel();
   const int64_t* in = keys.const_data_ptr<int64_t>();
   if (n <= 1 || non_decreasing(in, n)) return {keys, at::Tensor()};
+  if (n <= kInsertionSortKeys) return insertion_sort(keys);
   const Chunks chunks{n, n < kParallelKeys ? 1 : std::max<int64_t>(1, at::get_num_threads())};
   if (key_bits > 2 * kDigitBits && n >= kParallelKeys) {
     if (std::optional<KeyOrder> order = msd_sort(keys, key_bits, chunks)) return *order;

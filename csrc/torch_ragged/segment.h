@@ -11,6 +11,7 @@
 #include <torch_ragged/export.h>
 
 #include <optional>
+#include <string_view>
 #include <tuple>
 
 namespace torch_ragged {
@@ -58,5 +59,24 @@ TORCH_RAGGED_API at::Tensor segment_ids(const at::Tensor& first_idx,
 TORCH_RAGGED_API std::tuple<at::Tensor, at::Tensor> ragged_index_select(
     const at::Tensor& values, const at::Tensor& first_idx, const at::Tensor& index,
     std::optional<int64_t> num_rows = std::nullopt);
+
+// torch_scatter's scatter: out[index[i]] (+)= src[i] along dim, by an unsorted index. index has one
+// entry per row of src along dim (1-D, or broadcast to src and equal across the other dims), int64
+// or int32, on src's device; the output has dim_size rows along dim (default index.max() + 1, read
+// on the host). reduce: "sum" (or "add"), "mean", "max", "min"; positions no row reaches are 0.
+// Rows are grouped by a stable sort of the index and reduced in src's order: deterministic.
+// Differentiable (max / min: the gradient goes to the row holding the extremum).
+TORCH_RAGGED_API at::Tensor scatter(const at::Tensor& src, const at::Tensor& index,
+                                    int64_t dim = -1,
+                                    std::optional<int64_t> dim_size = std::nullopt,
+                                    std::string_view reduce = "sum");
+// (values, arg): the max / min per position and the row of src along dim holding it (the first on
+// ties, NaN wins); positions no row reaches give 0 and arg src.size(dim), as torch_scatter's.
+TORCH_RAGGED_API std::tuple<at::Tensor, at::Tensor> scatter_max(
+    const at::Tensor& src, const at::Tensor& index, int64_t dim = -1,
+    std::optional<int64_t> dim_size = std::nullopt);
+TORCH_RAGGED_API std::tuple<at::Tensor, at::Tensor> scatter_min(
+    const at::Tensor& src, const at::Tensor& index, int64_t dim = -1,
+    std::optional<int64_t> dim_size = std::nullopt);
 
 }  // namespace torch_ragged

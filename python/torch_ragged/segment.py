@@ -198,78 +198,22 @@ def ragged_index_select(values: torch.Tensor, first_idx, index, num_rows: int | 
 
 # ---- scatter by an unsorted index (torch_scatter's API) on the segment core ----
 
-_SCATTER_REDUCTIONS = ("sum", "add", "mean", "max", "min")
-
-
-class _ScatterIndex(NamedTuple):
-    index: torch.Tensor  # (src.size(dim),): the output position of each row of src along dim
-    dim: int  # non-negative
-    dim_size: int
-
-
-def _scatter_index(op: str, src, index, dim: int, dim_size) -> _ScatterIndex:
-    if not isinstance(src, torch.Tensor):
-        raise TypeError(f"torch_ragged.{op}: src must be a tensor, got {type(src).__name__}")
-    if src.dim() == 0:
-        raise ValueError(f"torch_ragged.{op}: src must have at least one dim, got a 0-d tensor")
-    if not -src.dim() <= dim < src.dim():
-        raise IndexError(f"torch_ragged.{op}: dim {dim} is out of range for a {src.dim()}-D src")
-    dim %= src.dim()
-    index = integer_tensor(op, "index", index)
-    if index.device != src.device:
-        raise ValueError(f"torch_ragged.{op}: index must be on src's device {src.device}, got {index.device}")
-    index = _one_index_per_row(op, src, index, dim)
-    if index.numel() and bool(index.min() < 0):
-        raise ValueError(f"torch_ragged.{op}: index must be non-negative, got {int(index.min())}")
-    largest = int(index.max()) + 1 if index.numel() else 0
-    if dim_size is None:
-        dim_size = largest
-    elif not isinstance(dim_size, int) or isinstance(dim_size, bool) or dim_size < 0:
-        raise ValueError(f"torch_ragged.{op}: dim_size must be a non-negative int, got {dim_size!r}")
-    elif largest > dim_size:
-        raise ValueError(f"torch_ragged.{op}: index holds {largest - 1}, out of range for dim_size {dim_size}")
-    return _ScatterIndex(index, dim, dim_size)
-
-
-def _one_index_per_row(op: str, src, index, dim: int) -> torch.Tensor:
-    """The index as one entry per row of src along dim: a 1-D index of src.size(dim) entries, or an index shaped
-    (or broadcast) like src whose entries agree across every other dim (torch_scatter's
-    ``index.view(-1, 1).expand_as(src)``). Per-element indices that differ across columns are refused."""
-    rows = src.shape[dim]
-    if index.dim() == 1 and index.shape[0] == rows:
-        return index
-    aligned = index
-    if 0 < index.dim() < src.dim():  # torch_scatter's broadcast: a 1-D index lines up with dim, then trailing dims
-        if index.dim() == 1:
-            aligned = aligned.view((1,) * dim + (-1,))
-        aligned = aligned.view(*aligned.shape, *(1,) * (src.dim() - aligned.dim()))
-    try:
-        full = aligned.expand(src.shape) if aligned.dim() == src.dim() else None
-    except RuntimeError:
-        full = None
-    if full is None:
-        raise ValueError(f"torch_ragged.{op}: index must be 1-D with src.size({dim}) = {rows} entries or "
-                         f"broadcast to src's shape {tuple(src.shape)}, got {tuple(index.shape)}")
-    per_row = full.movedim(dim, 0).reshape(rows, -1)
-    first = per_row[:, 0] if per_row.shape[1] else per_row.new_zeros(rows)
-    if per_row.shape[1] and not torch.equal(per_row, first.unsqueeze(1).expand_as(per_row)):
-        raise ValueError(f"torch_ragged.{op}: index must be the same for every element of a row along dim {dim} "
-                         "(one group per row); different indices per column are not supported")
-    return first
-
-
-def scatter(src: torch.Tensor, index, dim: int = -1, dim_size: int | None = None,
+def scatter(src: torch.Tensor, index: torch.Tensor, dim: int = -1, dim_size: int | None = None,
             reduce: str = "sum") -> torch.Tensor:
     """torch_scatter's ``scatter``: ``out[index[i]] (+)= src[i]`` along ``dim``, by an unsorted index.
 
     ``index`` has one entry per row of ``src`` along ``dim``: 1-D, or broadcast to ``src`` as torch_scatter broadcasts
     it (a 1-D index lines up with ``dim``, one of more dims with ``src``'s leading dims, then it is expanded over the
-    dims it lacks), equal across the other dims; the output has ``dim_size`` rows along ``dim`` (default
-    ``index.max() + 1``). ``reduce``: ``"sum"`` (or ``"add"``), ``"mean"``, ``"max"``, ``"min"``; positions no row
-    reaches are 0. The rows are grouped by a stable radix sort of the index and each group is reduced in src's order
-    by the segment core (sums read the rows in place through the sort's permutation): deterministic on every device,
-    differentiable (max / min: the gradient goes to the row holding the extremum, the first on ties). Integer means
-    are the 64-bit sum over the count, rounded toward minus infinity as torch_scatter's.
+    dims it lacks), equal across the other dims; int64 or int32 (a sequence of ints is taken too); the output has
+    ``dim_size`` rows along ``dim`` (default ``index.max() + 1``). ``reduce``: ``"sum"`` (or ``"add"``), ``"mean"``,
+    ``"max"``, ``"min"``; positions no row reaches are 0. The rows are grouped by a stable radix sort of the index and
+    each group is reduced in src's order by the segment core (sums read the rows in place through the sort's
+    permutation): deterministic on every device, differentiable (max / min: the gradient goes to the row holding
+    the extremum, the first on ties). Integer means are the 64-bit sum over the count, rounded toward minus
+    infinity as torch_scatter's.
+
+    The op ``torch.ops.torch_ragged.scatter`` (the same arguments) is what this calls: TorchScript, torch.compile
+    (``fullgraph=True``) and torch.export take either; without ``dim_size`` the output size comes from the data.
 
     >>> scatter(torch.tensor([1.0, 2.0, 3.0, 4.0]), torch.tensor([2, 0, 2, 0]))
     tensor([6., 0., 4.])
@@ -277,71 +221,36 @@ def scatter(src: torch.Tensor, index, dim: int = -1, dim_size: int | None = None
     tensor([[0., 0.],
             [3., 5.]])
     """
-    if reduce not in _SCATTER_REDUCTIONS:
-        raise ValueError(f"torch_ragged.scatter: reduce must be one of {', '.join(_SCATTER_REDUCTIONS)}, "
-                         f"got {reduce!r}")
-    if reduce in ("max", "min"):
-        return (scatter_max if reduce == "max" else scatter_min)(src, index, dim, dim_size)[0]
-    s = _scatter_index("scatter", src, index, dim, dim_size)
-    rows = src.movedim(s.dim, 0)
-    # sparse_coalesce of a 1-D sparse tensor is exactly this: a stable sort of the positions, then each run of
-    # equal positions summed in the reduction tree's fixed order (its autograd sends each output's gradient back
-    # to its rows).
-    # An integer mean sums in int64: a sum in src's dtype would wrap first (256 int8 ones sum to 0).
-    summed = rows.long() if reduce == "mean" and _is_narrow_integer(rows.dtype) else rows
-    positions, sums, _, first_idx = _ops.sparse_coalesce(s.index.view(1, -1), summed,
-                                                         [s.dim_size, *rows.shape[1:]], False)
-    if reduce == "mean":
-        counts = (first_idx[1:] - first_idx[:-1]).view(-1, *[1] * (rows.dim() - 1))
-        if src.is_floating_point() or src.is_complex():
-            sums = sums / counts.to(sums.dtype)
-        else:  # the quotient of the 64-bit sum fits src's dtype again (|mean| <= max |row|)
-            sums = sums.div(counts, rounding_mode="floor").to(src.dtype)
-    # the coalesce core keeps an int32 index int32; index_copy takes int64 positions
-    out = rows.new_zeros((s.dim_size, *rows.shape[1:])).index_copy(0, positions[0].long(), sums)
-    return out.movedim(0, s.dim)
+    if not isinstance(index, torch.Tensor):  # TorchScript compiles only the tensor path
+        index = integer_tensor("scatter", "index", index)
+    return torch.ops.torch_ragged.scatter(src, index, dim, dim_size, reduce)
 
 
-def _is_narrow_integer(dtype: torch.dtype) -> bool:
-    return not dtype.is_floating_point and not dtype.is_complex and dtype not in (torch.bool, torch.int64,
-                                                                                   torch.uint64)
-
-
-def _scatter_extremum(op: str, reduction, src, index, dim: int, dim_size) -> tuple[torch.Tensor, torch.Tensor]:
-    s = _scatter_index(op, src, index, dim, dim_size)
-    rows = src.movedim(s.dim, 0)
-    # The grouping alone (the same stable radix sort as `scatter`'s sums; no values to carry): the positions rows
-    # reach, the permutation that groups them and the groups' offsets.
-    positions, _, order, first_idx = _ops.sparse_coalesce(s.index.view(1, -1), s.index.new_empty((s.index.numel(), 0)),
-                                                           [s.dim_size, 0], False)
-    values, arg = reduction(rows.index_select(0, order), first_idx)
-    # arg: a row of the grouped rows -> src's row along dim; positions no row reaches: 0 and src.size(dim)
-    at = positions[0].long()  # an int32 index stays int32 through the coalesce core
-    out = rows.new_zeros((s.dim_size, *rows.shape[1:])).index_copy(0, at, values)
-    source_row = torch.full(out.shape, src.shape[s.dim], dtype=torch.long, device=src.device)
-    source_row = source_row.index_copy(0, at, order[arg])
-    return out.movedim(0, s.dim), source_row.movedim(0, s.dim)
-
-
-def scatter_max(src: torch.Tensor, index, dim: int = -1,
+def scatter_max(src: torch.Tensor, index: torch.Tensor, dim: int = -1,
                 dim_size: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """torch_scatter's ``scatter_max``: ``(out, argmax)``, argmax the row of ``src`` along ``dim`` holding each
     maximum (the first on ties, NaN wins); positions no row reaches give 0 and ``src.size(dim)``, as torch_scatter.
+    The op: ``torch.ops.torch_ragged.scatter_max``.
 
     >>> scatter_max(torch.tensor([1.0, 7.0, 3.0]), torch.tensor([1, 1, 0]), dim_size=3)
     (tensor([3., 7., 0.]), tensor([2, 1, 3]))
     """
-    return _scatter_extremum("scatter_max", segment_max, src, index, dim, dim_size)
+    if not isinstance(index, torch.Tensor):
+        index = integer_tensor("scatter_max", "index", index)
+    return torch.ops.torch_ragged.scatter_max(src, index, dim, dim_size)
 
 
-def scatter_min(src: torch.Tensor, index, dim: int = -1,
+def scatter_min(src: torch.Tensor, index: torch.Tensor, dim: int = -1,
                 dim_size: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-    """torch_scatter's ``scatter_min``: ``(out, argmin)``; see `scatter_max`.
+    """torch_scatter's ``scatter_min``: ``(out, argmin)``; see `scatter_max`. The op:
+    ``torch.ops.torch_ragged.scatter_min``.
 
     >>> scatter_min(torch.tensor([1.0, 7.0, 3.0]), torch.tensor([1, 1, 0]))
     (tensor([3., 1.]), tensor([2, 0]))
     """
-    return _scatter_extremum("scatter_min", segment_min, src, index, dim, dim_size)
+    if not isinstance(index, torch.Tensor):
+        index = integer_tensor("scatter_min", "index", index)
+    return torch.ops.torch_ragged.scatter_min(src, index, dim, dim_size)
 
 
 # ---- fake kernels (torch.compile / torch.export) ----
@@ -510,3 +419,35 @@ def _ragged_index_select_fake(values, first_idx, index, num_rows=None):
             return values.new_empty(checked[0].shape[:1] + values.shape[1:]), checked[1].to(values.device)
     selected = values.new_empty((_rows(num_rows), *values.shape[1:]))
     return selected, first_idx.new_empty((index.shape[0] + 1,), dtype=torch.long)
+
+
+def _scattered(op: str, src, index, dim: int, dim_size):
+    """scatter's output along dim: dim_size rows, or as many as the index's largest entry asks for (a size that
+    comes from the data). The kernel checks the index's values."""
+    if index.device != src.device:
+        raise ValueError(f"torch_ragged.{op}: index must be on src's device {src.device}, got {index.device}")
+    torch._check(src.dim() >= 1, lambda: f"torch_ragged.{op}: src must have at least one dim, got a 0-d tensor")
+    if not -src.dim() <= dim < src.dim():
+        raise IndexError(f"torch_ragged.{op}: dim {dim} is out of range for a {src.dim()}-D src")
+    shape = list(src.shape)
+    shape[dim] = dim_size if dim_size is not None else torch.library.get_ctx().new_dynamic_size()
+    return src.new_empty(shape)
+
+
+@register_fake("torch_ragged::scatter")
+def _scatter_fake(src, index, dim=-1, dim_size=None, reduce="sum"):
+    if reduce not in ("sum", "add", "mean", "max", "min"):
+        raise ValueError(f"torch_ragged.scatter: reduce must be one of sum, add, mean, max, min, got {reduce!r}")
+    return _scattered("scatter", src, index, dim, dim_size)
+
+
+@register_fake("torch_ragged::scatter_max")
+def _scatter_max_fake(src, index, dim=-1, dim_size=None):
+    out = _scattered("scatter_max", src, index, dim, dim_size)
+    return out, torch.empty_like(out, dtype=torch.long)
+
+
+@register_fake("torch_ragged::scatter_min")
+def _scatter_min_fake(src, index, dim=-1, dim_size=None):
+    out = _scattered("scatter_min", src, index, dim, dim_size)
+    return out, torch.empty_like(out, dtype=torch.long)

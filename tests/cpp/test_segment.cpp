@@ -63,4 +63,35 @@ TEST(Segment, BadFirstIdxRaisesValueErrorNamingTheOp) {
   EXPECT_THROW(torch_ragged::get_first_idx(longs({1, -1})), c10::ValueError);
 }
 
+// scatter by an unsorted index, against sums / maxima written out by hand for data() (rows
+// [0 1] [2 3] [4 5] [6 7] [8 9]) and index {2, 0, 2, 3, 0}: position 1 gets no row.
+TEST(Segment, ScatterReducesEachPositionsRowsInOrder) {
+  const auto index = longs({2, 0, 2, 3, 0});
+  const auto sums = torch_ragged::scatter(data(), index, 0);
+  EXPECT_TRUE(torch::equal(sums, torch::tensor({10., 12., 0., 0., 4., 6., 6., 7.}).view({4, 2})));
+  const auto means = torch_ragged::scatter(data(), index.to(torch::kInt), 0, 5, "mean");
+  EXPECT_TRUE(
+      torch::equal(means, torch::tensor({5., 6., 0., 0., 2., 3., 6., 7., 0., 0.}).view({5, 2})));
+  auto [values, arg] = torch_ragged::scatter_max(data(), index, 0);
+  EXPECT_TRUE(torch::equal(values, torch::tensor({8., 9., 0., 0., 4., 5., 6., 7.}).view({4, 2})));
+  EXPECT_TRUE(torch::equal(arg, longs({4, 4, 5, 5, 2, 2, 3, 3}).view({4, 2})));
+  auto [min_values, min_arg] = torch_ragged::scatter_min(data().t(), index, 1);
+  EXPECT_TRUE(torch::equal(min_arg, longs({1, 5, 0, 3, 1, 5, 0, 3}).view({2, 4})));
+  // the gradient of a sum reaches every row once; of a max, the rows holding the maxima
+  const auto x = data().requires_grad_(true);
+  (torch_ragged::scatter(x, index, 0).sum() +
+   std::get<0>(torch_ragged::scatter_max(x, index, 0)).sum())
+      .backward();
+  EXPECT_TRUE(
+      torch::equal(x.grad(), torch::tensor({1., 1., 1., 1., 2., 2., 2., 2., 2., 2.}).view({5, 2})));
+  try {
+    torch_ragged::scatter(data(), longs({2, 0, -1, 3, 0}), 0);
+    FAIL() << "expected an error";
+  } catch (const c10::ValueError& e) {
+    EXPECT_NE(
+        std::string(e.what()).find("torch_ragged.scatter: index must be non-negative, got -1"),
+        std::string::npos);
+  }
+}
+
 }  // namespace

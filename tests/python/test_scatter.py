@@ -188,3 +188,91 @@ def test_empty_inputs():
     assert out.shape == (2, 3) and not out.any()
     values, arg = torch_ragged.scatter_min(torch.zeros(0), torch.zeros(0, dtype=torch.long))
     assert values.shape == (0,) and arg.shape == (0,)
+
+
+# ---- one surface: the op, TorchScript, torch.compile, torch.export ----
+
+def test_the_public_functions_call_the_registered_ops():
+    src, index = torch.randn(6, 3), torch.tensor([2, 0, 2, 1, 0, 2])
+    ops = torch.ops.torch_ragged
+    assert torch.equal(torch_ragged.scatter(src, index, 0, reduce="mean"), ops.scatter(src, index, 0, None, "mean"))
+    for name in ("scatter_max", "scatter_min"):
+        got, expected = getattr(torch_ragged, name)(src, index, 0, 4), getattr(ops, name)(src, index, 0, 4)
+        assert all(torch.equal(g, e) for g, e in zip(got, expected, strict=True))
+
+
+@pytest.mark.parametrize("reduce", ["sum", "mean", "max", "min"])
+def test_compile_fullgraph_with_dynamic_sizes_matches_eager_and_the_loop(reduce):
+    torch._dynamo.reset()
+    compiled = torch.compile(lambda s, i: torch_ragged.scatter(s, i, 0, None, reduce), fullgraph=True,
+                             dynamic=True)
+    for rows, seed in ((6, 0), (11, 1)):  # one compiled graph, two sizes; the output size comes from the data
+        g = torch.Generator().manual_seed(seed)
+        src = torch.randn(rows, 3, generator=g, dtype=torch.float64)
+        index = torch.randint(0, 5, (rows,), generator=g)
+        expected, _ = loop_scatter(src, index, 0, int(index.max()) + 1, reduce)
+        torch.testing.assert_close(compiled(src, index), expected)
+
+
+@pytest.mark.parametrize("reduce", ["sum", "mean", "max", "min"])
+def test_compiled_gradients_are_the_eager_gradients(reduce):
+    torch._dynamo.reset()
+    g = torch.Generator().manual_seed(3)
+    src = torch.randn(9, 4, generator=g, dtype=torch.float64)
+    index = torch.tensor([3, 0, 3, 1, 0, 3, 1, 1, 0])
+    weight = torch.randn(5, 4, generator=g, dtype=torch.float64)
+
+    def loss(s):
+        return (torch_ragged.scatter(s, index, 0, 5, reduce) * weight).sum()
+
+    eager, compiled = src.clone().requires_grad_(), src.clone().requires_grad_()
+    loss(eager).backward()
+    torch.compile(loss, fullgraph=True)(compiled).backward()
+    torch.testing.assert_close(compiled.grad, eager.grad)
+
+
+def test_export_with_dynamic_rows_runs_other_sizes_like_the_loop():
+    class Scatter(torch.nn.Module):
+        def forward(self, src, index):
+            out = torch_ragged.scatter(src, index, dim=0, dim_size=4, reduce="mean")
+            values, arg = torch_ragged.scatter_max(src, index, 0)
+            return out, values, arg
+
+    rows = torch.export.Dim("rows")
+    example = (torch.randn(6, 2), torch.tensor([0, 1, 3, 3, 1, 0]))
+    program = torch.export.export(Scatter(), example, dynamic_shapes=({0: rows}, {0: rows}))
+    g = torch.Generator().manual_seed(4)
+    src, index = torch.randn(13, 2, generator=g, dtype=torch.float64), torch.randint(0, 4, (13,), generator=g)
+    out, values, arg = program.module()(src, index)
+    size = int(index.max()) + 1
+    torch.testing.assert_close(out, loop_scatter(src, index, 0, 4, "mean")[0])
+    expected_values, expected_arg = loop_scatter(src, index, 0, size, "max")
+    torch.testing.assert_close(values, expected_values)
+    assert torch.equal(arg, expected_arg)
+
+
+@pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:FutureWarning")
+def test_torchscript_compiles_a_function_calling_the_public_functions():
+    def pool(src: torch.Tensor, index: torch.Tensor):
+        mean = torch_ragged.scatter(src, index, 0, reduce="mean")
+        values, arg = torch_ragged.scatter_min(src, index, dim=0, dim_size=4)
+        return mean, values, arg
+
+    scripted = torch.jit.script(pool)
+    src, index = torch.randn(7, 3, dtype=torch.float64), torch.tensor([1, 0, 1, 3, 0, 1, 3])
+    mean, values, arg = scripted(src, index)
+    torch.testing.assert_close(mean, loop_scatter(src, index, 0, 4, "mean")[0])
+    expected_values, expected_arg = loop_scatter(src, index, 0, 4, "min")
+    torch.testing.assert_close(values, expected_values)
+    assert torch.equal(arg, expected_arg)
+
+
+@pytest.mark.parametrize("reduce", ["sum", "mean", "max"])
+def test_second_derivatives(reduce):
+    from torch.autograd import gradgradcheck
+
+    g = torch.Generator().manual_seed(6)
+    src = torch.randn(8, 2, generator=g, dtype=torch.float64, requires_grad=True)  # distinct values: no ties
+    index = torch.tensor([[2], [0], [2], [1], [0], [2], [1], [4]]).expand(8, 2)  # a broadcast index
+    assert gradgradcheck(lambda s: torch_ragged.scatter(s, index, dim=0, dim_size=5, reduce=reduce), (src,))
+

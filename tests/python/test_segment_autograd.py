@@ -38,6 +38,11 @@ def segment_samples():
         (ops.segment_ids, (first_idx, 6)),
         (ops.ragged_index_select, (data, first_idx, torch.tensor([3, 0, -1, 0]), None)),
         (ops.ragged_index_select, (leaf(6), first_idx, torch.tensor([2, 1]), 3)),
+        (ops.scatter, (data, torch.tensor([2, 0, 2, 4, 0, 2]), 0, None, "sum")),
+        (ops.scatter, (leaf(3, 5), torch.tensor([1, 0, 1, 1, 3], dtype=torch.int32), 1, 6, "mean")),
+        (ops.scatter, (data, torch.tensor([1, 1, 0, 1, 3, 0]), 0, 4, "max")),
+        (ops.scatter_max, (data, torch.tensor([2, 0, 2, 4, 0, 2]), 0, None)),
+        (ops.scatter_min, (leaf(6), torch.tensor([1, 1, 0, 1, 3, 0]), -1, 5)),
     ]
 
 

@@ -1,0 +1,43 @@
+#pragma once
+
+// scatter by an unsorted index (torch_scatter's API), written once for both backends: the index is
+// grouped by the segment core's stable sort, each group reduced in src's order:
+//   index (n,) --sort_keys--> permutation, sorted keys --run_offsets--> first_idx (one run per
+//   output position reached) --segment_gather_sum / segment_max / segment_min--> one row per run,
+//   copied to its position of a zero output.
+// Deterministic on every device (the sums' order depends only on the sort, which is stable).
+
+#include <ATen/ATen.h>
+
+#include <optional>
+#include <string_view>
+#include <tuple>
+
+#include "segment/sort.h"
+
+namespace torch_ragged {
+
+struct GroupingBackend {
+  KeyOrder (*sort_keys)(const at::Tensor& keys, int key_bits);
+  at::Tensor (*run_offsets)(const at::Tensor& sorted_keys);
+  at::Tensor (*segment_gather_sum)(const at::Tensor& data, const at::Tensor& index,
+                                   const at::Tensor& weight, const at::Tensor& first_idx);
+};
+
+// The kernels of the scatter / scatter_max / scatter_min ops (schemas in scatter.cpp).
+at::Tensor scatter_with(const GroupingBackend& backend, const at::Tensor& src,
+                        const at::Tensor& index, int64_t dim,
+                        const std::optional<c10::SymInt>& dim_size, std::string_view reduce);
+std::tuple<at::Tensor, at::Tensor> scatter_extremum_with(
+    const GroupingBackend& backend, bool is_max, const at::Tensor& src, const at::Tensor& index,
+    int64_t dim, const std::optional<c10::SymInt>& dim_size);
+
+// The index as one int64 entry per row of src along dim (src.size(dim),): a 1-D index as given,
+// or an index broadcast to src (torch_scatter's broadcast: a 1-D index lines up with dim, one of
+// more dims with src's leading dims, then it is expanded over the dims it lacks). check_rows_agree
+// refuses an index whose entries differ across the other dims (a device read); the backward passes
+// skip it (the forward checked).
+at::Tensor one_index_per_row(std::string_view op, const at::Tensor& src, const at::Tensor& index,
+                             int64_t dim, bool check_rows_agree);
+
+}  // namespace torch_ragged
