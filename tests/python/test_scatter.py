@@ -276,3 +276,16 @@ def test_second_derivatives(reduce):
     index = torch.tensor([[2], [0], [2], [1], [0], [2], [1], [4]]).expand(8, 2)  # a broadcast index
     assert gradgradcheck(lambda s: torch_ragged.scatter(s, index, dim=0, dim_size=5, reduce=reduce), (src,))
 
+
+
+@pytest.mark.parametrize("rows", [2, 17, 64, 65, 130])  # the insertion sort (<= 64 keys) and the radix sort
+def test_sums_group_the_rows_stably_before_the_segment_core_sums_them(rows):
+    """Bit for bit the rows grouped by torch's stable sort, then summed per group by segment_sum (whose order, the
+    reduction tree's, is tested against loops in test_segment.py): an unstable grouping would sum each position's
+    rows in another order, and rows of magnitudes 1e-3..1e4 tell orders apart."""
+    g = torch.Generator().manual_seed(rows)
+    src = torch.randn(rows, generator=g) * torch.logspace(-3, 4, rows)[torch.randperm(rows, generator=g)]
+    index = torch.randint(0, 3, (rows,), generator=g)
+    order = torch.sort(index, stable=True).indices
+    first_idx = torch_ragged.get_first_idx(torch.bincount(index, minlength=3))
+    assert torch.equal(torch_ragged.scatter(src, index, dim_size=3), torch_ragged.segment_sum(src[order], first_idx))
