@@ -26,4 +26,5 @@ bash scripts/wheel.sh
 bash scripts/sanitize.sh
 
 echo "== pytest"
-"$PYTHON" -m pytest -q -p no:cacheprovider "$@"
+# One worker per core (pytest-xdist); the `large` tests (several GB each) share one worker (tests/python/conftest.py).
+"$PYTHON" -m pytest -q -p no:cacheprovider -n "${PYTEST_WORKERS:-$(nproc)}" --dist loadgroup "$@"
