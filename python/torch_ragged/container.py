@@ -141,6 +141,11 @@ def _row_wise(func, args, kwargs):
     name = func.__name__
     where = f"RaggedTensor ({name})"
     if not args or not isinstance(args[0], RaggedTensor):
+        if name == "matmul" and torch.compiler.is_compiling():
+            # torch.compile hands `r @ w` and `w @ r` over alike, as Tensor.matmul(w, r) (dynamo's builtin
+            # handler swaps the operands of `@` when the left one is not a tensor): neither can be told apart here.
+            raise _error(TypeError, where, "under torch.compile, `r @ w` reaches RaggedTensor as w.matmul(r), "
+                         "the same call as `w @ r`; write torch.matmul(r, w) or F.linear(r, w.t()), which compile")
         raise _error(TypeError, where, f"{name} applies to a RaggedTensor as its input (first argument) only")
     ragged = args[0]
     others = [a for a in pytree.tree_leaves((args[1:], kwargs), is_leaf=_is_ragged) if _is_ragged(a)]

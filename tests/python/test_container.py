@@ -177,6 +177,24 @@ def test_autograd_end_to_end_and_grad_view():
     assert torch.equal(r.grad.values, torch.ones(4, 2))
 
 
+def test_matmul_compiles_as_torch_matmul_and_r_at_w_says_why_fullgraph_cannot_take_it():
+    r = RaggedTensor.from_list(members()).double()
+    w = torch.randn(3, 2, dtype=torch.float64)
+    expected = torch.cat([m.double() @ w for m in members()])  # each member's rows times w
+    for fn in (lambda r, w: torch.matmul(r, w), lambda r, w: torch.nn.functional.linear(r, w.t())):
+        torch._dynamo.reset()
+        assert torch.allclose(torch.compile(fn, fullgraph=True)(r, w).values, expected)
+    # torch.compile hands `r @ w` over as w.matmul(r) (the call `w @ r` makes): fullgraph refuses it by name, a
+    # plain compile breaks the graph there and runs it eagerly, right
+    torch._dynamo.reset()
+    with pytest.raises(Exception, match=r"under torch.compile, `r @ w` reaches RaggedTensor as w.matmul\(r\)"):
+        torch.compile(lambda r, w: r @ w, fullgraph=True)(r, w)
+    torch._dynamo.reset()
+    assert torch.allclose(torch.compile(lambda r, w: r @ w)(r, w).values, expected)
+    with pytest.raises(TypeError, match="dense @ RaggedTensor would mix the packed rows"):
+        torch.compile(lambda r, w: w @ r)(r, torch.randn(2, 5, dtype=torch.float64))
+
+
 def test_compile_common_paths_without_graph_breaks():
     r = RaggedTensor.from_list(members())
 
