@@ -1,6 +1,7 @@
 """Runs a family's benchmarks and prints a ratio table (baseline time / ours; > 1 means faster).
 
-    python benchmarks/run.py --family batch|container|distributed|pad|segment|sparse|tiles [--device cpu|cuda] \
+    python benchmarks/run.py --family batch|container|distributed|latency|pad|segment|sparse|tiles \
+        [--device cpu|cuda] \
         [--json out.json [--plot]] [--quick]
 
 Ratios, not absolute times, are the result: the machines are shared and noisy, but every row's baseline,
@@ -22,7 +23,7 @@ import torch  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-FAMILIES = ("batch", "container", "distributed", "pad", "segment", "sparse", "tiles")
+FAMILIES = ("batch", "container", "distributed", "latency", "pad", "segment", "sparse", "tiles")
 
 
 def print_table(rows, floor_note=True):
@@ -88,6 +89,11 @@ def main():
 
         rows = bench_distributed.run_all(args.device, min_run_time)
         print_table(rows, floor_note=False)
+    elif args.family == "latency":  # per-call cost on tiny inputs, one thread
+        import bench_latency
+
+        rows = bench_latency.run_all(args.device, min_run_time)
+        bench_latency.print_table(rows)
     elif args.family == "sparse":
         import bench_sparse
 

@@ -14,6 +14,19 @@
 
 namespace torch_ragged {
 
+// Whether a call must record a graph node: grad mode on and one of its differentiable inputs
+// requiring grad. When not, the autograd kernels call their op below autograd directly (as torch's
+// own custom-op autograd does): a Function node and its saved tensors would only cost time, a good
+// part of a small op's per-call cost.
+inline bool input_requires_grad(const at::Tensor& t) { return t.defined() && t.requires_grad(); }
+inline bool input_requires_grad(const std::optional<at::Tensor>& t) {
+  return t.has_value() && input_requires_grad(*t);
+}
+template <typename... Inputs>
+bool records_graph(const Inputs&... differentiable_inputs) {
+  return at::GradMode::is_enabled() && (input_requires_grad(differentiable_inputs) || ...);
+}
+
 inline void keep_undefined_grads(torch::autograd::AutogradContext* ctx) {
   ctx->set_materialize_grads(false);
 }

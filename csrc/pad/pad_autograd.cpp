@@ -93,6 +93,10 @@ at::Tensor pad_index_autograd(const at::Tensor& self, c10::SymIntArrayRef pad_wi
                               c10::string_view mode,
                               const std::optional<at::Tensor>& constant_values) {
   torch_ragged::check_defined("pad_index", "self", self);
+  if (!records_graph(self, constant_values)) {
+    at::AutoDispatchBelowAutograd guard;
+    return ops::pad_index(self, pad_width, mode, constant_values);
+  }
   return PadIndex::apply(self, pad_width, mode, constant_values);
 }
 

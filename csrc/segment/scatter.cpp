@@ -356,16 +356,12 @@ class ScatterExtremum : public torch::autograd::Function<ScatterExtremum> {
   }
 };
 
-// No graph to record (torch's own custom-op autograd skips its Function alike): the op is called
-// directly, a node and its saved tensors would only cost time on small inputs.
-bool needs_grad(const at::Tensor& src) { return at::GradMode::is_enabled() && src.requires_grad(); }
-
 at::Tensor scatter_autograd(const at::Tensor& src, const at::Tensor& index, int64_t dim,
                             OptionalSize dim_size, c10::string_view reduce) {
   check_defined("scatter", "src", src);  // before autograd reads their devices
   check_defined("scatter", "index", index);
-  if (!needs_grad(src)) {
-    at::AutoDispatchBelowADInplaceOrView guard;
+  if (!records_graph(src)) {
+    at::AutoDispatchBelowAutograd guard;
     return call_scatter(src, index, dim, dim_size, reduce);
   }
   if (is_extremum(reduce)) {
@@ -383,8 +379,8 @@ std::tuple<at::Tensor, at::Tensor> scatter_extremum_autograd(const at::Tensor& s
   const std::string_view op = kMax ? "scatter_max" : "scatter_min";
   check_defined(op, "src", src);
   check_defined(op, "index", index);
-  if (!needs_grad(src)) {
-    at::AutoDispatchBelowADInplaceOrView guard;
+  if (!records_graph(src)) {
+    at::AutoDispatchBelowAutograd guard;
     return call_scatter_extremum(kMax, src, index, dim, dim_size);
   }
   variable_list out = ScatterExtremum::apply(kMax, src, index, dim, dim_size);

@@ -214,6 +214,10 @@ void check_data_and_first_idx(std::string_view op, const at::Tensor& data,
 
 at::Tensor segment_sum_autograd(const at::Tensor& data, const at::Tensor& first_idx) {
   check_data_and_first_idx("segment_sum", data, first_idx);
+  if (!records_graph(data)) {
+    at::AutoDispatchBelowAutograd guard;
+    return ops::segment_sum(data, first_idx);
+  }
   return SegmentSumOrMean<false>::apply(data, first_idx);
 }
 at::Tensor segment_expand_autograd(const at::Tensor& values, const at::Tensor& first_idx,
@@ -224,18 +228,30 @@ at::Tensor segment_expand_autograd(const at::Tensor& values, const at::Tensor& f
 }
 at::Tensor segment_mean_autograd(const at::Tensor& data, const at::Tensor& first_idx) {
   check_data_and_first_idx("segment_mean", data, first_idx);
+  if (!records_graph(data)) {
+    at::AutoDispatchBelowAutograd guard;
+    return ops::segment_mean(data, first_idx);
+  }
   return SegmentSumOrMean<true>::apply(data, first_idx);
 }
 template <bool kMax>
 std::tuple<at::Tensor, at::Tensor> segment_extremum_autograd(const at::Tensor& data,
                                                              const at::Tensor& first_idx) {
   check_data_and_first_idx(kMax ? "segment_max" : "segment_min", data, first_idx);
+  if (!records_graph(data)) {
+    at::AutoDispatchBelowAutograd guard;
+    return kMax ? ops::segment_max(data, first_idx) : ops::segment_min(data, first_idx);
+  }
   const variable_list out = SegmentExtremum<kMax>::apply(data, first_idx);
   return {out[0], out[1]};
 }
 template <bool kLog>
 at::Tensor segment_softmax_autograd(const at::Tensor& data, const at::Tensor& first_idx) {
   check_data_and_first_idx(kLog ? "segment_log_softmax" : "segment_softmax", data, first_idx);
+  if (!records_graph(data)) {
+    at::AutoDispatchBelowAutograd guard;
+    return kLog ? ops::segment_log_softmax(data, first_idx) : ops::segment_softmax(data, first_idx);
+  }
   return SegmentSoftmax<kLog>::apply(data, first_idx);
 }
 at::Tensor segment_softmax_backward_autograd(const at::Tensor& grad_output,

@@ -291,6 +291,26 @@ def _index_pairs(value, ndim: int, name: str, integral_only: bool) -> list:
     return [v for row in (rows * ndim if len(rows) == 1 else rows) for v in row]
 
 
+def _plain_flat_widths(pad_width, ndim: int) -> list | None:
+    """The flat widths of pad_width's plain forms -- an int, a (before, after) pair of ints, or one such pair per
+    axis, every width a non-negative Python int -- as `_flat_pad_width` gives them; None for any other form (numpy
+    scalars, tensors, dicts, negative widths, ...: the general parsing takes those, and raises where numpy does)."""
+    if type(pad_width) is int:
+        return [pad_width] * (2 * ndim) if pad_width >= 0 else None
+    if type(pad_width) not in (tuple, list):
+        return None
+    if len(pad_width) == 2 and all(type(w) is int and w >= 0 for w in pad_width):
+        return [*pad_width] * ndim
+    if len(pad_width) != ndim:
+        return None
+    flat = []
+    for pair in pad_width:
+        if type(pair) not in (tuple, list) or len(pair) != 2 or not all(type(w) is int and w >= 0 for w in pair):
+            return None
+        flat += pair
+    return flat
+
+
 def _flat_pad_width(pad_width, ndim: int) -> list:
     if isinstance(pad_width, dict):
         pad_width = _dict_pad_width(pad_width, ndim)
@@ -348,6 +368,12 @@ def pad(input, pad_width, mode: str = "constant", *, constant_values=_UNSET, end
     >>> torch_ragged.pad(torch.tensor([1, 2, 4]), 2, "reflect", reflect_type="odd")
     tensor([-2,  0,  1,  2,  4,  6,  7])
     """
+    if (type(input) is torch.Tensor and constant_values is _UNSET and end_values is _UNSET and stat_length is _UNSET
+            and reflect_type is _UNSET and not vector_function_kwargs and type(mode) is str and mode in _MODE_KEYWORDS
+            and input.dim() > 0):
+        widths = _plain_flat_widths(pad_width, input.dim())
+        if widths is not None:  # the common call, without the general parsing below (per-call cost)
+            return torch.ops.torch_ragged.pad(input, widths, mode)
     given = {"constant_values": constant_values, "end_values": end_values, "stat_length": stat_length,
              "reflect_type": reflect_type}
     kwargs = {name: value for name, value in given.items() if value is not _UNSET} | vector_function_kwargs
