@@ -24,6 +24,8 @@ int64_t cuda_version() {
 #endif
 }
 
+bool built_with_cuda() { return cuda_version() != -1; }
+
 // "major.minor" of the torch the library was compiled against, checked at import.
 static std::string built_with_torch() {
   return std::to_string(TORCH_VERSION_MAJOR) + "." + std::to_string(TORCH_VERSION_MINOR);
@@ -32,6 +34,7 @@ static std::string built_with_torch() {
 TORCH_LIBRARY(torch_ragged, m) {
   m.def("version() -> str", [] { return version(); });
   m.def("cuda_version() -> int", [] { return cuda_version(); });
+  m.def("built_with_cuda() -> bool", [] { return built_with_cuda(); });
   m.def("built_with_torch() -> str", [] { return built_with_torch(); });
 }
 

@@ -32,7 +32,8 @@ venv = os.path.realpath(sys.argv[1])
 assert os.path.realpath(torch_ragged.__file__).startswith(venv), f"imported {torch_ragged.__file__}, not the wheel"
 counts = torch_ragged.segment_sum(torch.ones(5, 2), torch_ragged.get_first_idx([2, 3]))
 assert counts.tolist() == [[2.0, 2.0], [3.0, 3.0]], counts
-for name in ("py.typed", "include/torch_ragged/torch_ragged.h", "share/cmake/TorchRagged/TorchRaggedConfig.cmake"):
+for name in ("py.typed", "include/torch_ragged/torch_ragged.h", "share/cmake/TorchRagged/TorchRaggedConfig.cmake",
+             "share/cmake/TorchRagged/TorchRaggedConfigVersion.cmake"):
     assert os.path.exists(os.path.join(os.path.dirname(torch_ragged.__file__), name)), f"the wheel lacks {name}"
 print(f"installed wheel imports from {os.path.dirname(torch_ragged.__file__)} and runs")
 PY

@@ -23,6 +23,9 @@ TORCH_RAGGED_API std::string version();
 
 // CUDA version the library was built with (e.g. 13000), or -1 for a CPU-only build.
 TORCH_RAGGED_API int64_t cuda_version();
+// Whether the library holds CUDA kernels (a CPU-only build raises NotImplementedError for CUDA
+// tensors).
+TORCH_RAGGED_API bool built_with_cuda();
 
 namespace detail {
 // A program that reaches the ops only through TorchScript references no symbol of the library, and

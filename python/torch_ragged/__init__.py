@@ -73,10 +73,16 @@ def cmake_prefix_path() -> str:
 
 
 def cuda_version() -> int:
-    """CUDA version the library was built with (e.g. 13000), or -1 for a CPU-only build."""
+    """CUDA version the library was built with (e.g. 13000), or -1 for a CPU-only build (see `built_with_cuda`)."""
     return torch.ops.torch_ragged.cuda_version()
 
 
-__all__ = ["LazyStack", "MemberExtremum", "RaggedCollate", "RaggedTensor", "batch", "cmake_prefix_path", "collate",
-           "container", "cuda_version", "distributed", "pad", "segment", "sparse", "tiles", *batch.__all__,
+def built_with_cuda() -> bool:
+    """Whether the library was built with its CUDA kernels. A CPU-only build (no CUDA toolkit at build time, or
+    ``TORCH_RAGGED_WITH_CUDA=0``) raises ``NotImplementedError`` naming the op for CUDA tensors."""
+    return torch.ops.torch_ragged.built_with_cuda()
+
+
+__all__ = ["LazyStack", "MemberExtremum", "RaggedCollate", "RaggedTensor", "batch", "built_with_cuda",
+           "cmake_prefix_path", "collate", "container", "cuda_version", "distributed", "pad", "segment", "sparse", "tiles", *batch.__all__,
            *(name for name in segment.__all__ if name not in batch.__all__)]

@@ -71,6 +71,7 @@ TEST(Library, ReportsVersionAndBuild) {
   EXPECT_EQ(torch_ragged::version(), TORCH_RAGGED_PROJECT_VERSION);
   EXPECT_FALSE(std::string(TORCH_RAGGED_PROJECT_VERSION).empty());
   EXPECT_TRUE(torch_ragged::cuda_version() == -1 || torch_ragged::cuda_version() >= 11000);
+  EXPECT_EQ(torch_ragged::built_with_cuda(), torch_ragged::cuda_version() != -1);
 }
 
 }  // namespace

@@ -32,9 +32,20 @@ def test_docstring_examples(module):
     assert result.failed == 0
 
 
+# Runs each block file given, as pasted into a fresh interpreter: its own globals (a name another block defined is
+# a NameError), in one process (one torch import for a page).
+RUN_EACH = """
+import runpy, sys
+for path in sys.argv[1:]:
+    print("== " + path, file=sys.stderr, flush=True)
+    runpy.run_path(path, run_name="__main__")
+"""
+
+
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
 def test_page_code_blocks_run(page, tmp_path):
-    """A page's program blocks run in order as one script (later blocks use earlier names); >>> blocks as doctests."""
+    """Each of a page's program blocks runs as pasted: alone, with its own imports (a reader copies one block, not
+    the page); >>> blocks run as doctests."""
     blocks = BLOCK.findall(page.read_text())
     doctests = [b for b in blocks if b.lstrip().startswith(">>>")]
     programs = [b for b in blocks if not b.lstrip().startswith(">>>")]
@@ -45,12 +56,14 @@ def test_page_code_blocks_run(page, tmp_path):
         runner.run(test)
         assert runner.failures == 0, f"{page.name}: doctest block {k}"
     if programs:
-        script = tmp_path / f"{page.stem}_blocks.py"  # a file: torch.jit.script needs the source
-        script.write_text("\n".join(programs))
+        scripts = []
+        for k, block in enumerate(programs):  # files: torch.jit.script needs the source
+            scripts.append(tmp_path / f"{page.stem}_block_{k}.py")
+            scripts[-1].write_text(block)
         package_parent = str(pathlib.Path(torch_ragged.__file__).resolve().parents[1])  # the torch_ragged under test
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [package_parent, os.environ.get("PYTHONPATH")])))
-        run = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True,
-                             timeout=600)
+        run = subprocess.run([sys.executable, "-c", RUN_EACH, *map(str, scripts)], cwd=tmp_path, env=env,
+                             capture_output=True, text=True, timeout=600)
         assert run.returncode == 0, f"{page.name}:\n{run.stderr[-3000:]}"
 
 

@@ -44,3 +44,23 @@ def test_the_package_carries_what_find_package_needs():
     dynamic = subprocess.run(["readelf", "-d", str(library)], capture_output=True, text=True, check=True).stdout
     assert "$ORIGIN/../torch/lib" in dynamic
     assert "libtorch_python" not in dynamic and "libpython" not in dynamic  # C++ programs link it without Python
+
+
+
+def test_built_with_cuda_says_whether_the_library_links_the_cuda_runtime():
+    """Read independently of the library: its ELF dynamic section needs libcudart exactly when the CUDA kernels
+    were compiled in."""
+    import glob
+    import shutil
+
+    readelf = shutil.which("readelf")
+    if readelf is None:
+        import pytest
+
+        pytest.skip("readelf (binutils) is not installed")
+    library = glob.glob(os.path.join(os.path.dirname(torch_ragged.__file__), "_C*.so"))[0]
+    needed = subprocess.run([readelf, "-d", library], capture_output=True, text=True, check=True).stdout
+    links_cudart = "libcudart" in needed
+    assert torch_ragged.built_with_cuda() is links_cudart
+    assert torch.ops.torch_ragged.built_with_cuda() is links_cudart
+    assert (torch_ragged.cuda_version() != -1) is links_cudart
