@@ -84,5 +84,5 @@ def built_with_cuda() -> bool:
 
 
 __all__ = ["LazyStack", "MemberExtremum", "RaggedCollate", "RaggedTensor", "batch", "built_with_cuda",
-           "cmake_prefix_path", "collate", "container", "cuda_version", "distributed", "pad", "segment", "sparse", "tiles", *batch.__all__,
-           *(name for name in segment.__all__ if name not in batch.__all__)]
+           "cmake_prefix_path", "collate", "container", "cuda_version", "distributed", "pad", "segment", "sparse",
+           "tiles", *batch.__all__, *(name for name in segment.__all__ if name not in batch.__all__)]

@@ -49,8 +49,8 @@ def test_every_op_has_a_sample():
                   if schema.name.startswith("torch_ragged::")}
     # tiles_lookup and tiles_index (integer outputs) run their opcheck subset in test_tiles.py; the accelerate
     # switches take no tensors (test_sparse_accelerate.py)
-    assert registered - {"version", "cuda_version", "built_with_cuda", "built_with_torch", "tiles_lookup", "tiles_index",
-                         "accelerate_torch_sparse", "torch_sparse_accelerated"} <= covered
+    assert registered - {"version", "cuda_version", "built_with_cuda", "built_with_torch", "tiles_lookup",
+                         "tiles_index", "accelerate_torch_sparse", "torch_sparse_accelerated"} <= covered
 
 
 @pytest.mark.parametrize("side", ["right", "left"])

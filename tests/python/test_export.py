@@ -67,8 +67,8 @@ def test_every_sample_op_is_exported_above():
                   if schema.name.startswith("torch_ragged::")}
     # version queries and the accelerate switches take no tensors; tiles_lookup / tiles_index are exported in
     # test_tiles_index_exports
-    assert registered - {"version", "cuda_version", "built_with_cuda", "built_with_torch", "tiles_lookup", "tiles_index",
-                         "accelerate_torch_sparse", "torch_sparse_accelerated"} <= exported
+    assert registered - {"version", "cuda_version", "built_with_cuda", "built_with_torch", "tiles_lookup",
+                         "tiles_index", "accelerate_torch_sparse", "torch_sparse_accelerated"} <= exported
 
 
 # ---- Dim.DYNAMIC: one exported program, several input sizes ----
