@@ -4,11 +4,17 @@ Build: ``python -m sphinx -W --keep-going -b html docs build/docs/html`` (script
 result in headless Chromium). The package must be importable: its op library is loaded on import.
 """
 
+import glob
+import importlib.util
 import os
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "python"))
+# The source tree's package when it is built in place (scripts/build.sh, pip install -e .); otherwise an installed
+# one (pip install .), whose docstrings are the same source's.
+SOURCES = os.path.join(ROOT, "python")
+if glob.glob(os.path.join(SOURCES, "torch_ragged", "_C*.so")) or importlib.util.find_spec("torch_ragged") is None:
+    sys.path.insert(0, SOURCES)
 
 from torch_ragged import __version__  # noqa: E402
 

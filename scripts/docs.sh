@@ -6,5 +6,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
 out=${1:-build/docs/html}
-PYTHONPATH="$PWD/python${PYTHONPATH:+:$PYTHONPATH}" "$PYTHON" -m sphinx -W --keep-going -q -b html docs "$out"
+# docs/conf.py picks the package: this source tree's when it is built in place, else the installed one.
+"$PYTHON" -m sphinx -W --keep-going -q -b html docs "$out"
 echo "documentation: $out/index.html"

@@ -20,8 +20,10 @@ def _load_library() -> None:
     candidates = [override] if override else sorted(built_here)
     if not candidates:
         raise ImportError(
-            "torch_ragged: the compiled op library (torch_ragged/_C*.so) is missing. Build it with "
-            "`pip install --no-build-isolation .` (or `bash scripts/test.sh`) from the repository root."
+            f"torch_ragged: the compiled op library (_C*.so) is missing from {here}. This is a source tree that was "
+            "not built in place (a `pip install .` builds into site-packages, not here): build it here with "
+            "`bash scripts/build.sh` (or `pip install --no-build-isolation -e .`), or import the installed package "
+            "from outside the repository."
         )
     try:
         torch.ops.load_library(candidates[0])
