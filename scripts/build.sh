@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Installs what the build needs and builds torch_ragged: the Python package (op library in
 # python/torch_ragged/) and, with --cmake, the C++ library, its tests and its exported CMake package
-# (build/cmake, installed to build/install). Idempotent: a second run with nothing changed only
-# checks (ninja + ccache make rebuilds incremental).
+# (build/cmake, installed to build/install); with --tests, only the GoogleTest suite (build/tests) and
+# the C++ example (build/cpp_app), both linked against the Python package's op library through its
+# CMake package (the library's sources compile once, by setup.py: what scripts/test.sh does).
+# Idempotent: a second run with nothing changed only checks (ninja + ccache make rebuilds incremental).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -44,6 +46,17 @@ if [ "$installed_from" = "$ROOT/python/torch_ragged/__init__.py" ] && ls python/
 else
   echo "== installing torch_ragged (editable) from $ROOT"
   "$PYTHON" -m pip install -q --disable-pip-version-check --no-build-isolation --no-deps -e .
+fi
+
+if [ "${1:-}" = "--tests" ]; then
+  echo "== building the GoogleTest suite and the C++ example against the package's op library (CMake)"
+  prefix=$("$PYTHON" -c "import torch; print(torch.utils.cmake_prefix_path)")
+  package=$("$PYTHON" -c "import torch_ragged; print(torch_ragged.cmake_prefix_path())")
+  cmake -S . -B build/tests -G Ninja -DCMAKE_PREFIX_PATH="$package;$prefix" \
+    -DTORCH_RAGGED_TESTS_AGAINST_PACKAGE=ON -Wno-dev >/dev/null
+  cmake --build build/tests
+  cmake -S examples/cpp_app -B build/cpp_app -G Ninja -DCMAKE_PREFIX_PATH="$package;$prefix" -Wno-dev >/dev/null
+  cmake --build build/cpp_app
 fi
 
 if [ "${1:-}" = "--cmake" ]; then

@@ -24,6 +24,16 @@ cmake -S . -B build/asan -G Ninja -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TY
   -DCMAKE_EXE_LINKER_FLAGS="$sanitizers" -Wno-dev >/dev/null
 cmake --build build/asan
 
+# The CMake install tree of this build (library, headers, TorchRaggedConfig / Targets / ConfigVersion): a LibTorch
+# project finds it with find_package(TorchRagged 0.1). Configured only: linking the sanitized library would need
+# the sanitizer runtime (scripts/test.sh builds and runs the example against the Python package and the wheel).
+echo "== the CMake install tree: examples/cpp_app configures against it"
+rm -rf build/asan_install build/cpp_app_install_check
+cmake --install build/asan --prefix build/asan_install >/dev/null
+cmake -S examples/cpp_app -B build/cpp_app_install_check -G Ninja \
+  -DCMAKE_PREFIX_PATH="$PWD/build/asan_install;$prefix" -Wno-dev >build/cpp_app_install_check.log 2>&1 ||
+  { cat build/cpp_app_install_check.log; exit 1; }
+
 # torch leaks by design at exit (static registries): leak checking would only report those.
 # A bad input may legally ask for a huge output (tile_to_packed with a count of 2**31): with
 # allocator_may_return_null the allocation fails as it would without ASan (torch raises "not enough

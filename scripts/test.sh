@@ -8,10 +8,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
-bash scripts/build.sh --cmake
+# The package, then GoogleTest and the C++ example against its op library (the CMake build of the library
+# itself is scripts/sanitize.sh's, under the sanitizers, whose install tree is checked there too).
+bash scripts/build.sh --tests
 
 echo "== GoogleTest"
-ctest --test-dir build/cmake --output-on-failure -j "$(nproc)" | tail -n 3
+ctest --test-dir build/tests --output-on-failure -j "$(nproc)" | tail -n 3
 
 echo "== C++ example (TorchScript model, AOTInductor package, C++ API)"
 "$PYTHON" examples/torchscript/ragged_module.py build/model.pt 2>/dev/null
