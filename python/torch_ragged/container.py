@@ -50,7 +50,11 @@ def _load_member_extremum(values, row_in_member) -> MemberExtremum:
 
 # ---- elementwise functions: which torch functions act on the packed values ----
 
-_NOT_ELEMENTWISE, _ELEMENTWISE, _ELEMENTWISE_IN_PLACE, _ROW_WISE = 0, 1, 2, 3
+_NOT_ELEMENTWISE, _ELEMENTWISE, _ELEMENTWISE_IN_PLACE, _ROW_WISE, _METHOD = 0, 1, 2, 3, 4
+
+# torch functions RaggedTensor has as methods, with torch's arguments: torch.mean(r, 1) is r.mean(1) (per member
+# over the ragged dims, or along feature dims), F.softmax(r, dim=1) is r.softmax(1).
+_METHOD_FUNCTIONS = frozenset({"sum", "mean", "amax", "amin", "max", "min", "softmax", "log_softmax"})
 
 # Functions that map each packed row to one output row on their own (the feature dims only), with the
 # RaggedTensor as their first argument and dense parameters after it: layers apply to the values.
@@ -74,6 +78,8 @@ def _function_kind(func) -> int:
     name = getattr(func, "__name__", "")
     if name in _ROW_WISE_FUNCTIONS:
         return _ROW_WISE
+    if name in _METHOD_FUNCTIONS:
+        return _METHOD
     if not _is_pointwise_op(name):
         return _NOT_ELEMENTWISE
     return _ELEMENTWISE_IN_PLACE if name.endswith("_") and not name.endswith("__") else _ELEMENTWISE
@@ -134,6 +140,22 @@ def _check_dense_operand(template: RaggedTensor, a) -> None:
                  f"{tuple(template.values.shape)}, so it would not broadcast per member; a per-member tensor "
                  "(B, *feature) broadcasts with r.broadcast_members(t), per-row data goes through "
                  "r.with_values(...)")
+
+
+def _as_method(func, args, kwargs):
+    """torch.<name>(r, ...) as r.<name>(...): a ``dtype`` casts the values first (as torch's does), F.softmax's
+    ``_stacklevel`` is dropped."""
+    name = func.__name__
+    where = f"RaggedTensor ({name})"
+    if not args or not isinstance(args[0], RaggedTensor):
+        raise _error(TypeError, where, f"{name} applies to a RaggedTensor as its input (first argument) only")
+    if name in ("max", "min") and len(args) > 1 and isinstance(args[1], torch.Tensor | RaggedTensor):
+        raise _error(TypeError, where, f"torch.{name}(a, b) of two operands is elementwise: use torch.{name}imum "
+                     f"(torch.{name}(r, dim) reduces)")
+    kwargs = {k: v for k, v in kwargs.items() if k != "_stacklevel"}
+    dtype = kwargs.pop("dtype", None)
+    ragged = args[0] if dtype is None else args[0].to(dtype)
+    return getattr(ragged, name)(*args[1:], **kwargs)
 
 
 def _row_wise(func, args, kwargs):
@@ -746,6 +768,8 @@ class RaggedTensor:
         kind = _function_kind(func)
         if kind == _ROW_WISE:
             return _row_wise(func, args, kwargs or {})
+        if kind == _METHOD:
+            return _as_method(func, args, kwargs or {})
         if kind == _NOT_ELEMENTWISE:
             raise _error(TypeError, "RaggedTensor", f"{getattr(func, '__name__', func)} is not elementwise, so it "
                          "does not apply to a RaggedTensor; use its methods (sum, mean, amax, softmax, ...), or "

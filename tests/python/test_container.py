@@ -344,3 +344,21 @@ def test_dir_of_the_op_namespace_lists_every_op():
     count, missing = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                                     check=True).stdout.split(" ", 1)
     assert int(count) > 50 and missing.strip() == "[]"
+
+
+def test_torch_reductions_and_softmax_of_a_ragged_tensor_are_its_methods():
+    """torch.mean(r, 1) is r.mean(1) (as for tensors), checked against a loop over the members."""
+    r = RaggedTensor.from_list(members(dtype=torch.float64))
+    per_member = members(dtype=torch.float64)
+    assert torch.equal(torch.mean(r, 1), torch.stack([m.mean(0) if len(m) else torch.zeros(3, dtype=torch.float64)
+                                                      for m in per_member]))
+    assert torch.allclose(torch.sum(r), torch.stack([m.sum(0) for m in per_member]))
+    assert torch.sum(r, 1, dtype=torch.float32).dtype == torch.float32  # dtype casts first, as torch.sum's
+    softmax = torch.nn.functional.softmax(r, dim=1)  # F.softmax passes _stacklevel and dtype along
+    assert torch.allclose(softmax.values, torch.cat([torch.softmax(m, 0) for m in per_member]))
+    assert torch.equal(torch.log_softmax(r, 1).values, r.log_softmax(1).values)
+    assert torch.equal(torch.amax(r, dim=2).values, torch.cat([m.amax(1) for m in per_member]))
+    assert torch.equal(torch.max(r, 1).values, r.max(1).values)
+    torch._dynamo.reset()
+    compiled = torch.compile(lambda r: torch.mean(r, 1) + torch.amin(r, 1), fullgraph=True)
+    assert torch.allclose(compiled(r), r.mean(1) + r.amin(1))

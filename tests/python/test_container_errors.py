@@ -72,8 +72,10 @@ def test_growing_and_math_mismatches():
     other = RaggedTensor.from_list([torch.randn(2, 2), torch.randn(2, 2)])
     with raises(ValueError, "torch_ragged.RaggedTensor", "one structure"):
         r + other
-    with raises(TypeError, "torch_ragged.RaggedTensor", "sum is not elementwise"):
-        torch.sum(r)
+    with raises(TypeError, "torch_ragged.RaggedTensor", "cumsum is not elementwise"):
+        torch.cumsum(r, 0)
+    with raises(TypeError, "torch_ragged.RaggedTensor (max)", "torch.max(a, b) of two operands is elementwise"):
+        torch.max(r, r)
     with raises(ValueError, "torch_ragged.RaggedTensor.cat", "ragged[1] has ragged_dims=1, feature shape (3,)"):
         RaggedTensor.cat([r, RaggedTensor.from_list([torch.randn(1, 3)])])
     with raises(ValueError, "torch_ragged.RaggedTensor.to_nested", "one ragged dim"):
