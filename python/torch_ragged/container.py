@@ -779,6 +779,11 @@ class RaggedTensor:
     def __getattr__(self, name: str):
         # Tensor methods that are elementwise (r.sin(), r.relu(), r.clamp_(0), ...) act on the values.
         if not _is_elementwise_method(name):
+            if not name.startswith("_") and hasattr(torch.Tensor, name):  # a layer reaching for a rectangle
+                raise AttributeError(
+                    f"'RaggedTensor' object has no attribute '{name}': Tensor.{name} does not act row by row on a "
+                    "ragged batch. Layers that need a rectangle take r.padded(value) with r.padding_mask() (attention: "
+                    "key_padding_mask=r.padding_mask()) or r.to_packed_sequence() (RNNs); r.values is the packed rows")
             raise AttributeError(f"'RaggedTensor' object has no attribute '{name}'")
 
         def method(*args, **kwargs):

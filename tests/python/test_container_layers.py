@@ -227,3 +227,17 @@ def test_unsqueeze_adds_feature_dims_only_and_dim_errors_name_the_rule():
         s.amax(dim=(1, 2))
     with pytest.raises(ValueError, match="RaggedTensor.norm: p must be a positive number"):
         s.norm(p=0)
+
+
+def test_layers_that_need_a_rectangle_say_how_to_give_them_one():
+    r = RaggedTensor.from_list([torch.randn(3, 4, dtype=torch.float64), torch.randn(1, 4, dtype=torch.float64)])
+    attention = nn.MultiheadAttention(4, 2, batch_first=True).double()  # transposes its input first
+    with pytest.raises(AttributeError, match=r"no attribute 'transpose'.*r\.padding_mask\(\)"):
+        attention(r, r, r)
+    # what the message says works: the padded batch with its padding mask gives each member's own attention
+    padded, mask = r.padded(0.0), r.padding_mask()
+    out, _ = attention(padded, padded, padded, key_padding_mask=mask)
+    for b, member in enumerate(r):  # the members, one by one
+        alone, _ = attention(member[None], member[None], member[None])
+        torch.testing.assert_close(out[b, :len(member)], alone[0])
+    assert not hasattr(r, "no_such_tensor_method") and hasattr(r, "values")
