@@ -7,6 +7,7 @@ scripts/docs.sh runs it before building the site. Each figure is computed by tor
   (``packed_to_padded``); each cell coloured by the member its value came from, padding grey.
 - scatter.png (docs/segment.md): ``scatter`` by an unsorted index: each row of ``src`` goes to the output position
   its index names, and each position holds the sum of its rows (an empty position stays 0).
+- pad_modes.png (docs/pad.md): numpy's pad modes on one 1-D signal, three cells each side (``pad``).
 matplotlib is a documentation-only dependency (requirements-dev.txt).
 """
 
@@ -99,7 +100,34 @@ def scatter(path: str) -> None:
     plt.close(fig)
 
 
-FIGURES = {"packed_padded.png": packed_padded, "scatter.png": scatter}
+def pad_modes(path: str) -> None:
+    import matplotlib.pyplot as plt
+
+    signal = torch.tensor([1.0, 2.0, 4.0, 7.0, 5.0])
+    width = 3
+    cases = [("constant", {}), ("constant", {"constant_values": 9}), ("edge", {}), ("linear_ramp", {}),
+             ("maximum", {}), ("minimum", {}), ("mean", {}), ("median", {}), ("reflect", {}),
+             ("reflect", {"reflect_type": "odd"}), ("symmetric", {}), ("wrap", {})]
+    fig, ax = plt.subplots(figsize=(8.5, 0.42 * len(cases) + 0.5))
+    for row, (mode, kwargs) in enumerate(cases):
+        padded = torch_ragged.pad(signal, width, mode, **kwargs).tolist()
+        y = len(cases) - 1 - row
+        label = mode + "".join(f", {k}={v}" for k, v in kwargs.items())
+        ax.text(-0.3, y + 0.4, label, ha="right", va="center", fontsize=9)
+        for c, value in enumerate(padded):
+            inside = width <= c < width + len(signal)
+            ax.add_patch(plt.Rectangle((c, y), 0.92, 0.8, color=COLOURS[0] if inside else COLOURS[1]))
+            ax.text(c + 0.46, y + 0.4, f"{value:.3g}", ha="center", va="center", fontsize=8, color="white")
+    ax.set_xlim(-5.5, len(signal) + 2 * width + 0.1)
+    ax.set_ylim(-0.2, len(cases))
+    ax.axis("off")
+    ax.set_title(f"torch_ragged.pad({signal.tolist()}, {width}, mode): the input (blue) and its padding", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110, metadata={"Software": None})
+    plt.close(fig)
+
+
+FIGURES = {"packed_padded.png": packed_padded, "scatter.png": scatter, "pad_modes.png": pad_modes}
 
 
 def main(argv=None) -> list[str]:

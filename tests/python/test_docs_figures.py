@@ -8,7 +8,7 @@ import sys
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-GUIDE_OF = {"packed_padded.png": "batch.md", "scatter.png": "segment.md"}
+GUIDE_OF = {"packed_padded.png": "batch.md", "scatter.png": "segment.md", "pad_modes.png": "pad.md"}
 
 
 def test_figures_are_drawn_not_blank_match_the_committed_ones_and_are_shown(tmp_path):
