@@ -2,17 +2,15 @@
 
 Graph, point-cloud and sequence models call these ops thousands of times per step on small pieces; there the fixed
 cost of a call (Python checks, autograd set-up, dispatcher, allocations, thread-pool wake-ups) is the speed. Each row
-times one call of the baseline and one of ours alternately, in blocks of `calls` calls, and reports the median
-per-call time of each over the blocks (both sides see the same machine state). Results are checked equal first
+times the baseline and ours in alternating rounds (torch.utils.benchmark's blocked timing, the other families'
+`paired_medians`) and reports the median per-call time of each. Results are checked equal first
 (values; for pad_sequence-like baselines, the padded tensors)."""
-
-import statistics
-import time
 
 import torch
 import torch.nn.functional as F
 import torch_ragged
 import torch_ragged.sparse as rs
+from bench_batch import paired_medians
 from torch.nn.utils.rnn import pad_sequence
 
 
@@ -87,25 +85,6 @@ def _as_dense(t):
     return t.to_dense() if t.layout != torch.strided else t
 
 
-def _block(fn, calls: int) -> float:
-    start = time.perf_counter()
-    for _ in range(calls):
-        fn()
-    return (time.perf_counter() - start) / calls
-
-
-def time_pair(baseline, ours, min_run_time: float, calls: int = 200) -> tuple[float, float]:
-    """Median per-call seconds of baseline and ours, timed alternately in blocks of `calls` calls."""
-    for _ in range(3):  # warm-up: caches, allocator, lazy initialisation
-        baseline(), ours()
-    base_times, our_times = [], []
-    deadline = time.perf_counter() + min_run_time
-    while len(base_times) < 5 or time.perf_counter() < deadline:
-        base_times.append(_block(baseline, calls))
-        our_times.append(_block(ours, calls))
-    return statistics.median(base_times), statistics.median(our_times)
-
-
 def run_all(device: str, min_run_time: float):
     if device != "cpu":
         raise SystemExit("bench_latency: the per-call table is measured on the CPU (tiny GPU calls time the launch)")
@@ -116,7 +95,7 @@ def run_all(device: str, min_run_time: float):
         for name, baseline_name, baseline, ours in cases():
             if name in _COMPARABLE:
                 torch.testing.assert_close(_as_dense(ours()), _as_dense(baseline()), msg=f"{name}: results differ")
-            base_s, ours_s = time_pair(baseline, ours, min_run_time)
+            base_s, ours_s = paired_medians(baseline, ours, min_run_time, rounds=5)
             rows.append({"case": "tiny", "op": name, "baseline": baseline_name, "baseline_s": base_s,
                          "ours_s": ours_s})
             print(f"  {name}: {base_s / ours_s:.2f}x", flush=True)

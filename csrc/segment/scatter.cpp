@@ -121,9 +121,7 @@ Groups group_rows(std::string_view op, const GroupingBackend& backend, const at:
     groups.first_idx = at::zeros({1}, keys.options());
     return groups;
   }
-  const uint64_t largest = static_cast<uint64_t>(groups.dim_size - 1);
-  const int key_bits = largest == 0 ? 0 : 64 - __builtin_clzll(largest);
-  KeyOrder order = backend.sort_keys(keys, key_bits);
+  KeyOrder order = backend.sort_keys(keys, key_bits_for(groups.dim_size));
   groups.first_idx = backend.run_offsets(order.sorted_keys);
   const int64_t runs = groups.first_idx.numel() - 1;
   groups.positions = order.sorted_keys.index_select(0, groups.first_idx.narrow(0, 0, runs));
@@ -147,11 +145,16 @@ std::vector<int64_t> scattered_sizes(const at::Tensor& src, int64_t dim, int64_t
 at::Tensor sum_or_mean(const GroupingBackend& backend, const Groups& groups, const at::Tensor& src,
                        int64_t dim, bool mean) {
   const at::Tensor rows = dim_first(src, dim);
+  // as segment_mean: a mean of bools has no meaning torch gives it (torch.mean refuses them)
+  TORCH_CHECK_TYPE(
+      !(mean && rows.scalar_type() == at::kBool),
+      "torch_ragged.scatter: reduce=\"mean\" needs numbers (bool is not averaged: convert "
+      "it, e.g. src.long()), got Bool");
   const bool narrow_int = !at::isFloatingType(rows.scalar_type()) &&
                           !at::isComplexType(rows.scalar_type()) &&
                           rows.scalar_type() != at::kLong && rows.scalar_type() != at::kUInt64;
-  // bools are or-ed (a sum of counts, then != 0); integer means sum in 64 bits (a sum in a narrow
-  // dtype would wrap first: 256 int8 ones sum to 0).
+  // bool sums are or-ed (a sum of counts, then != 0); integer means sum in 64 bits (a sum in a
+  // narrow dtype would wrap first: 256 int8 ones sum to 0).
   const bool widen = rows.scalar_type() == at::kBool || (mean && narrow_int);
   at::Tensor sums = backend.segment_gather_sum(widen ? rows.to(at::kLong) : rows,
                                                groups.permutation, at::Tensor(), groups.first_idx);
@@ -166,7 +169,7 @@ at::Tensor sum_or_mean(const GroupingBackend& backend, const Groups& groups, con
       sums = sums.div(counts, "floor");
     }
   }
-  if (rows.scalar_type() == at::kBool && !mean) sums = sums.ne(0);
+  if (rows.scalar_type() == at::kBool) sums = sums.ne(0);
   at::Tensor out = empty_output("scatter", "the output", scattered_sizes(src, dim, groups.dim_size),
                                 src.options())
                        .zero_();

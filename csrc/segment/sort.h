@@ -17,6 +17,11 @@
 
 namespace torch_ragged {
 
+// The key_bits that sort_keys needs for keys in [0, num_keys): the bit width of num_keys - 1.
+inline int key_bits_for(uint64_t num_keys) {
+  return num_keys <= 1 ? 0 : 64 - __builtin_clzll(num_keys - 1);
+}
+
 struct KeyOrder {
   at::Tensor sorted_keys;  // (n,) int64
   at::Tensor permutation;  // (n,) int64; undefined when the keys were already sorted (identity)
@@ -30,9 +35,10 @@ struct KeyGroups {
 
 namespace cpu {
 // Stable sort over the low key_bits bits; keys already non-decreasing are detected in one pass and
-// not moved; up to 64 keys: insertion sort. Wide keys: counting passes from their top bits down, each bucket then sorted (keys
-// packed with their positions into one word each, in two cache-sized levels, where both fit in 32
-// bits); narrow or crowded keys: LSD radix sort (11-bit digits, digits all keys share skipped).
+// not moved; up to 64 keys: insertion sort. Wide keys: counting passes from their top bits down,
+// each bucket then sorted (keys packed with their positions into one word each, in two cache-sized
+// levels, where both fit in 32 bits); narrow or crowded keys: LSD radix sort (11-bit digits, digits
+// all keys share skipped).
 KeyOrder sort_keys(const at::Tensor& keys, int key_bits);
 // first_idx (runs + 1,) int64 of the runs of equal keys in sorted_keys.
 at::Tensor run_offsets(const at::Tensor& sorted_keys);

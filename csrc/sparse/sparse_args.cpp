@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "common/checks.h"
+#include "segment/sort.h"
 
 namespace torch_ragged {
 
@@ -90,7 +91,7 @@ std::optional<KeyGeometry> key_geometry(at::IntArrayRef sparse_sizes) {
       return std::nullopt;
     }
   }
-  g.key_bits = product <= 1 ? 0 : 64 - __builtin_clzll(product - 1);
+  g.key_bits = key_bits_for(product);
   return g;
 }
 

@@ -181,6 +181,10 @@ def test_bad_input_is_named():
         torch_ragged.scatter_max(src, torch.tensor([0, 1, 0]), dim=2)
     with pytest.raises(ValueError, match="torch_ragged.scatter: dim_size must be a non-negative int"):
         torch_ragged.scatter(src, torch.tensor([0, 1, 0, 1]), dim=0, dim_size=-1)
+    with pytest.raises(TypeError, match='torch_ragged.scatter: reduce="mean" needs numbers'):  # as segment_mean
+        torch_ragged.scatter(torch.tensor([True, False]), torch.tensor([0, 0]), reduce="mean")
+    # a bool sum or-s, as torch's sparse coalesce does
+    assert torch_ragged.scatter(torch.tensor([True, False, False]), torch.tensor([0, 0, 1])).tolist() == [True, False]
 
 
 def test_empty_inputs():
