@@ -347,29 +347,41 @@ at::Tensor segment_softmax_backward_cuda(const at::Tensor& grad_output, const at
 
 // ---- expand, ids ----
 
-// Thin shell over expand_row_element (segment_index.h).
-template <typename Element>
-__global__ void expand_rows_kernel(const int64_t* __restrict__ first_idx, int64_t num_segments,
-                                   const Element* __restrict__ in, Element* __restrict__ out,
-                                   int64_t total, int64_t row_elems) {
-  for (int64_t e = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; e < total;
-       e += int64_t{gridDim.x} * blockDim.x) {
-    expand_row_element(first_idx, num_segments, in, out, e, row_elems);
-  }
+// Thin shell over move_segment_rows (segment_index.h): one block per tile of kCudaThreads output
+// rows.
+template <typename Chunk, typename SourceRow>
+__global__ void __launch_bounds__(kCudaThreads)
+    move_segment_rows_kernel(const int64_t* __restrict__ first_idx, int64_t num_segments,
+                             int64_t rows, const Chunk* __restrict__ in, Chunk* __restrict__ out,
+                             int64_t chunks, SourceRow source_row) {
+  __shared__ int64_t row_segment[kCudaThreads];
+  __shared__ int64_t warp_max[kCudaThreads / kWarpSize];
+  move_segment_rows(CudaBlock{}, row_segment, warp_max, first_idx, num_segments, rows, in, out,
+                    chunks, source_row);
+}
+
+// Output row r of segment k (first_idx: the output's offsets, on the device) is input row
+// source_row(k, r) of `values`.
+template <typename SourceRow>
+void move_segment_rows_on_gpu(std::string_view op, const at::Tensor& values, at::Tensor& out,
+                              const at::Tensor& first_idx, SourceRow source_row) {
+  const int64_t rows = out.size(0);
+  const int64_t row_bytes = rows == 0 ? 0 : out.numel() / rows * out.element_size();
+  if (row_bytes == 0) return;  // no rows, or zero-width rows
+  const at::Tensor in = values.contiguous();
+  const int chunk_bytes = widest_chunk_bytes(row_bytes, in.const_data_ptr(), out.data_ptr());
+  with_element_type(op, chunk_bytes, [&](auto chunk) {
+    using Chunk = decltype(chunk);
+    move_segment_rows_kernel<Chunk><<<cuda_grid_for(rows), kCudaThreads, 0, stream()>>>(
+        first_idx.const_data_ptr<int64_t>(), first_idx.numel() - 1, rows,
+        static_cast<const Chunk*>(in.const_data_ptr()), static_cast<Chunk*>(out.mutable_data_ptr()),
+        row_bytes / chunk_bytes, source_row);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  });
 }
 
 void expand_rows(const at::Tensor& values, at::Tensor& out, const at::Tensor& first_idx) {
-  const int64_t total = out.numel();
-  if (total == 0) return;  // also zero-width rows
-  const int64_t row_elems = total / out.size(0);
-  with_element_type("segment_expand", values.element_size(), [&](auto element) {
-    using Element = decltype(element);
-    expand_rows_kernel<Element><<<cuda_grid_for(total), kCudaThreads, 0, stream()>>>(
-        first_idx.const_data_ptr<int64_t>(), first_idx.numel() - 1,
-        static_cast<const Element*>(values.const_data_ptr()),
-        static_cast<Element*>(out.mutable_data_ptr()), total, row_elems);
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
-  });
+  move_segment_rows_on_gpu("segment_expand", values, out, first_idx, SegmentRow{});
 }
 
 // first_idx on `device` and the row count: given (checked on the device when first_idx lives
@@ -416,33 +428,13 @@ at::Tensor segment_ids_cuda(const at::Tensor& first_idx, std::optional<c10::SymI
 
 // ---- index select ----
 
-// Thin shell over copy_selected_element (segment_index.h).
-template <typename Element>
-__global__ void copy_selected_rows_kernel(const int64_t* __restrict__ out_first_idx,
-                                          const int64_t* __restrict__ source_row, int64_t selected,
-                                          const Element* __restrict__ in, Element* __restrict__ out,
-                                          int64_t total, int64_t row_elems) {
-  for (int64_t e = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; e < total;
-       e += int64_t{gridDim.x} * blockDim.x) {
-    copy_selected_element(out_first_idx, source_row, selected, in, out, e, row_elems);
-  }
-}
-
 // rows x row_elems elements: output row r of selected segment k is row source_row[k] + r -
 // out_first_idx[k] of `in` (device tables).
 void copy_selected_rows(const at::Tensor& values, at::Tensor& out, const at::Tensor& out_first_idx,
                         const at::Tensor& source_row) {
-  const int64_t total = out.numel();
-  if (total == 0) return;
-  const at::Tensor in = values.contiguous();
-  with_element_type("ragged_index_select", values.element_size(), [&](auto element) {
-    using Element = decltype(element);
-    copy_selected_rows_kernel<Element><<<cuda_grid_for(total), kCudaThreads, 0, stream()>>>(
-        out_first_idx.const_data_ptr<int64_t>(), source_row.const_data_ptr<int64_t>(),
-        source_row.numel(), static_cast<const Element*>(in.const_data_ptr()),
-        static_cast<Element*>(out.mutable_data_ptr()), total, total / out.size(0));
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
-  });
+  move_segment_rows_on_gpu(
+      "ragged_index_select", values, out, out_first_idx,
+      SelectedRow{out_first_idx.const_data_ptr<int64_t>(), source_row.const_data_ptr<int64_t>()});
 }
 
 at::Tensor upload_longs(const std::vector<int64_t>& host, at::Device device) {

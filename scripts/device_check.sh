@@ -4,13 +4,14 @@
 #   1. the CUDA tests (CPU agreement bit for bit where promised, gradcheck, opcheck, determinism, > 2^31
 #      elements, the device-side argument checks) of every family, and beside them, at the same time,
 #      compute-sanitizer memcheck on a representative subset;
-#   2. the GPU benchmarks of every family (--quick), with their targets printed beside the ratios;
-#   3. the whole Python suite.
+#   2. beside them, compute-sanitizer racecheck and synccheck on the cooperative kernels;
+#   3. the GPU benchmarks of every family (--quick), with their targets printed beside the ratios.
+# (The whole Python suite is scripts/test.sh's, on the CPU: in this budget it never finished.)
 # Logs go under $OUT (summary.log first; failing tests are listed in it). Every step gets at most what is left
 # of the run's budget (CHECK_BUDGET_S, default 530 s), so a slow step cannot eat the summary. The tool returns
 # at most 8 files: the main logs stay, everything (benchmark logs and JSON too) is packed into logs.tar.gz.
 # A rerun can narrow the work: CUDA_TESTS_K (pytest -k expression, default "cuda"), BENCH_FAMILIES (default
-# all), SKIP_MEMCHECK=1, SKIP_FULL_PYTEST=1.
+# all), SKIP_MEMCHECK=1.
 #
 #   scripts/device_check.sh            on the GPU machine: `run` with timeout_s ~570
 #   scripts/device_check.sh --dry-run  anywhere: every step is reached, those that need a GPU say why they
@@ -104,7 +105,8 @@ timed 150 "$PYTHON" -m pytest -q -p no:cacheprovider "${PARALLEL[@]}" -rfEs -k "
   tests/python/test_sparse_autograd.py tests/python/test_sparse_softmax.py \
   tests/python/test_sparse_matmul.py tests/python/test_ragged_index_select.py tests/python/test_container.py \
   tests/python/test_tiles.py tests/python/test_sparse_compressed.py tests/python/test_sparse_spgemm.py \
-  tests/python/test_sparse_accelerate.py tests/python/test_scatter.py \
+  tests/python/test_sparse_accelerate.py tests/python/test_scatter.py tests/python/test_sparse_elementwise.py \
+  tests/python/test_sequences.py tests/python/test_container_layers.py \
   >"$OUT/test_cuda.log" 2>&1 &
 TESTS_PID=$!
 
@@ -124,8 +126,25 @@ else
     -rfE -k "cuda and not two_to_the_31 and not opcheck and not synchronise and not empty_output and not one_grid" \
     tests/python/test_cuda.py tests/python/test_segment.py tests/python/test_ragged_index_select.py \
     tests/python/test_tiles.py tests/python/test_sparse_spgemm.py tests/python/test_sparse_compressed.py \
-    >"$OUT/memcheck.log" 2>&1 &
+    tests/python/test_pad.py tests/python/test_sparse.py >"$OUT/memcheck.log" 2>&1 &
   MEMCHECK_PID=$!
+fi
+
+# racecheck (shared-memory hazards) and synccheck (barriers, warp collectives) on the cooperative kernels
+# (common/block.h bodies: the segment row movers), which the block emulator checks the same way on the host.
+COOPERATIVE_K="cuda and (expand or ids or index_select or backward) and not two_to_the_31 and not opcheck"
+COOPERATIVE_FILES=(tests/python/test_segment.py tests/python/test_segment_autograd.py
+  tests/python/test_ragged_index_select.py)
+step "compute-sanitizer racecheck and synccheck (cooperative kernels)"
+SANITIZER_PIDS=()
+if [ "$HAS_GPU" != 1 ] || ! command -v compute-sanitizer >/dev/null; then
+  note "skipped: needs a CUDA device and compute-sanitizer"
+else
+  for tool in racecheck synccheck; do
+    timed 150 compute-sanitizer --tool "$tool" --error-exitcode 1 "$PYTHON" -m pytest -q -p no:cacheprovider \
+      -rfE -k "$COOPERATIVE_K" "${COOPERATIVE_FILES[@]}" >"$OUT/$tool.log" 2>&1 &
+    SANITIZER_PIDS+=("$tool:$!")
+  done
 fi
 wait $TESTS_PID
 note "CUDA tests exit $?: $(tail -n 1 "$OUT/test_cuda.log")"
@@ -137,6 +156,12 @@ if [ -n "$MEMCHECK_PID" ]; then
   grep -m 20 -E '^========= (Invalid|Program hit|Address|Saved host backtrace)' "$OUT/memcheck.log" \
     >>"$OUT/summary.log"
 fi
+
+for entry in "${SANITIZER_PIDS[@]}"; do
+  wait "${entry#*:}"
+  note "${entry%%:*} exit $?: $(tail -n 1 "$OUT/${entry%%:*}.log")"
+  grep -m 10 -E '^========= (Race|Barrier|Error|Warning)' "$OUT/${entry%%:*}.log" >>"$OUT/summary.log"
+done
 
 # Targets of the GPU benchmarks (ratios are baseline time / ours, > 1: faster).
 note "targets: batch >= 1.2x pad_sequence / NJT and >= 70% of device copy; segment >= 3x torch.segment_reduce;"
@@ -153,14 +178,4 @@ for family in $BENCH_FAMILIES; do
   grep -E '^\|' "$OUT/bench_${family}_cuda.log" | head -n 40 >>"$OUT/summary.log"
 done
 
-step "full pytest"
-if [ "$DRY_RUN" = 1 ]; then
-  note "dry run: skipped (scripts/test.sh runs it on the CPU)"
-elif [ "${SKIP_FULL_PYTEST:-0}" = 1 ]; then
-  note "skipped: SKIP_FULL_PYTEST=1"
-else
-  timed 150 "$PYTHON" -m pytest -q -p no:cacheprovider "${PARALLEL[@]}" -rfE tests/python >"$OUT/pytest.log" 2>&1
-  note "exit $?: $(tail -n 1 "$OUT/pytest.log")"
-  failures "$OUT/pytest.log"
-fi
 step done

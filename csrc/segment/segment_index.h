@@ -39,6 +39,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "common/block.h"
 #include "segment/portable_math.h"
 
 namespace torch_ragged {
@@ -377,28 +378,121 @@ C10_HOST_DEVICE inline FirstIdxError first_idx_entry_error(const int64_t* first_
   return first_idx[b] <= first_idx[b + 1] ? FirstIdxError::kNone : FirstIdxError::kDecreasing;
 }
 
-// ---- Row movers and run offsets (one thread per element on the GPU) ----
+// ---- Row movers (cooperative: one block per tile of consecutive output rows) ----
+//
+// Output row r of segment k is a copy of input row source_row(k, r): segment_expand (source k)
+// and segment_ids (the same over arange) and ragged_index_select (source_row[k] + r -
+// out_first_idx[k]). A block takes a tile of block.threads() consecutive output rows and finds
+// every row's segment with one search per tile, not one per element (tile_row_segments), then
+// copies the rows with lanes over columns.
 
-// segment_expand, output element e: row e / row_elems copies row b of `in`, b its segment.
-template <typename Element>
-C10_HOST_DEVICE void expand_row_element(const int64_t* first_idx, int64_t num_segments,
-                                        const Element* in, Element* out, int64_t e,
-                                        int64_t row_elems) {
-  const int64_t b = segment_of_row(first_idx, num_segments, e / row_elems);
-  out[e] = in[b * row_elems + e % row_elems];
+// The segment of every row of the tile [tile_start, tile_start + tile_rows), tile_rows <=
+// block.threads(), into row_segment[0, tile_rows). The tile's first row is searched (every thread
+// reads the same addresses: one transaction per step); every non-empty segment starting inside
+// the tile marks its first row (one writer per row: no two non-empty segments share a first row);
+// a running maximum over the block fills the rows between marks (a warp scan with shuffles, then
+// across warps through warp_max). row_segment holds block.threads() entries, warp_max one per
+// warp; on return (after a barrier) every thread may read any row's segment.
+template <typename Block, typename SharedIds>
+C10_HOST_DEVICE void tile_row_segments(const Block& block, SharedIds row_segment,
+                                       SharedIds warp_max, const int64_t* first_idx,
+                                       int64_t num_segments, int64_t tile_start,
+                                       int64_t tile_rows) {
+  const int t = block.thread();
+  row_segment[t] = int64_t{-1};
+  const int64_t first = segment_of_row(first_idx, num_segments, tile_start);
+  block.sync();
+  // Segments after `first` start after tile_start; empty ones (any number) are read and skipped.
+  for (int64_t b = first + 1 + t; b < num_segments; b += block.threads()) {
+    const int64_t head = first_idx[b];
+    if (head >= tile_start + tile_rows) break;
+    if (first_idx[b + 1] > head) row_segment[head - tile_start] = b;
+  }
+  block.sync();
+  const int lane = t & (kWarpSize - 1), warp = t >> kWarpBits;
+  int64_t running = row_segment[t];
+  for (int delta = 1; delta < kWarpSize; delta <<= 1) {
+    const int64_t before = block.shfl_up(running, delta);
+    if (lane >= delta && before > running) running = before;
+  }
+  if (lane == kWarpSize - 1) warp_max[warp] = running;
+  block.sync();
+  int64_t segment = first;
+  for (int w = 0; w < warp; ++w) {
+    const int64_t earlier = warp_max[w];
+    if (earlier > segment) segment = earlier;
+  }
+  row_segment[t] = running > segment ? running : segment;
+  block.sync();
 }
 
-// ragged_index_select, output element e: output row r of selected segment k is row
-// source_row[k] + r - out_first_idx[k] of `in`.
-template <typename Element>
-C10_HOST_DEVICE void copy_selected_element(const int64_t* out_first_idx, const int64_t* source_row,
-                                           int64_t selected, const Element* in, Element* out,
-                                           int64_t e, int64_t row_elems) {
-  const int64_t row = e / row_elems;
-  const int64_t k = segment_of_row(out_first_idx, selected, row);
-  const int64_t from = source_row[k] + row - out_first_idx[k];
-  out[e] = in[from * row_elems + e % row_elems];
+// source_row for segment_expand / segment_ids: segment k's one input row.
+struct SegmentRow {
+  C10_HOST_DEVICE int64_t operator()(int64_t k, int64_t /*row*/) const { return k; }
+};
+
+// source_row for ragged_index_select: selected segment k's rows start at input row start[k].
+struct SelectedRow {
+  const int64_t* out_first_idx;
+  const int64_t* start;
+  C10_HOST_DEVICE int64_t operator()(int64_t k, int64_t row) const {
+    return start[k] + row - out_first_idx[k];
+  }
+};
+
+// The row mover, grid-stride over tiles. Rows are `chunks` Chunks wide (the shell picks the widest
+// Chunk dividing the row's bytes and aligning both pointers: widest_chunk_bytes). Lanes work in
+// groups of the row width rounded up to a power of two, at most a warp, so narrow rows keep every
+// lane busy, and no lane divides. Each thread has kRowsInFlight loads in flight (Little's law: an
+// H200 needs ~30 KB in flight per SM; 2048 threads x 4 x 16 B is 128 KB, x 4 B still 32 KB).
+constexpr int kRowsInFlight = 4;
+
+template <typename Block, typename SharedIds, typename Chunk, typename SourceRow>
+C10_HOST_DEVICE void move_segment_rows(const Block& block, SharedIds row_segment,
+                                       SharedIds warp_max, const int64_t* first_idx,
+                                       int64_t num_segments, int64_t rows, const Chunk* in,
+                                       Chunk* out, int64_t chunks, SourceRow source_row) {
+  int group_bits = 0;
+  while (group_bits < kWarpBits && (int64_t{1} << group_bits) < chunks) ++group_bits;
+  const int group = block.thread() >> group_bits;                   // this thread's row in a pass
+  const int64_t column = block.thread() & ((1 << group_bits) - 1);  // its first chunk
+  const int rows_per_pass = block.threads() >> group_bits;
+  for (int64_t tile_start = block.block() * block.threads(); tile_start < rows;
+       tile_start += block.blocks() * block.threads()) {
+    const int64_t tile_rows =
+        rows - tile_start < block.threads() ? rows - tile_start : int64_t{block.threads()};
+    tile_row_segments(block, row_segment, warp_max, first_idx, num_segments, tile_start, tile_rows);
+    for (int64_t first = group; first < tile_rows; first += kRowsInFlight * rows_per_pass) {
+      int64_t from[kRowsInFlight], to[kRowsInFlight];  // the rows' first chunks, -1: past the tile
+      for (int i = 0; i < kRowsInFlight; ++i) {
+        const int64_t r = first + i * rows_per_pass;
+        from[i] = r < tile_rows ? source_row(row_segment[r], tile_start + r) * chunks : -1;
+        to[i] = (tile_start + r) * chunks;
+      }
+      for (int64_t c = column; c < chunks; c += int64_t{1} << group_bits) {
+        Chunk held[kRowsInFlight];  // all loads issued before the first store
+        for (int i = 0; i < kRowsInFlight; ++i) {
+          if (from[i] >= 0) held[i] = in[from[i] + c];
+        }
+        for (int i = 0; i < kRowsInFlight; ++i) {
+          if (from[i] >= 0) out[to[i] + c] = held[i];
+        }
+      }
+    }
+    block.sync();  // the next tile rewrites row_segment
+  }
 }
+
+// The widest of 16, 8, 4, 2, 1 bytes that divides a row's bytes and both addresses.
+inline int widest_chunk_bytes(int64_t row_bytes, const void* in, const void* out) {
+  const auto bits = static_cast<uint64_t>(row_bytes) | reinterpret_cast<uintptr_t>(in) |
+                    reinterpret_cast<uintptr_t>(out);
+  int bytes = 16;
+  while (bytes > 1 && bits % bytes != 0) bytes /= 2;
+  return bytes;
+}
+
+// ---- Index checks and run offsets ----
 
 // segment_gather_*: entry i of index must name a row of the data.
 C10_HOST_DEVICE inline bool gather_index_in_range(const int64_t* index, int64_t rows, int64_t i) {

@@ -1,7 +1,8 @@
-// The segment core's row movers and run-offset kernels (segment_index.h: expand_row_element,
-// copy_selected_element, gather_index_in_range, run_head, scatter_run_start), run on the host over
-// their launch grids (grid_emulator.h) against the CPU kernels (segment_expand,
-// ragged_index_select, segment_gather_sum's range check) and a loop (runs of equal sorted keys).
+// The segment core's row movers and run-offset kernels (segment_index.h: move_segment_rows,
+// gather_index_in_range, run_head, scatter_run_start), run on the host over their launch grids
+// (block_emulator.h for the cooperative mover, grid_emulator.h for the others) against the CPU
+// kernels (segment_expand, segment_ids, ragged_index_select, segment_gather_sum's range check) and
+// a loop (runs of equal sorted keys).
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -12,59 +13,121 @@
 #include <random>
 #include <vector>
 
+#include "block_emulator.h"
+#include "common/element_type.h"
 #include "grid_emulator.h"
 #include "segment/segment_index.h"
 
 namespace torch_ragged::testing {
 namespace {
 
-std::vector<int64_t> random_offsets(std::mt19937_64& rng, int64_t segments) {
+// Offsets of `segments` segments of 0-4 rows, with a run of `empty_run` empty segments in the
+// middle (more than a block's threads: the tile's segment scan loops over them).
+std::vector<int64_t> random_offsets(std::mt19937_64& rng, int64_t segments, int64_t empty_run = 0) {
   std::vector<int64_t> first_idx{0};
-  for (int64_t b = 0; b < segments; ++b) first_idx.push_back(first_idx.back() + rng() % 5);
+  for (int64_t b = 0; b < segments; ++b) {
+    const bool empty = b >= segments / 2 && b < segments / 2 + empty_run;
+    first_idx.push_back(first_idx.back() + (empty ? 0 : static_cast<int64_t>(rng() % 5)));
+  }
   return first_idx;
 }
 
-TEST(SegmentMoversEmulation, ExpandMatchesTheCpu) {
+// What the CUDA shell does (move_segment_rows_on_gpu), on the block emulator: the widest chunk
+// for the row's bytes and both pointers, tiles of `threads` rows on at most `max_blocks` blocks
+// (fewer blocks than tiles: the grid-stride loop runs).
+template <typename SourceRow>
+LaunchReport emulate_move_rows(const at::Tensor& in, at::Tensor& out,
+                               const std::vector<int64_t>& first_idx, SourceRow source_row,
+                               int threads, int64_t max_blocks) {
+  const int64_t rows = out.size(0), row_bytes = out.numel() / rows * out.element_size();
+  const int chunk_bytes = widest_chunk_bytes(row_bytes, in.const_data_ptr(), out.data_ptr());
+  LaunchReport report;
+  with_element_type("test", chunk_bytes, [&](auto chunk) {
+    using Chunk = decltype(chunk);
+    const int64_t blocks = std::min((rows + threads - 1) / threads, max_blocks);
+    report = emulate_cooperative_launch(blocks, threads, [&](const EmulatedBlock& block) {
+      move_segment_rows(block, block.shared<int64_t>(0, "row_segment", threads),
+                        block.shared<int64_t>(1, "warp_max", threads / kWarpSize), first_idx.data(),
+                        static_cast<int64_t>(first_idx.size()) - 1, rows,
+                        static_cast<const Chunk*>(in.const_data_ptr()),
+                        static_cast<Chunk*>(out.mutable_data_ptr()), row_bytes / chunk_bytes,
+                        source_row);
+    });
+  });
+  return report;
+}
+
+// Feature shapes and dtypes giving every chunk width (16, 8, 4, 2, 1 bytes) and the lane groups
+// of narrow (1 chunk) to wide (more chunks than a warp has lanes) rows.
+const std::vector<std::pair<std::vector<int64_t>, torch::Dtype>> kRowShapes = {
+    {{2, 3}, torch::kDouble}, {{}, torch::kDouble}, {{4}, torch::kFloat},     {{3}, torch::kFloat},
+    {{5}, torch::kHalf},      {{7}, torch::kBool},  {{40, 4}, torch::kFloat}, {{33}, torch::kByte}};
+
+at::Tensor random_rows(int64_t rows, const std::vector<int64_t>& feature, torch::Dtype dtype,
+                       bool misaligned) {
+  std::vector<int64_t> shape{rows};
+  shape.insert(shape.end(), feature.begin(), feature.end());
+  const int64_t numel = c10::multiply_integers(shape);
+  // misaligned: one element into the storage, so the chunk narrows to the element's width
+  const at::Tensor flat = (torch::randn({numel + 1}) * 10).abs().to(dtype);
+  return flat.narrow(0, misaligned ? 1 : 0, numel).view(shape);
+}
+
+TEST(SegmentMoversEmulation, ExpandMatchesTheCpuOnTheBlockEmulator) {
   std::mt19937_64 rng(17);
-  for (int trial = 0; trial < 30; ++trial) {
-    const int64_t segments = 1 + static_cast<int64_t>(rng() % 12);
-    const std::vector<int64_t> first_idx = random_offsets(rng, segments);
-    const at::Tensor values = torch::randn({segments, 2, 3}, torch::kDouble);
+  for (int trial = 0; trial < 24; ++trial) {
+    const auto& [feature, dtype] = kRowShapes[trial % kRowShapes.size()];
+    const int threads = trial % 3 == 0 ? 128 : 64;
+    const int64_t segments = 1 + static_cast<int64_t>(rng() % 60) + trial % 2 * 300;
+    const std::vector<int64_t> first_idx = random_offsets(rng, segments, trial % 2 ? 200 : 0);
+    if (first_idx.back() == 0) continue;
+    const at::Tensor values = random_rows(segments, feature, dtype, trial % 4 == 1);
     const at::Tensor expected =
         torch_ragged::segment_expand(values, torch::tensor(first_idx, torch::kLong));
     at::Tensor out = torch::empty_like(expected);
-    const int64_t row_elems = 6;
-    emulate_launch(out.numel(), [&](int64_t e) {
-      expand_row_element(first_idx.data(), segments, values.const_data_ptr<double>(),
-                         out.mutable_data_ptr<double>(), e, row_elems);
-    });
+    const LaunchReport report =
+        emulate_move_rows(values, out, first_idx, SegmentRow{}, threads, 1 + trial % 3);
+    EXPECT_TRUE(report.clean()) << report.summary();
     EXPECT_TRUE(same_bits(out, expected)) << trial;
   }
 }
 
-TEST(SegmentMoversEmulation, IndexSelectMatchesTheCpu) {
+TEST(SegmentMoversEmulation, SegmentIdsMatchTheCpuOnTheBlockEmulator) {
+  std::mt19937_64 rng(18);
+  for (int trial = 0; trial < 6; ++trial) {
+    const std::vector<int64_t> first_idx = random_offsets(rng, 80, trial % 2 ? 200 : 0);
+    const at::Tensor expected = torch_ragged::segment_ids(torch::tensor(first_idx, torch::kLong));
+    at::Tensor out = torch::empty_like(expected);
+    const at::Tensor ids = torch::arange(static_cast<int64_t>(first_idx.size()) - 1, torch::kLong);
+    const LaunchReport report = emulate_move_rows(ids, out, first_idx, SegmentRow{}, 64, 2);
+    EXPECT_TRUE(report.clean()) << report.summary();
+    EXPECT_TRUE(torch::equal(out, expected)) << trial;
+  }
+}
+
+TEST(SegmentMoversEmulation, IndexSelectMatchesTheCpuOnTheBlockEmulator) {
   std::mt19937_64 rng(19);
-  for (int trial = 0; trial < 30; ++trial) {
-    const int64_t segments = 1 + static_cast<int64_t>(rng() % 10);
+  for (int trial = 0; trial < 16; ++trial) {
+    const auto& [feature, dtype] = kRowShapes[trial % kRowShapes.size()];
+    const int64_t segments = 1 + static_cast<int64_t>(rng() % 30);
     const std::vector<int64_t> first_idx = random_offsets(rng, segments);
-    const at::Tensor values = torch::randn({first_idx.back(), 3}, torch::kDouble);
-    std::vector<int64_t> index, source_row, out_first_idx{0};
-    for (int64_t k = 0; k < 1 + static_cast<int64_t>(rng() % 8); ++k) {
+    const at::Tensor values = random_rows(first_idx.back(), feature, dtype, trial % 3 == 1);
+    std::vector<int64_t> index, start, out_first_idx{0};
+    for (int64_t k = 0; k < 1 + static_cast<int64_t>(rng() % 120); ++k) {
       const int64_t pick = static_cast<int64_t>(rng() % (2 * segments)) - segments;  // negatives
       const int64_t b = pick < 0 ? pick + segments : pick;
       index.push_back(pick);
-      source_row.push_back(first_idx[b]);
+      start.push_back(first_idx[b]);
       out_first_idx.push_back(out_first_idx.back() + first_idx[b + 1] - first_idx[b]);
     }
     const auto [expected, expected_first_idx] = torch_ragged::ragged_index_select(
         values, torch::tensor(first_idx, torch::kLong), torch::tensor(index, torch::kLong));
     EXPECT_TRUE(torch::equal(expected_first_idx, torch::tensor(out_first_idx, torch::kLong)));
+    if (out_first_idx.back() == 0) continue;
     at::Tensor out = torch::empty_like(expected);
-    emulate_launch(out.numel(), [&](int64_t e) {
-      copy_selected_element(out_first_idx.data(), source_row.data(),
-                            static_cast<int64_t>(index.size()), values.const_data_ptr<double>(),
-                            out.mutable_data_ptr<double>(), e, 3);
-    });
+    const LaunchReport report = emulate_move_rows(
+        values, out, out_first_idx, SelectedRow{out_first_idx.data(), start.data()}, 64, 2);
+    EXPECT_TRUE(report.clean()) << report.summary();
     EXPECT_TRUE(same_bits(out, expected)) << trial;
   }
 }
