@@ -3,9 +3,11 @@
 // the GPU, see docs/batch.md "CUDA and synchronisation") and builds the RaggedLayout; the index
 // arithmetic is batch/batch_index.h, which the CPU tests exercise.
 //
-// Every kernel is a byte mover instantiated per element size, one thread per *output* element
-// (grid-stride, 64-bit indices): consecutive threads write consecutive elements of a line, so
-// stores and the loads of each line are coalesced. The per-sub-tensor tables (shapes, offsets,
+// Every kernel is a byte mover. Rank-1 batches (sub-tensors (s, C)) move rows: pad_rank1_rows and
+// the segment core's cooperative row mover (row_movers.cuh), in chunks of up to 16 bytes. Other
+// ranks: one thread per *output* element, instantiated per element size (grid-stride, 64-bit
+// indices): consecutive threads write consecutive elements of a line, so stores and the loads of
+// each line are coalesced. The per-sub-tensor tables (shapes, offsets,
 // first rows, source addresses) travel to the device in one asynchronous copy from pinned memory;
 // list_to_packed / list_to_padded read every input tensor through that address table, so a batch
 // of any size is one launch.
@@ -23,6 +25,7 @@
 #include "common/element_type.h"
 #include "common/fill.h"
 #include "common/parallel.h"
+#include "row_movers.cuh"
 #include "segment/offsets.h"
 #include "segment/segment_index.h"
 
@@ -78,6 +81,14 @@ __global__ void gather_to_packed_kernel(DeviceLayout L, Element* __restrict__ ou
   }
 }
 
+// Rank-1 batches: a block per tile of padded rows (batch_index.h: pad_rank1_rows).
+template <typename Chunk>
+__global__ void __launch_bounds__(kCudaThreads)
+    pad_rank1_rows_kernel(DeviceLayout L, int64_t max_len, Chunk* __restrict__ out, int64_t chunks,
+                          Chunk pad) {
+  pad_rank1_rows(CudaBlock{}, L, max_len, out, chunks, pad);
+}
+
 template <typename Element>
 Element element_from_bytes(const std::vector<char>& bytes) {
   Element value;
@@ -85,46 +96,103 @@ Element element_from_bytes(const std::vector<char>& bytes) {
   return value;
 }
 
-void scatter_to_padded(std::string_view op, at::Tensor& padded, const RaggedLayout& layout,
-                       const std::vector<int64_t>& sources, const at::Scalar& padding_value) {
-  const std::vector<char> pad =
-      fill_value_bytes(op, "padding_value", padding_value, padded.scalar_type());
+uint64_t address_bits(const void* address) { return reinterpret_cast<uintptr_t>(address); }
+
+// The sources' addresses or'ed (what their alignment allows a row mover's chunks).
+uint64_t address_bits(const std::vector<int64_t>& sources) {
+  uint64_t bits = 0;
+  for (const int64_t address : sources) bits |= static_cast<uint64_t>(address);
+  return bits;
+}
+
+// Writes every element of `padded` from the sub-tensors at L.sources (their addresses or'ed:
+// source_bits): rank-1 batches a row at a time, others an element at a time.
+void launch_scatter_to_padded(std::string_view op, const DeviceLayout& L,
+                              const std::vector<int64_t>& max_shape, at::Tensor& padded,
+                              const std::vector<char>& pad, uint64_t source_bits) {
   const int64_t total = padded.numel();
   if (total == 0) return;
-  at::Tensor tables;
-  const DeviceLayout d = upload(layout, sources, padded.device(), tables);
-  const int64_t padded_line = line_elems(layout.max_shape.data(), layout.rank, layout.elem);
-  const int64_t lines_per_item = padded_lines_per_item(layout.max_shape.data(), layout.rank);
-  with_element_type("list_to_padded", padded.element_size(), [&](auto element) {
+  const auto stream = at::cuda::getCurrentCUDAStream();
+  const int64_t element_bytes = padded.element_size(), row_bytes = L.elem * element_bytes;
+  const int chunk_bytes = widest_chunk_bytes(static_cast<uint64_t>(row_bytes) | source_bits |
+                                             address_bits(padded.data_ptr()));
+  if (L.rank == 1 && rank1_rows_fit(max_shape[0]) && chunk_bytes >= element_bytes) {
+    with_element_type(op, chunk_bytes, [&](auto chunk) {
+      using Chunk = decltype(chunk);
+      pad_rank1_rows_kernel<<<cuda_grid_for(total / L.elem), kCudaThreads, 0, stream>>>(
+          L, max_shape[0], static_cast<Chunk*>(padded.mutable_data_ptr()), row_bytes / chunk_bytes,
+          repeated_element<Chunk>(pad.data(), element_bytes));
+      C10_CUDA_KERNEL_LAUNCH_CHECK();
+    });
+    return;
+  }
+  const int64_t padded_line = line_elems(max_shape.data(), L.rank, L.elem);
+  const int64_t lines_per_item = padded_lines_per_item(max_shape.data(), L.rank);
+  with_element_type(op, element_bytes, [&](auto element) {
     using Element = decltype(element);
-    scatter_to_padded_kernel<Element>
-        <<<cuda_grid_for(total), kCudaThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
-            d, static_cast<Element*>(padded.mutable_data_ptr()), element_from_bytes<Element>(pad),
-            total, padded_line, lines_per_item);
+    scatter_to_padded_kernel<Element><<<cuda_grid_for(total), kCudaThreads, 0, stream>>>(
+        L, static_cast<Element*>(padded.mutable_data_ptr()), element_from_bytes<Element>(pad),
+        total, padded_line, lines_per_item);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   });
 }
 
-void gather_to_packed(at::Tensor& packed, const RaggedLayout& layout,
-                      const std::vector<int64_t>& sources, const at::Tensor& padded) {
+// Writes every element of `packed` from `padded` or, padded undefined, from the sub-tensors at
+// L.sources (their addresses or'ed: source_bits): rank-1 batches with the segment core's row mover
+// over L.first_row, others an element at a time.
+void launch_gather_to_packed(std::string_view op, const DeviceLayout& L,
+                             const std::vector<int64_t>& max_shape, at::Tensor& packed,
+                             const at::Tensor& padded, uint64_t source_bits) {
   const int64_t total = packed.numel();
   if (total == 0) return;
-  at::Tensor tables;
-  const DeviceLayout d = upload(layout, sources, packed.device(), tables);
+  const void* padded_base = padded.defined() ? padded.const_data_ptr() : nullptr;
+  if (L.rank == 1) {
+    const int64_t row_bytes = L.elem * packed.element_size();
+    const int chunk_bytes =
+        widest_chunk_bytes(static_cast<uint64_t>(row_bytes) | source_bits |
+                           address_bits(packed.data_ptr()) | address_bits(padded_base));
+    with_element_type(op, chunk_bytes, [&](auto chunk) {
+      using Chunk = decltype(chunk);
+      const int64_t chunks = row_bytes / chunk_bytes;
+      cuda::launch_move_segment_rows(
+          L.first_row, L.batch, packed.size(0), static_cast<Chunk*>(packed.mutable_data_ptr()),
+          chunks,
+          PackedRowSource<Chunk>{L, static_cast<const Chunk*>(padded_base), chunks,
+                                 padded.defined() ? max_shape[0] : 0});
+    });
+    return;
+  }
   int64_t padded_line = 0, item_elems = 0;
   if (padded.defined()) {
-    padded_line = line_elems(layout.max_shape.data(), layout.rank, layout.elem);
-    item_elems = padded_lines_per_item(layout.max_shape.data(), layout.rank) * padded_line;
+    padded_line = line_elems(max_shape.data(), L.rank, L.elem);
+    item_elems = padded_lines_per_item(max_shape.data(), L.rank) * padded_line;
   }
-  with_element_type("padded_to_packed", packed.element_size(), [&](auto element) {
+  with_element_type(op, packed.element_size(), [&](auto element) {
     using Element = decltype(element);
     gather_to_packed_kernel<Element>
         <<<cuda_grid_for(total), kCudaThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
-            d, static_cast<Element*>(packed.mutable_data_ptr()),
-            padded.defined() ? static_cast<const Element*>(padded.const_data_ptr()) : nullptr,
-            total, padded_line, item_elems);
+            L, static_cast<Element*>(packed.mutable_data_ptr()),
+            static_cast<const Element*>(padded_base), total, padded_line, item_elems);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   });
+}
+
+void scatter_to_padded(std::string_view op, at::Tensor& padded, const RaggedLayout& layout,
+                       const std::vector<int64_t>& sources, const at::Scalar& padding_value) {
+  const std::vector<char> pad =
+      fill_value_bytes(op, "padding_value", padding_value, padded.scalar_type());
+  if (padded.numel() == 0) return;
+  at::Tensor tables;
+  const DeviceLayout d = upload(layout, sources, padded.device(), tables);
+  launch_scatter_to_padded(op, d, layout.max_shape, padded, pad, address_bits(sources));
+}
+
+void gather_to_packed(std::string_view op, at::Tensor& packed, const RaggedLayout& layout,
+                      const std::vector<int64_t>& sources, const at::Tensor& padded) {
+  if (packed.numel() == 0) return;
+  at::Tensor tables;
+  const DeviceLayout d = upload(layout, sources, packed.device(), tables);
+  launch_gather_to_packed(op, d, layout.max_shape, packed, padded, address_bits(sources));
 }
 
 std::vector<int64_t> addresses_of(const std::vector<at::Tensor>& tensors) {
@@ -156,7 +224,7 @@ std::tuple<at::Tensor, at::Tensor> list_to_packed_cuda(at::TensorList tensor_lis
   const c10::cuda::CUDAGuard guard(tensor_list[0].device());
   const std::vector<at::Tensor> inputs = contiguous_all(tensor_list);
   at::Tensor packed = at::empty({layout.num_rows(), layout.elem}, inputs[0].options());
-  gather_to_packed(packed, layout, addresses_of(inputs), at::Tensor());
+  gather_to_packed("list_to_packed", packed, layout, addresses_of(inputs), at::Tensor());
   return {packed, layout.shape_per_tensor()};
 }
 
@@ -301,18 +369,11 @@ at::Tensor packed_to_padded_on_device(const at::Tensor& packed_tensor,
   l.sources = l.first_rows.narrow(0, 0, batch) * (elem * packed.element_size()) +
               reinterpret_cast<int64_t>(packed.const_data_ptr());
   l.view.sources = l.sources.const_data_ptr<int64_t>();
-  const int64_t padded_line = line_elems(max_shape.data(), rank, elem);
-  const int64_t lines_per_item = padded_lines_per_item(max_shape.data(), rank);
   const std::vector<char> pad =
       fill_value_bytes(op, "padding_value", padding_value, padded.scalar_type());
-  with_element_type(op, padded.element_size(), [&](auto element) {
-    using Element = decltype(element);
-    scatter_to_padded_kernel<Element>
-        <<<cuda_grid_for(padded.numel()), kCudaThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
-            l.view, static_cast<Element*>(padded.mutable_data_ptr()),
-            element_from_bytes<Element>(pad), padded.numel(), padded_line, lines_per_item);
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
-  });
+  // Every source lies a multiple of the row's bytes after the packed tensor's start.
+  launch_scatter_to_padded(op, l.view, max_shape, padded, pad,
+                           address_bits(packed.const_data_ptr()));
   return padded;
 }
 
@@ -336,17 +397,7 @@ at::Tensor padded_to_packed_on_device(const at::Tensor& padded_tensor,
       layout_on_device(shape_per_tensor, max_shape, left, at::Tensor(), elem, padded.device());
   check_on_device(op, l.view, num_rows);
   if (packed.numel() == 0) return packed;
-  const int64_t padded_line = line_elems(max_shape.data(), rank, elem);
-  const int64_t item_elems = padded_lines_per_item(max_shape.data(), rank) * padded_line;
-  with_element_type(op, packed.element_size(), [&](auto element) {
-    using Element = decltype(element);
-    gather_to_packed_kernel<Element>
-        <<<cuda_grid_for(packed.numel()), kCudaThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
-            l.view, static_cast<Element*>(packed.mutable_data_ptr()),
-            static_cast<const Element*>(padded.const_data_ptr()), packed.numel(), padded_line,
-            item_elems);
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
-  });
+  launch_gather_to_packed(op, l.view, max_shape, packed, padded, 0);
   return packed;
 }
 
@@ -382,7 +433,7 @@ at::Tensor padded_to_packed_cuda(const at::Tensor& padded_tensor,
   const c10::cuda::CUDAGuard guard(padded_tensor.device());
   const at::Tensor padded = padded_tensor.contiguous();
   at::Tensor packed = at::empty({layout.num_rows(), layout.elem}, padded.options());
-  gather_to_packed(packed, layout, {}, padded);
+  gather_to_packed("padded_to_packed", packed, layout, {}, padded);
   return packed;
 }
 

@@ -19,6 +19,7 @@
 #include "common/element_type.h"
 #include "common/parallel.h"
 #include "cub.cuh"
+#include "row_movers.cuh"
 #include "segment/offsets.h"
 #include "segment/scatter.h"
 #include "segment/segment_args.h"
@@ -347,41 +348,28 @@ at::Tensor segment_softmax_backward_cuda(const at::Tensor& grad_output, const at
 
 // ---- expand, ids ----
 
-// Thin shell over move_segment_rows (segment_index.h): one block per tile of kCudaThreads output
-// rows.
-template <typename Chunk, typename SourceRow>
-__global__ void __launch_bounds__(kCudaThreads)
-    move_segment_rows_kernel(const int64_t* __restrict__ first_idx, int64_t num_segments,
-                             int64_t rows, const Chunk* __restrict__ in, Chunk* __restrict__ out,
-                             int64_t chunks, SourceRow source_row) {
-  __shared__ int64_t row_segment[kCudaThreads];
-  __shared__ int64_t warp_max[kCudaThreads / kWarpSize];
-  move_segment_rows(CudaBlock{}, row_segment, warp_max, first_idx, num_segments, rows, in, out,
-                    chunks, source_row);
-}
-
-// Output row r of segment k (first_idx: the output's offsets, on the device) is input row
-// source_row(k, r) of `values`.
-template <typename SourceRow>
+// Output row r of segment k (first_idx: the output's offsets, on the device) is the input row
+// Source<Chunk>{in, chunks, tables...}(k, r) of `values`.
+template <template <typename> class Source, typename... Tables>
 void move_segment_rows_on_gpu(std::string_view op, const at::Tensor& values, at::Tensor& out,
-                              const at::Tensor& first_idx, SourceRow source_row) {
+                              const at::Tensor& first_idx, Tables... tables) {
   const int64_t rows = out.size(0);
   const int64_t row_bytes = rows == 0 ? 0 : out.numel() / rows * out.element_size();
   if (row_bytes == 0) return;  // no rows, or zero-width rows
   const at::Tensor in = values.contiguous();
-  const int chunk_bytes = widest_chunk_bytes(row_bytes, in.const_data_ptr(), out.data_ptr());
+  const int chunk_bytes = widest_chunk_bytes(row_bytes, {in.const_data_ptr(), out.data_ptr()});
   with_element_type(op, chunk_bytes, [&](auto chunk) {
     using Chunk = decltype(chunk);
-    move_segment_rows_kernel<Chunk><<<cuda_grid_for(rows), kCudaThreads, 0, stream()>>>(
+    const int64_t chunks = row_bytes / chunk_bytes;
+    cuda::launch_move_segment_rows(
         first_idx.const_data_ptr<int64_t>(), first_idx.numel() - 1, rows,
-        static_cast<const Chunk*>(in.const_data_ptr()), static_cast<Chunk*>(out.mutable_data_ptr()),
-        row_bytes / chunk_bytes, source_row);
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
+        static_cast<Chunk*>(out.mutable_data_ptr()), chunks,
+        Source<Chunk>{static_cast<const Chunk*>(in.const_data_ptr()), chunks, tables...});
   });
 }
 
 void expand_rows(const at::Tensor& values, at::Tensor& out, const at::Tensor& first_idx) {
-  move_segment_rows_on_gpu("segment_expand", values, out, first_idx, SegmentRow{});
+  move_segment_rows_on_gpu<SegmentRow>("segment_expand", values, out, first_idx);
 }
 
 // first_idx on `device` and the row count: given (checked on the device when first_idx lives
@@ -432,9 +420,9 @@ at::Tensor segment_ids_cuda(const at::Tensor& first_idx, std::optional<c10::SymI
 // out_first_idx[k] of `in` (device tables).
 void copy_selected_rows(const at::Tensor& values, at::Tensor& out, const at::Tensor& out_first_idx,
                         const at::Tensor& source_row) {
-  move_segment_rows_on_gpu(
-      "ragged_index_select", values, out, out_first_idx,
-      SelectedRow{out_first_idx.const_data_ptr<int64_t>(), source_row.const_data_ptr<int64_t>()});
+  move_segment_rows_on_gpu<SelectedRow>("ragged_index_select", values, out, out_first_idx,
+                                        out_first_idx.const_data_ptr<int64_t>(),
+                                        source_row.const_data_ptr<int64_t>());
 }
 
 at::Tensor upload_longs(const std::vector<int64_t>& host, at::Device device) {

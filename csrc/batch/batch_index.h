@@ -163,4 +163,66 @@ C10_HOST_DEVICE void gather_to_packed_element(const BatchTables& L, Element* out
                        line_column_offset(offset, L.rank, L.elem) + local % line_len];
 }
 
+// ---- Rank-1 batches as row kernels (sub-tensors (s_b, C), padded (B, M, C)) ----
+// The common case moves a row (C elements: `chunks` Chunks, see widest_chunk_bytes) at a time with
+// the segment core's row lanes (RowLanes, copy_tile_rows), decoding each row once instead of each
+// element; the per-element bodies above serve ranks 0 and 2+.
+
+// Padded rows fit the rows' 32-bit decode (pad_rank1_rows) when a position within a tile's reach,
+// max_len + the block's threads, fits 32 bits.
+inline bool rank1_rows_fit(int64_t max_len) { return max_len < (int64_t{1} << 31); }
+
+// Packed row `row` of item k (first_row: the packed rows' offsets): read from the padded tensor
+// (row k * max_len + offset[k] + row - first_row[k]) or, padded null, from the item's storage.
+template <typename Chunk>
+struct PackedRowSource {
+  BatchTables L;
+  const Chunk* padded;
+  int64_t chunks, max_len;
+  C10_HOST_DEVICE const Chunk* operator()(int64_t k, int64_t row) const {
+    const int64_t local = row - L.first_row[k];
+    if (padded == nullptr) return reinterpret_cast<const Chunk*>(L.sources[k]) + local * chunks;
+    return padded + (k * max_len + L.offsets[k] + local) * chunks;
+  }
+};
+
+// Every padded row R = (b, p): row p - offset[b] of sub-tensor b (from sources[b]) when that lies
+// in [0, s_b), else a row of `pad`. Grid-stride over tiles of block.threads() rows; a tile's first
+// item costs one 64-bit division, its rows are decoded in 32-bit arithmetic (rank1_rows_fit).
+template <typename Block, typename Chunk>
+C10_HOST_DEVICE void pad_rank1_rows(const Block& block, const BatchTables& L, int64_t max_len,
+                                    Chunk* out, int64_t chunks, Chunk pad) {
+  const RowLanes lanes(block, chunks);
+  const int64_t rows = L.batch * max_len;
+  const auto len = static_cast<uint32_t>(max_len);
+  for (int64_t tile_start = block.block() * block.threads(); tile_start < rows;
+       tile_start += block.blocks() * block.threads()) {
+    const int64_t tile_rows =
+        rows - tile_start < block.threads() ? rows - tile_start : int64_t{block.threads()};
+    const int64_t first_item = tile_start / max_len;
+    const auto first_position = static_cast<uint32_t>(tile_start - first_item * max_len);
+    const auto source_of = [&](int64_t r) -> const Chunk* {
+      const uint32_t position = first_position + static_cast<uint32_t>(r);
+      const uint32_t items_on = position / len;
+      const int64_t b = first_item + items_on;
+      const int64_t coord = static_cast<int64_t>(position - items_on * len) - L.offsets[b];
+      if (coord < 0 || coord >= L.shapes[b]) return nullptr;
+      return reinterpret_cast<const Chunk*>(L.sources[b]) + coord * chunks;
+    };
+    copy_tile_rows(lanes, tile_start, tile_rows, out, chunks, source_of, pad);
+  }
+}
+
+// A chunk of `pad` elements (a chunk holds whole elements: both are powers of two, and the chunk
+// divides the row's bytes, a multiple of the element's).
+template <typename Chunk>
+Chunk repeated_element(const char* element, int64_t element_bytes) {
+  Chunk chunk;
+  auto* bytes = reinterpret_cast<char*>(&chunk);
+  for (int64_t at = 0; at < static_cast<int64_t>(sizeof(Chunk)); ++at) {
+    bytes[at] = element[at % element_bytes];
+  }
+  return chunk;
+}
+
 }  // namespace torch_ragged

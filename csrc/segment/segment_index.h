@@ -35,6 +35,7 @@
 #include <c10/macros/Macros.h>
 
 #include <cstdint>
+#include <initializer_list>
 #include <limits>
 #include <type_traits>
 #include <vector>
@@ -426,70 +427,108 @@ C10_HOST_DEVICE void tile_row_segments(const Block& block, SharedIds row_segment
   block.sync();
 }
 
-// source_row for segment_expand / segment_ids: segment k's one input row.
+// The rows' sources (a functor (k, r) -> the first Chunk of output row r's input row, r in
+// segment k): segment_expand / segment_ids, segment k's one input row.
+template <typename Chunk>
 struct SegmentRow {
-  C10_HOST_DEVICE int64_t operator()(int64_t k, int64_t /*row*/) const { return k; }
-};
-
-// source_row for ragged_index_select: selected segment k's rows start at input row start[k].
-struct SelectedRow {
-  const int64_t* out_first_idx;
-  const int64_t* start;
-  C10_HOST_DEVICE int64_t operator()(int64_t k, int64_t row) const {
-    return start[k] + row - out_first_idx[k];
+  const Chunk* in;
+  int64_t chunks;
+  C10_HOST_DEVICE const Chunk* operator()(int64_t k, int64_t /*row*/) const {
+    return in + k * chunks;
   }
 };
 
-// The row mover, grid-stride over tiles. Rows are `chunks` Chunks wide (the shell picks the widest
-// Chunk dividing the row's bytes and aligning both pointers: widest_chunk_bytes). Lanes work in
-// groups of the row width rounded up to a power of two, at most a warp, so narrow rows keep every
-// lane busy, and no lane divides. Each thread has kRowsInFlight loads in flight (Little's law: an
-// H200 needs ~30 KB in flight per SM; 2048 threads x 4 x 16 B is 128 KB, x 4 B still 32 KB).
+// ragged_index_select: selected segment k's rows start at input row start[k].
+template <typename Chunk>
+struct SelectedRow {
+  const Chunk* in;
+  int64_t chunks;
+  const int64_t* out_first_idx;
+  const int64_t* start;
+  C10_HOST_DEVICE const Chunk* operator()(int64_t k, int64_t row) const {
+    return in + (start[k] + row - out_first_idx[k]) * chunks;
+  }
+};
+
+// How a block's lanes share rows of `chunks` Chunks: groups of the row width rounded up to a
+// power of two, at most a warp, so narrow rows keep every lane busy and no lane divides.
+struct RowLanes {
+  int group_bits;     // log2 of the lanes per row
+  int row_in_pass;    // this thread's row within a pass
+  int rows_per_pass;  // rows the block covers per pass
+  int64_t column;     // this thread's first chunk of a row
+
+  template <typename Block>
+  C10_HOST_DEVICE RowLanes(const Block& block, int64_t chunks) : group_bits(0) {
+    while (group_bits < kWarpBits && (int64_t{1} << group_bits) < chunks) ++group_bits;
+    row_in_pass = block.thread() >> group_bits;
+    rows_per_pass = block.threads() >> group_bits;
+    column = block.thread() & ((1 << group_bits) - 1);
+  }
+};
+
+// Writes output rows tile_start + r, r < tile_rows: source_of(r) is the first Chunk of the row to
+// copy, or nullptr for a row of `fill`. Each thread keeps kRowsInFlight loads in flight (Little's
+// law: an H200 needs ~30 KB in flight per SM; 2048 threads x 4 x 16 B is 128 KB, x 4 B still 32
+// KB).
 constexpr int kRowsInFlight = 4;
 
-template <typename Block, typename SharedIds, typename Chunk, typename SourceRow>
+template <typename Chunk, typename SourceOf>
+C10_HOST_DEVICE void copy_tile_rows(const RowLanes& lanes, int64_t tile_start, int64_t tile_rows,
+                                    Chunk* out, int64_t chunks, const SourceOf& source_of,
+                                    Chunk fill) {
+  for (int64_t first = lanes.row_in_pass; first < tile_rows;
+       first += kRowsInFlight * lanes.rows_per_pass) {
+    const Chunk* from[kRowsInFlight];
+    Chunk* to[kRowsInFlight];  // nullptr: past the tile
+    for (int i = 0; i < kRowsInFlight; ++i) {
+      const int64_t r = first + i * lanes.rows_per_pass;
+      to[i] = r < tile_rows ? out + (tile_start + r) * chunks : nullptr;
+      from[i] = r < tile_rows ? source_of(r) : nullptr;
+    }
+    for (int64_t c = lanes.column; c < chunks; c += int64_t{1} << lanes.group_bits) {
+      Chunk held[kRowsInFlight];  // every load issued before the first store
+      for (int i = 0; i < kRowsInFlight; ++i) held[i] = from[i] != nullptr ? from[i][c] : fill;
+      for (int i = 0; i < kRowsInFlight; ++i) {
+        if (to[i] != nullptr) to[i][c] = held[i];
+      }
+    }
+  }
+}
+
+// The row mover, grid-stride over tiles of block.threads() output rows. Rows are `chunks` Chunks
+// wide (the shell picks the widest Chunk dividing the row's bytes and aligning every pointer:
+// widest_chunk_bytes); source(k, r) gives output row r's input row, r in segment k.
+template <typename Block, typename SharedIds, typename Chunk, typename Source>
 C10_HOST_DEVICE void move_segment_rows(const Block& block, SharedIds row_segment,
                                        SharedIds warp_max, const int64_t* first_idx,
-                                       int64_t num_segments, int64_t rows, const Chunk* in,
-                                       Chunk* out, int64_t chunks, SourceRow source_row) {
-  int group_bits = 0;
-  while (group_bits < kWarpBits && (int64_t{1} << group_bits) < chunks) ++group_bits;
-  const int group = block.thread() >> group_bits;                   // this thread's row in a pass
-  const int64_t column = block.thread() & ((1 << group_bits) - 1);  // its first chunk
-  const int rows_per_pass = block.threads() >> group_bits;
+                                       int64_t num_segments, int64_t rows, Chunk* out,
+                                       int64_t chunks, const Source& source) {
+  const RowLanes lanes(block, chunks);
   for (int64_t tile_start = block.block() * block.threads(); tile_start < rows;
        tile_start += block.blocks() * block.threads()) {
     const int64_t tile_rows =
         rows - tile_start < block.threads() ? rows - tile_start : int64_t{block.threads()};
     tile_row_segments(block, row_segment, warp_max, first_idx, num_segments, tile_start, tile_rows);
-    for (int64_t first = group; first < tile_rows; first += kRowsInFlight * rows_per_pass) {
-      int64_t from[kRowsInFlight], to[kRowsInFlight];  // the rows' first chunks, -1: past the tile
-      for (int i = 0; i < kRowsInFlight; ++i) {
-        const int64_t r = first + i * rows_per_pass;
-        from[i] = r < tile_rows ? source_row(row_segment[r], tile_start + r) * chunks : -1;
-        to[i] = (tile_start + r) * chunks;
-      }
-      for (int64_t c = column; c < chunks; c += int64_t{1} << group_bits) {
-        Chunk held[kRowsInFlight];  // all loads issued before the first store
-        for (int i = 0; i < kRowsInFlight; ++i) {
-          if (from[i] >= 0) held[i] = in[from[i] + c];
-        }
-        for (int i = 0; i < kRowsInFlight; ++i) {
-          if (from[i] >= 0) out[to[i] + c] = held[i];
-        }
-      }
-    }
+    copy_tile_rows(
+        lanes, tile_start, tile_rows, out, chunks,
+        [&](int64_t r) { return source(row_segment[r], tile_start + r); }, Chunk{});
     block.sync();  // the next tile rewrites row_segment
   }
 }
 
-// The widest of 16, 8, 4, 2, 1 bytes that divides a row's bytes and both addresses.
-inline int widest_chunk_bytes(int64_t row_bytes, const void* in, const void* out) {
-  const auto bits = static_cast<uint64_t>(row_bytes) | reinterpret_cast<uintptr_t>(in) |
-                    reinterpret_cast<uintptr_t>(out);
+// The widest of 16, 8, 4, 2, 1 bytes that divides `bits` (a row's bytes or'ed with addresses).
+inline int widest_chunk_bytes(uint64_t bits) {
   int bytes = 16;
   while (bytes > 1 && bits % bytes != 0) bytes /= 2;
   return bytes;
+}
+
+// The widest chunk that divides a row's bytes and every address given.
+inline int widest_chunk_bytes(int64_t row_bytes, std::initializer_list<const void*> addresses) {
+  auto bits = static_cast<uint64_t>(row_bytes);
+  for (const void* address : addresses) bits |= reinterpret_cast<uintptr_t>(address);
+  return widest_chunk_bytes(bits);
 }
 
 // ---- Index checks and run offsets ----

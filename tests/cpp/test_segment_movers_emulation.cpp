@@ -35,23 +35,23 @@ std::vector<int64_t> random_offsets(std::mt19937_64& rng, int64_t segments, int6
 // What the CUDA shell does (move_segment_rows_on_gpu), on the block emulator: the widest chunk
 // for the row's bytes and both pointers, tiles of `threads` rows on at most `max_blocks` blocks
 // (fewer blocks than tiles: the grid-stride loop runs).
-template <typename SourceRow>
+template <template <typename> class Source, typename... Tables>
 LaunchReport emulate_move_rows(const at::Tensor& in, at::Tensor& out,
-                               const std::vector<int64_t>& first_idx, SourceRow source_row,
-                               int threads, int64_t max_blocks) {
+                               const std::vector<int64_t>& first_idx, int threads,
+                               int64_t max_blocks, Tables... tables) {
   const int64_t rows = out.size(0), row_bytes = out.numel() / rows * out.element_size();
-  const int chunk_bytes = widest_chunk_bytes(row_bytes, in.const_data_ptr(), out.data_ptr());
+  const int chunk_bytes = widest_chunk_bytes(row_bytes, {in.const_data_ptr(), out.data_ptr()});
   LaunchReport report;
   with_element_type("test", chunk_bytes, [&](auto chunk) {
     using Chunk = decltype(chunk);
     const int64_t blocks = std::min((rows + threads - 1) / threads, max_blocks);
+    const int64_t chunks = row_bytes / chunk_bytes;
+    const Source<Chunk> source{static_cast<const Chunk*>(in.const_data_ptr()), chunks, tables...};
     report = emulate_cooperative_launch(blocks, threads, [&](const EmulatedBlock& block) {
       move_segment_rows(block, block.shared<int64_t>(0, "row_segment", threads),
                         block.shared<int64_t>(1, "warp_max", threads / kWarpSize), first_idx.data(),
                         static_cast<int64_t>(first_idx.size()) - 1, rows,
-                        static_cast<const Chunk*>(in.const_data_ptr()),
-                        static_cast<Chunk*>(out.mutable_data_ptr()), row_bytes / chunk_bytes,
-                        source_row);
+                        static_cast<Chunk*>(out.mutable_data_ptr()), chunks, source);
     });
   });
   return report;
@@ -86,7 +86,7 @@ TEST(SegmentMoversEmulation, ExpandMatchesTheCpuOnTheBlockEmulator) {
         torch_ragged::segment_expand(values, torch::tensor(first_idx, torch::kLong));
     at::Tensor out = torch::empty_like(expected);
     const LaunchReport report =
-        emulate_move_rows(values, out, first_idx, SegmentRow{}, threads, 1 + trial % 3);
+        emulate_move_rows<SegmentRow>(values, out, first_idx, threads, 1 + trial % 3);
     EXPECT_TRUE(report.clean()) << report.summary();
     EXPECT_TRUE(same_bits(out, expected)) << trial;
   }
@@ -99,7 +99,7 @@ TEST(SegmentMoversEmulation, SegmentIdsMatchTheCpuOnTheBlockEmulator) {
     const at::Tensor expected = torch_ragged::segment_ids(torch::tensor(first_idx, torch::kLong));
     at::Tensor out = torch::empty_like(expected);
     const at::Tensor ids = torch::arange(static_cast<int64_t>(first_idx.size()) - 1, torch::kLong);
-    const LaunchReport report = emulate_move_rows(ids, out, first_idx, SegmentRow{}, 64, 2);
+    const LaunchReport report = emulate_move_rows<SegmentRow>(ids, out, first_idx, 64, 2);
     EXPECT_TRUE(report.clean()) << report.summary();
     EXPECT_TRUE(torch::equal(out, expected)) << trial;
   }
@@ -125,8 +125,8 @@ TEST(SegmentMoversEmulation, IndexSelectMatchesTheCpuOnTheBlockEmulator) {
     EXPECT_TRUE(torch::equal(expected_first_idx, torch::tensor(out_first_idx, torch::kLong)));
     if (out_first_idx.back() == 0) continue;
     at::Tensor out = torch::empty_like(expected);
-    const LaunchReport report = emulate_move_rows(
-        values, out, out_first_idx, SelectedRow{out_first_idx.data(), start.data()}, 64, 2);
+    const LaunchReport report = emulate_move_rows<SelectedRow>(values, out, out_first_idx, 64, 2,
+                                                               out_first_idx.data(), start.data());
     EXPECT_TRUE(report.clean()) << report.summary();
     EXPECT_TRUE(same_bits(out, expected)) << trial;
   }
