@@ -8,6 +8,7 @@
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 
+#include <algorithm>
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_scan.cuh>
 
@@ -19,11 +20,14 @@ static_assert(CUB_VERSION >= 200000, "torch_ragged needs CUB >= 2.0 (CUDA 12 or 
 // CUB_NS_QUALIFIER is CUB's own spelling of its (wrapped) namespace: ::torch_ragged_cub::cub.
 namespace torch_ragged::cuda {
 
-// Runs a CUB device call twice: once to size its temporary storage, once for real.
+// Runs a CUB device call twice: once to size its temporary storage, once for real. At least one
+// byte is allocated: CUB reads a null temporary storage as "size query only", and the caching
+// allocator returns null for zero bytes, so a call needing none would silently do nothing.
 template <typename Call>
 void with_cub_temp_storage(const Call& call) {
   size_t temp_bytes = 0;
   C10_CUDA_CHECK(call(nullptr, temp_bytes));
+  temp_bytes = std::max<size_t>(temp_bytes, 1);
   auto temp = c10::cuda::CUDACachingAllocator::get()->allocate(temp_bytes);
   C10_CUDA_CHECK(call(temp.get(), temp_bytes));
 }

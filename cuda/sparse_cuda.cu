@@ -91,8 +91,11 @@ __global__ void spgemm_numeric_kernel(int64_t n, const int64_t* __restrict__ a_f
                                       const int64_t* __restrict__ c_cols, acc_t* __restrict__ acc) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
        i += int64_t{gridDim.x} * blockDim.x) {
-    spgemm_row_numeric<scalar_t, acc_t>(i, a_first, a_cols, a_values, b_first, b_cols, b_values,
-                                        c_first, c_cols, acc);
+    const bool found = spgemm_row_numeric<scalar_t, acc_t>(i, a_first, a_cols, a_values, b_first,
+                                                           b_cols, b_values, c_first, c_cols, acc);
+    CUDA_KERNEL_ASSERT_MSG(found,
+                           "torch_ragged.sparse_spgemm: internal error: a product's column "
+                           "is missing from the pattern of C's row");
   }
 }
 

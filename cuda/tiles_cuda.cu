@@ -214,22 +214,6 @@ std::tuple<at::Tensor, at::Tensor> tiles_lookup_cuda(
 
 }  // namespace
 
-// Turns cuDNN's TF32 off for its lifetime (restoring the user's setting after). The setting is
-// process-wide: a cuDNN call of another thread meanwhile also runs without TF32 (more accurate,
-// never less), as under torch.backends.cudnn.flags(allow_tf32=False).
-class TF32Off {
- public:
-  TF32Off() : saved_(at::globalContext().allowTF32CuDNN()) {
-    at::globalContext().setAllowTF32CuDNN(false);
-  }
-  ~TF32Off() { at::globalContext().setAllowTF32CuDNN(saved_); }
-  TF32Off(const TF32Off&) = delete;
-  TF32Off& operator=(const TF32Off&) = delete;
-
- private:
-  bool saved_;
-};
-
 // tiles_depthwise_correlate on the GPU: torch's depthwise convolution (cuDNN) on channels-first
 // views, back to channels last.
 at::Tensor tiles_depthwise_correlate_cuda(const at::Tensor& input, const at::Tensor& weight,
@@ -244,10 +228,14 @@ at::Tensor tiles_depthwise_correlate_cuda(const at::Tensor& input, const at::Ten
   const at::Tensor kernel = plan.weight.reshape({-1, channels}).t().reshape(kernel_shape);
   const std::vector<int64_t> ones(plan.dims, 1), zeros(plan.dims, 0);
   // cuDNN may round float32 through TF32 (torch.backends.cudnn.allow_tf32 defaults to True: ~1e-3
-  // relative error); this op promises the CPU kernel's float32 accuracy, so TF32 is off here.
-  const TF32Off tf32_off;
-  return at::convolution(plan.input.movedim(-1, 1), kernel, std::nullopt, ones, padding, ones,
-                         false, zeros, channels)
+  // relative error); this op promises the CPU kernel's float32 accuracy, so TF32 is off for this
+  // call (an argument of at::_convolution: the process-wide setting, which other threads read, is
+  // left alone). The other cuDNN settings are the user's, as at::convolution reads them.
+  const at::Context& context = at::globalContext();
+  return at::_convolution(plan.input.movedim(-1, 1), kernel, std::nullopt, ones, padding, ones,
+                          /*transposed=*/false, zeros, channels, context.benchmarkCuDNN(),
+                          context.deterministicCuDNN() || context.deterministicAlgorithms(),
+                          context.userEnabledCuDNN(), /*allow_tf32=*/false)
       .movedim(1, -1)
       .contiguous();
 }

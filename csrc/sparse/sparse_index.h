@@ -107,23 +107,31 @@ C10_HOST_DEVICE inline acc_t spgemm_product(scalar_t a, scalar_t b) {
 // Row i of C with C's pattern known (c_cols sorted within each row, holding every column row i can
 // reach): acc[p] for each entry p of row i is 0 + the products a_il * b_lj of its column j, added
 // in ascending l (A's row order), then j. The CPU kernel's accumulator adds in the same order from
-// 0, so both devices give the same bits. The column's entry is found by binary search in row i.
+// 0, so both devices give the same bits. The column's entry is found by binary search in row i;
+// false when some column is missing from the pattern (its products are dropped, never written
+// past the row: the symbolic step and this one disagree, which the GPU shell asserts against).
 template <typename scalar_t, typename acc_t>
-C10_HOST_DEVICE inline void spgemm_row_numeric(int64_t i, const int64_t* a_first,
+C10_HOST_DEVICE inline bool spgemm_row_numeric(int64_t i, const int64_t* a_first,
                                                const int64_t* a_cols, const scalar_t* a_values,
                                                const int64_t* b_first, const int64_t* b_cols,
                                                const scalar_t* b_values, const int64_t* c_first,
                                                const int64_t* c_cols, acc_t* acc) {
   const int64_t c_begin = c_first[i], c_end = c_first[i + 1];
   for (int64_t p = c_begin; p < c_end; ++p) acc[p] = acc_t(0);
+  bool every_column_found = true;
   for (int64_t e = a_first[i]; e < a_first[i + 1]; ++e) {
     const int64_t l = a_cols[e];
     const scalar_t a = a_values[e];
     for (int64_t q = b_first[l]; q < b_first[l + 1]; ++q) {
-      acc[lower_bound_in(c_cols, c_begin, c_end, b_cols[q])] +=
-          spgemm_product<scalar_t, acc_t>(a, b_values[q]);
+      const int64_t p = lower_bound_in(c_cols, c_begin, c_end, b_cols[q]);
+      if (p == c_end || c_cols[p] != b_cols[q]) {
+        every_column_found = false;
+        continue;
+      }
+      acc[p] += spgemm_product<scalar_t, acc_t>(a, b_values[q]);
     }
   }
+  return every_column_found;
 }
 
 }  // namespace torch_ragged

@@ -172,17 +172,32 @@ void check_spgemm_matches_the_cpu(at::ScalarType dtype, uint64_t seed) {
   const at::Tensor c_cols = pattern[1].contiguous();
   std::vector<acc_t> acc(c_cols.size(0));
   emulate_launch(n, [&](int64_t i) {
-    spgemm_row_numeric<scalar_t, acc_t>(
+    EXPECT_TRUE((spgemm_row_numeric<scalar_t, acc_t>(
         i, a_first.const_data_ptr<int64_t>(), a_cols.const_data_ptr<int64_t>(),
         a_values.const_data_ptr<scalar_t>(), b_first.const_data_ptr<int64_t>(),
         b_cols.const_data_ptr<int64_t>(), b_values.const_data_ptr<scalar_t>(),
-        c_first.const_data_ptr<int64_t>(), c_cols.const_data_ptr<int64_t>(), acc.data());
+        c_first.const_data_ptr<int64_t>(), c_cols.const_data_ptr<int64_t>(), acc.data())));
   });
   std::vector<scalar_t> device_values(acc.begin(), acc.end());
   const at::Tensor emulated =
       torch::from_blob(device_values.data(), {static_cast<int64_t>(device_values.size())}, dtype)
           .clone();
   EXPECT_TRUE(same_bits(emulated, cpu_values)) << dtype;
+}
+
+// A pattern of C that lacks a column some product lands in (symbolic and numeric steps out of
+// step): the body reports it and writes nothing outside the row (the GPU shell asserts on it).
+TEST(SparseEmulation, SpgemmNumericReportsAColumnMissingFromThePattern) {
+  // A = [[1, 1]], B = [[0, 2, 0], [3, 0, 4]]: row 0 of C reaches columns 0, 1, 2; the pattern
+  // below holds columns 0 and 1 only, and a sentinel entry after the row.
+  const std::vector<int64_t> a_first{0, 2}, a_cols{0, 1}, b_first{0, 1, 3}, b_cols{1, 0, 2};
+  const std::vector<double> a_values{1, 1}, b_values{2, 3, 4};
+  const std::vector<int64_t> c_first{0, 2}, c_cols{0, 1, 99};
+  std::vector<double> acc{-1, -1, -7};
+  EXPECT_FALSE((spgemm_row_numeric<double, double>(
+      0, a_first.data(), a_cols.data(), a_values.data(), b_first.data(), b_cols.data(),
+      b_values.data(), c_first.data(), c_cols.data(), acc.data())));
+  EXPECT_EQ(acc, (std::vector<double>{3, 2, -7}));  // the found columns summed, the sentinel kept
 }
 
 TEST(SparseEmulation, SpgemmMatchesTheCpuBitForBit) {
