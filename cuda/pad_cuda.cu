@@ -1,11 +1,11 @@
 // CUDA kernels of the index modes of pad; the host half (checks, geometry) is pad/pad_plan.cpp and
 // the index arithmetic pad/pad_index.h, shared with the CPU kernels.
 //
-// pad_index: one thread per output element (grid-stride) computes its source element axis by axis
-// from the last axis and copies it as raw bytes (pad_gather_element). pad_index_backward: one
-// thread per input element sums the gradient over its preimage in the CPU kernel's order
-// (pad_fold_element): no atomics, the CPU's bits. Neither synchronises with the host. The bodies
-// live in pad/pad_index.h and run on the host in tests/cpp/test_pad_emulation.cpp.
+// pad_index: a group of lanes per output row along the last axis (grid-stride) decodes the row's
+// outer axes once and copies its elements' sources as raw bytes (pad_gather_rows).
+// pad_index_backward: one thread per input element sums the gradient over its preimage in the CPU
+// kernel's order (pad_fold_element): no atomics, the CPU's bits. Neither synchronises with the
+// host. The bodies live in pad/pad_index.h and run on the host in tests/cpp/test_pad_emulation.cpp.
 
 #include <ATen/Dispatch.h>
 #include <ATen/OpMathType.h>
@@ -22,16 +22,13 @@ namespace torch_ragged {
 namespace {
 
 // Thin shells over pad_index.h's bodies, grid-stride. index_t: uint32_t when every index fits
-// (the common case: 32-bit division is several times cheaper than 64-bit, and the gather does one
-// per axis per element), else int64_t.
+// (the common case: 32-bit division is several times cheaper than 64-bit, and each row's decode
+// does one per outer axis), else int64_t.
 template <typename Element, typename index_t>
-__global__ void pad_gather_kernel(PadGeometry g, const Element* __restrict__ in,
-                                  Element* __restrict__ out, const Element* __restrict__ values,
-                                  index_t total) {
-  for (index_t idx = blockIdx.x * index_t{blockDim.x} + threadIdx.x; idx < total;
-       idx += index_t{gridDim.x} * blockDim.x) {
-    pad_gather_element<Element, index_t>(g, in, out, values, idx);
-  }
+__global__ void __launch_bounds__(kCudaThreads)
+    pad_gather_rows_kernel(PadGeometry g, const Element* __restrict__ in, Element* __restrict__ out,
+                           const Element* __restrict__ values, index_t rows) {
+  pad_gather_rows(CudaBlock{}, g, in, out, values, rows);
 }
 
 // kAxes: fold_axes_for(g.ndim), the size of the per-thread axis arrays.
@@ -47,23 +44,24 @@ __global__ void pad_fold_kernel(PadGeometry g, const scalar_t* __restrict__ grad
 template <typename Element, typename index_t>
 void launch_gather_as(const PadGeometry& g, const at::Tensor& in, at::Tensor& out,
                       const at::Tensor& values) {
-  const int64_t total = out.numel();
-  pad_gather_kernel<Element, index_t>
-      <<<cuda_grid_for(total), kCudaThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
+  const int64_t row_length = g.out_size[g.ndim - 1];
+  if (out.numel() == 0) return;
+  const int64_t rows = out.numel() / row_length;
+  const int64_t rows_per_block = kCudaThreads >> RowLanes::group_bits_for(row_length);
+  const int64_t blocks = std::min<int64_t>((rows + rows_per_block - 1) / rows_per_block, 1 << 20);
+  pad_gather_rows_kernel<Element, index_t>
+      <<<blocks, kCudaThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
           g, static_cast<const Element*>(in.const_data_ptr()),
           static_cast<Element*>(out.mutable_data_ptr()),
           values.defined() ? static_cast<const Element*>(values.const_data_ptr()) : nullptr,
-          static_cast<index_t>(total));
+          static_cast<index_t>(rows));
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
 void launch_gather(const PadGeometry& g, const at::Tensor& in, at::Tensor& out,
                    const at::Tensor& values) {
   const c10::cuda::CUDAGuard guard(in.device());
-  // The grid-stride loop reaches total + gridDim * blockDim, which must not wrap either.
-  const int64_t headroom = int64_t{kCudaThreads} << 20;
-  const bool narrow_index =
-      out.numel() + headroom < (int64_t{1} << 32) && in.numel() < (int64_t{1} << 32);
+  const bool narrow_index = out.numel() < (int64_t{1} << 32) && in.numel() < (int64_t{1} << 32);
   with_element_type("pad", in.element_size(), [&](auto element) {
     using Element = decltype(element);
     if (narrow_index) {

@@ -19,6 +19,8 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "segment/segment_index.h"  // RowLanes, kRowsInFlight
+
 namespace torch_ragged {
 
 enum class IndexPadMode : int8_t { kConstant, kEmpty, kEdge, kReflect, kSymmetric, kWrap };
@@ -26,7 +28,13 @@ enum class IndexPadMode : int8_t { kConstant, kEmpty, kEdge, kReflect, kSymmetri
 // Source index of an output position that holds a constant (or, for kEmpty, nothing).
 constexpr int64_t kNoSource = -1;
 
+// In 32-bit arithmetic when both fit (on the GPU a 64-bit remainder is a call of ~70 instructions;
+// the border elements of reflect / symmetric / wrap take one each).
 C10_HOST_DEVICE inline int64_t floor_mod(int64_t a, int64_t m) {
+  if (a == static_cast<int32_t>(a) && m == static_cast<int32_t>(m)) {
+    const int32_t r = static_cast<int32_t>(a) % static_cast<int32_t>(m);
+    return r < 0 ? r + m : r;
+  }
   const int64_t r = a % m;
   return r < 0 ? r + m : r;
 }
@@ -187,36 +195,96 @@ struct PadGeometry {
 
 // ---- Kernel bodies (one thread per element on the GPU; emulated on the host in tests/cpp) ----
 
-// pad_index, output element idx: its source element, axis by axis from the last, copied as raw
-// bytes; a constant comes from the latest caller axis in its padding (numpy's winner: the first
-// met unless the layout is permuted). index_t: uint32_t when every index fits, else int64_t.
-template <typename Element, typename index_t>
-C10_HOST_DEVICE void pad_gather_element(const PadGeometry& g, const Element* in, Element* out,
-                                        const Element* values, index_t idx) {
-  index_t rest = idx, in_offset = 0, in_stride = 1;
-  bool from_input = true;
-  int value_axis = -1;  // constant mode: the latest caller axis in its padding so far
-  for (int d = g.ndim - 1; d >= 0; --d) {
+// ---- pad_index as a row kernel: output rows along the last (merged) axis ----
+//
+// Output element by element: the source element along every axis, copied as raw bytes, with the
+// outer axes decoded once per row. An element in padding along several axes (constant mode) takes
+// the constant of the one with the largest caller axis (value_axis; numpy's winner: the first
+// met from the last axis, unless the layout is permuted).
+
+// An output row's outer axes: where its source row starts in the input, or kNoSource when the row
+// lies in the outer axes' padding; then (constant mode) the winning outer axis and side, or -1.
+struct PadRowSource {
+  int64_t in_row = 0;
+  int value_axis = -1;
+  int value_side = 0;
+};
+
+template <typename index_t>
+C10_HOST_DEVICE PadRowSource pad_row_source(const PadGeometry& g, index_t row) {
+  PadRowSource s;
+  index_t rest = row;
+  int64_t in_stride = g.in_size[g.ndim - 1];
+  for (int d = g.ndim - 2; d >= 0; --d) {
     const index_t out_size = static_cast<index_t>(g.out_size[d]);
     const int64_t i = static_cast<int64_t>(rest % out_size);
     rest /= out_size;
     const int64_t n = g.in_size[d];
     const int64_t source = n == 0 ? kNoSource : pad_source_index(g.mode, i, n, g.before[d]);
     if (source == kNoSource) {
-      from_input = false;
-      if (g.mode != IndexPadMode::kConstant) break;
-      if (g.value_axis[d] > value_axis) {
-        value_axis = g.value_axis[d];
-        out[idx] = values[2 * value_axis + (i < g.before[d] ? 0 : 1)];
+      s.in_row = kNoSource;
+      if (g.mode != IndexPadMode::kConstant) break;  // an index mode over an empty axis
+      if (g.value_axis[d] > s.value_axis) {
+        s.value_axis = g.value_axis[d];
+        s.value_side = i < g.before[d] ? 0 : 1;
       }
-      // In the caller's axis order the first axis met from the last is the latest: it wins.
-      if (!g.permuted) break;
       continue;
     }
-    in_offset += static_cast<index_t>(source) * in_stride;
-    in_stride *= static_cast<index_t>(n);
+    if (s.in_row != kNoSource) s.in_row += source * in_stride;
+    in_stride *= n;
   }
-  if (from_input) out[idx] = in[in_offset];
+  return s;
+}
+
+// Output element `column` of a row whose outer axes are `s`: false when nothing is written (an
+// index mode over an empty axis: the output is empty too).
+template <typename Element>
+C10_HOST_DEVICE bool pad_row_element(const PadGeometry& g, const PadRowSource& s, const Element* in,
+                                     const Element* values, int64_t column, Element* value) {
+  const int last = g.ndim - 1;
+  const int64_t n = g.in_size[last];
+  const int64_t source = n == 0 ? kNoSource : pad_source_index(g.mode, column, n, g.before[last]);
+  if (source != kNoSource && s.in_row != kNoSource) {
+    *value = in[s.in_row + source];
+    return true;
+  }
+  if (g.mode != IndexPadMode::kConstant) return false;
+  int axis = s.value_axis, side = s.value_side;
+  if (source == kNoSource && g.value_axis[last] > axis) {
+    axis = g.value_axis[last];
+    side = column < g.before[last] ? 0 : 1;
+  }
+  *value = values[2 * axis + side];
+  return true;
+}
+
+// pad_index over every output row (rows x g.out_size[last] elements), grid-stride: lanes in groups
+// of the row length rounded up to a power of two (at most a warp) take a row each, decode its outer
+// axes once (index_t: uint32_t when every index fits) and write its elements kRowsInFlight at a
+// time (all loads issued before the first store).
+template <typename Block, typename Element, typename index_t>
+C10_HOST_DEVICE void pad_gather_rows(const Block& block, const PadGeometry& g, const Element* in,
+                                     Element* out, const Element* values, index_t rows) {
+  const int64_t row_length = g.out_size[g.ndim - 1];
+  const RowLanes lanes(block, row_length);
+  const int64_t lane_step = int64_t{1} << lanes.group_bits;
+  const int64_t first_row = block.block() * lanes.rows_per_pass + lanes.row_in_pass;
+  for (int64_t row = first_row; row < static_cast<int64_t>(rows);
+       row += block.blocks() * lanes.rows_per_pass) {
+    const PadRowSource s = pad_row_source(g, static_cast<index_t>(row));
+    Element* out_row = out + row * row_length;
+    for (int64_t first = lanes.column; first < row_length; first += kRowsInFlight * lane_step) {
+      Element held[kRowsInFlight];
+      bool written[kRowsInFlight];
+      for (int k = 0; k < kRowsInFlight; ++k) {
+        const int64_t column = first + k * lane_step;
+        written[k] = column < row_length && pad_row_element(g, s, in, values, column, &held[k]);
+      }
+      for (int k = 0; k < kRowsInFlight; ++k) {
+        if (written[k]) out_row[first + k * lane_step] = held[k];
+      }
+    }
+  }
 }
 
 // The preimage of j along one axis, in ascending positions (its progressions are ascending; at

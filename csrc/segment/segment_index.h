@@ -458,9 +458,15 @@ struct RowLanes {
   int rows_per_pass;  // rows the block covers per pass
   int64_t column;     // this thread's first chunk of a row
 
+  C10_HOST_DEVICE static int group_bits_for(int64_t chunks) {
+    int bits = 0;
+    while (bits < kWarpBits && (int64_t{1} << bits) < chunks) ++bits;
+    return bits;
+  }
+
   template <typename Block>
-  C10_HOST_DEVICE RowLanes(const Block& block, int64_t chunks) : group_bits(0) {
-    while (group_bits < kWarpBits && (int64_t{1} << group_bits) < chunks) ++group_bits;
+  C10_HOST_DEVICE RowLanes(const Block& block, int64_t chunks)
+      : group_bits(group_bits_for(chunks)) {
     row_in_pass = block.thread() >> group_bits;
     rows_per_pass = block.threads() >> group_bits;
     column = block.thread() & ((1 << group_bits) - 1);

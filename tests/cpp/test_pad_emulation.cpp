@@ -1,5 +1,6 @@
-// pad's CUDA kernel bodies (pad_index.h: pad_gather_element, pad_fold_element), run on the host
-// over their whole launch grids (grid_emulator.h) on geometries built here axis by axis, against
+// pad's CUDA kernel bodies (pad_index.h: pad_gather_rows on the block emulator, pad_fold_element
+// on the grid emulator), run on the host over their whole launch grids on geometries built here
+// axis by axis (in memory order for a channels-last input), against
 // the CPU kernels (which merge unpadded axes and sum whole rows): the same bytes forward, the same
 // bits backward (float, double, half; large magnitudes so the order of additions shows).
 
@@ -11,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "block_emulator.h"
 #include "common/op_handle.h"
 #include "grid_emulator.h"
 #include "pad/pad_index.h"
@@ -78,18 +80,85 @@ at::Tensor cpu_pad_backward(const at::Tensor& grad, const PadCase& c) {
   return op.call(grad, c10::fromIntArrayRefSlow(c.pad_width), c.mode);
 }
 
-TEST(PadEmulation, GatherMatchesTheCpuByteForByte) {
+// pad_gather_rows_kernel's launch (launch_gather_as), on the block emulator: at most 3 blocks, so
+// the grid-stride loop runs; `values` as the op's (ndim, 2) table, null for the index modes.
+template <typename Element>
+at::Tensor emulated_gather(const PadGeometry& g, const at::Tensor& x,
+                           const std::vector<int64_t>& out_memory_shape, const at::Tensor& values,
+                           int threads) {
+  at::Tensor out = torch::full(out_memory_shape, std::nan(""), x.options());
+  const int64_t rows = out.numel() / g.out_size[g.ndim - 1];
+  const int64_t per_block = threads >> RowLanes::group_bits_for(g.out_size[g.ndim - 1]);
+  const LaunchReport report = emulate_cooperative_launch(
+      std::min<int64_t>((rows + per_block - 1) / per_block, 3), threads,
+      [&](const EmulatedBlock& block) {
+        pad_gather_rows(block, g, x.const_data_ptr<Element>(), out.mutable_data_ptr<Element>(),
+                        values.defined() ? values.const_data_ptr<Element>() : nullptr,
+                        static_cast<uint32_t>(rows));
+      });
+  EXPECT_TRUE(report.clean()) << report.summary();
+  return out;
+}
+
+std::vector<int64_t> out_shape_of(const PadGeometry& g) {
+  std::vector<int64_t> shape;
+  for (int d = 0; d < g.ndim; ++d) shape.push_back(g.out_size[d]);
+  return shape;
+}
+
+TEST(PadEmulation, GatherRowsMatchTheCpuByteForByte) {
+  int k = 0;
   for (const PadCase& c : cases()) {
     const at::Tensor x = torch::randn(c.shape, torch::kDouble);
-    const at::Tensor expected = cpu_pad_index(x, c);
     const PadGeometry g = geometry_of(c);
-    at::Tensor out = torch::full_like(expected, std::nan(""));
-    const double* in = x.const_data_ptr<double>();
-    double* o = out.mutable_data_ptr<double>();
-    emulate_launch(out.numel(), [&](int64_t idx) {
-      pad_gather_element<double, uint32_t>(g, in, o, nullptr, static_cast<uint32_t>(idx));
-    });
-    EXPECT_TRUE(same_bits(out, expected)) << c.mode << " " << x.sizes();
+    EXPECT_TRUE(
+        same_bits(emulated_gather<double>(g, x, out_shape_of(g), at::Tensor(), ++k % 2 ? 64 : 128),
+                  cpu_pad_index(x, c)))
+        << c.mode << " " << x.sizes();
+  }
+}
+
+// Constant mode: each axis's (before, after) constants; an element in the padding of several axes
+// takes the constant of the latest axis (numpy's order), also for a permuted (channels-last)
+// geometry, whose axes are walked in memory order.
+TEST(PadEmulation, GatherRowsOfConstantsMatchTheCpu) {
+  std::mt19937_64 rng(9);
+  for (int trial = 0; trial < 12; ++trial) {
+    PadCase c{{}, {}, "constant"};
+    for (int d = 0; d < 4; ++d) {
+      c.shape.push_back(1 + static_cast<int64_t>(rng() % 4));
+      const bool padded = d == 0 ? trial % 3 == 0 : rng() % 4 != 0;
+      c.pad_width.push_back(padded ? static_cast<int64_t>(rng() % 4) : 0);
+      c.pad_width.push_back(padded ? static_cast<int64_t>(rng() % 4) : 0);
+    }
+    const at::Tensor values = torch::randn({4, 2}, torch::kFloat);
+    const bool channels_last = trial % 2 == 1;
+    at::Tensor x = torch::randn(c.shape, torch::kFloat);
+    if (channels_last) x = x.contiguous(at::MemoryFormat::ChannelsLast);
+    static auto op =
+        op_handle<at::Tensor(const at::Tensor&, c10::SymIntArrayRef, c10::string_view,
+                             const std::optional<at::Tensor>&)>("torch_ragged::pad_index");
+    const at::Tensor expected = op.call(x, c10::fromIntArrayRefSlow(c.pad_width), c.mode, values);
+    // The geometry in memory order (N, H, W, C for channels last), one axis per caller axis.
+    const std::vector<int> order =
+        channels_last ? std::vector<int>{0, 2, 3, 1} : std::vector<int>{0, 1, 2, 3};
+    PadGeometry g;
+    g.ndim = 4;
+    g.mode = IndexPadMode::kConstant;
+    g.permuted = channels_last;
+    for (int m = 0; m < 4; ++m) {
+      const int d = order[m];
+      g.in_size[m] = c.shape[d];
+      g.before[m] = c.pad_width[2 * d];
+      g.out_size[m] = c.shape[d] + c.pad_width[2 * d] + c.pad_width[2 * d + 1];
+      g.value_axis[m] = d;
+    }
+    const at::Tensor memory_order_in = x.permute({order[0], order[1], order[2], order[3]});
+    const at::Tensor got =
+        emulated_gather<float>(g, memory_order_in.contiguous(), out_shape_of(g), values, 64);
+    const at::Tensor memory_order_expected =
+        expected.permute({order[0], order[1], order[2], order[3]}).contiguous();
+    EXPECT_TRUE(same_bits(got, memory_order_expected)) << trial << " " << x.sizes();
   }
 }
 
