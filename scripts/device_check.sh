@@ -131,10 +131,12 @@ else
 fi
 
 # racecheck (shared-memory hazards) and synccheck (barriers, warp collectives) on the cooperative kernels
-# (common/block.h bodies: the segment row movers), which the block emulator checks the same way on the host.
-COOPERATIVE_K="cuda and (expand or ids or index_select or backward) and not two_to_the_31 and not opcheck"
+# (common/block.h bodies: the segment core's row mover behind expand / ids / index_select / the sum backward
+# and the rank-1 list_to_packed / padded_to_packed, and the row kernels of pad and packed_to_padded), which the
+# block emulator checks the same way on the host.
+COOPERATIVE_K="cuda and (expand or ids or index_select or backward or packed or padded or pad) and not two_to_the_31 and not opcheck"
 COOPERATIVE_FILES=(tests/python/test_segment.py tests/python/test_segment_autograd.py
-  tests/python/test_ragged_index_select.py)
+  tests/python/test_ragged_index_select.py tests/python/test_batch.py tests/python/test_pad.py)
 step "compute-sanitizer racecheck and synccheck (cooperative kernels)"
 SANITIZER_PIDS=()
 if [ "$HAS_GPU" != 1 ] || ! command -v compute-sanitizer >/dev/null; then
