@@ -430,10 +430,10 @@ at::Tensor upload_longs(const std::vector<int64_t>& host, at::Device device) {
 }
 
 // Host reads: none when first_idx and index are both on the CPU (the selection is computed there,
-// as by the CPU kernel, and its tables uploaded without blocking); otherwise exactly one, which
-// fetches the count of out-of-range index entries with the output's offsets (first_idx on the CPU:
-// all of them, returned there) or its row count (first_idx on the GPU). A CPU index beside a GPU
-// first_idx is uploaded without blocking.
+// as by the CPU kernel, and its two tables uploaded in one copy, without blocking); otherwise one,
+// which fetches the count of out-of-range index entries with the output's offsets (first_idx on the
+// CPU: all of them, returned there) or its row count (first_idx on the GPU). A CPU index beside a
+// GPU first_idx is uploaded without blocking.
 std::tuple<at::Tensor, at::Tensor> ragged_index_select_cuda(const at::Tensor& values,
                                                             const at::Tensor& first_idx,
                                                             const at::Tensor& index,
@@ -451,8 +451,13 @@ std::tuple<at::Tensor, at::Tensor> ragged_index_select_cuda(const at::Tensor& va
     check_num_rows_matches(op, rows_given, out_first_idx.back());
     at::Tensor out = empty_output(op, "the output", per_segment_sizes(values, out_first_idx.back()),
                                   values.options());
-    copy_selected_rows(values, out, upload_longs(out_first_idx, values.device()),
-                       upload_longs(source_row, values.device()));
+    // One staging copy for both tables: [out_first_idx..., source_row...].
+    std::vector<int64_t> tables(out_first_idx);
+    tables.insert(tables.end(), source_row.begin(), source_row.end());
+    const at::Tensor on_device = upload_longs(tables, values.device());
+    const auto offsets_count = static_cast<int64_t>(out_first_idx.size());
+    copy_selected_rows(values, out, on_device.narrow(0, 0, offsets_count),
+                       on_device.narrow(0, offsets_count, on_device.numel() - offsets_count));
     return {out, at::tensor(out_first_idx, at::kLong)};
   }
   const int64_t segments = first_idx.size(0) - 1;
