@@ -3,9 +3,10 @@
 //
 // pad_index: a group of lanes per output row along the last axis (grid-stride) decodes the row's
 // outer axes once and copies its elements' sources as raw bytes (pad_gather_rows).
-// pad_index_backward: one thread per input element sums the gradient over its preimage in the CPU
-// kernel's order (pad_fold_element): no atomics, the CPU's bits. Neither synchronises with the
-// host. The bodies live in pad/pad_index.h and run on the host in tests/cpp/test_pad_emulation.cpp.
+// pad_index_backward: a group of lanes per input row sums each element's gradient over its
+// preimage in the CPU kernel's order (pad_fold_rows): no atomics, the CPU's bits. Neither
+// synchronises with the host. The bodies live in pad/pad_index.h and run on the host in
+// tests/cpp/test_pad_emulation.cpp.
 
 #include <ATen/Dispatch.h>
 #include <ATen/OpMathType.h>
@@ -33,12 +34,18 @@ __global__ void __launch_bounds__(kCudaThreads)
 
 // kAxes: fold_axes_for(g.ndim), the size of the per-thread axis arrays.
 template <typename scalar_t, int kAxes>
-__global__ void pad_fold_kernel(PadGeometry g, const scalar_t* __restrict__ grad,
-                                scalar_t* __restrict__ grad_in, int64_t total) {
-  for (int64_t idx = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; idx < total;
-       idx += int64_t{gridDim.x} * blockDim.x) {
-    pad_fold_element<scalar_t, at::opmath_type<scalar_t>, kAxes>(g, grad, grad_in, idx);
-  }
+__global__ void __launch_bounds__(kCudaThreads)
+    pad_fold_rows_kernel(PadGeometry g, const scalar_t* __restrict__ grad,
+                         scalar_t* __restrict__ grad_in, int64_t rows) {
+  pad_fold_rows<CudaBlock, scalar_t, at::opmath_type<scalar_t>, kAxes>(CudaBlock{}, g, grad,
+                                                                       grad_in, rows);
+}
+
+// Blocks for `rows` rows of `row_length` elements, a group of lanes per row (RowLanes), capped as
+// the kernels stride.
+int64_t blocks_for_rows(int64_t rows, int64_t row_length) {
+  const int64_t rows_per_block = kCudaThreads >> RowLanes::group_bits_for(row_length);
+  return std::min<int64_t>((rows + rows_per_block - 1) / rows_per_block, int64_t{1} << 20);
 }
 
 template <typename Element, typename index_t>
@@ -47,10 +54,8 @@ void launch_gather_as(const PadGeometry& g, const at::Tensor& in, at::Tensor& ou
   const int64_t row_length = g.out_size[g.ndim - 1];
   if (out.numel() == 0) return;
   const int64_t rows = out.numel() / row_length;
-  const int64_t rows_per_block = kCudaThreads >> RowLanes::group_bits_for(row_length);
-  const int64_t blocks = std::min<int64_t>((rows + rows_per_block - 1) / rows_per_block, 1 << 20);
   pad_gather_rows_kernel<Element, index_t>
-      <<<blocks, kCudaThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
+      <<<blocks_for_rows(rows, row_length), kCudaThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
           g, static_cast<const Element*>(in.const_data_ptr()),
           static_cast<Element*>(out.mutable_data_ptr()),
           values.defined() ? static_cast<const Element*>(values.const_data_ptr()) : nullptr,
@@ -74,10 +79,12 @@ void launch_gather(const PadGeometry& g, const at::Tensor& in, at::Tensor& out,
 
 template <typename scalar_t, int kAxes>
 void launch_fold_as(const PadGeometry& g, const at::Tensor& grad, at::Tensor& grad_in) {
-  const int64_t total = grad_in.numel();
-  pad_fold_kernel<scalar_t, kAxes>
-      <<<cuda_grid_for(total), kCudaThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
-          g, grad.const_data_ptr<scalar_t>(), grad_in.mutable_data_ptr<scalar_t>(), total);
+  if (grad_in.numel() == 0) return;
+  const int64_t row_length = g.in_size[g.ndim - 1];
+  const int64_t rows = grad_in.numel() / row_length;
+  pad_fold_rows_kernel<scalar_t, kAxes>
+      <<<blocks_for_rows(rows, row_length), kCudaThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
+          g, grad.const_data_ptr<scalar_t>(), grad_in.mutable_data_ptr<scalar_t>(), rows);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 

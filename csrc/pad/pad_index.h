@@ -297,8 +297,9 @@ struct AscendingPreimage {
   C10_HOST_DEVICE void start(IndexPadMode mode, int64_t j, int64_t n, int64_t before,
                              int64_t out_len) {
     count = pad_preimages(mode, j, n, before, out_len, runs);
-    taken[0] = taken[1] = 0;
+    rewind();
   }
+  C10_HOST_DEVICE void rewind() { taken[0] = taken[1] = 0; }
   // The next position (ascending) other than `skip`; false after the last.
   C10_HOST_DEVICE bool next(int64_t skip, int64_t* position) {
     while (true) {
@@ -321,7 +322,7 @@ struct AscendingPreimage {
   }
 };
 
-// The per-thread arrays of pad_fold_element hold kAxes axes (the geometry's ndim at most): the
+// The per-thread arrays of pad_fold_rows hold kAxes axes (the geometry's ndim at most): the
 // launcher picks the smallest of these that fits, so a thread of a common (merged) 1-4-axis pad
 // keeps ~0.3 KB of state instead of the 1.8 KB that 25 axes would pin in local memory.
 constexpr int kFoldAxesSmall = 4;
@@ -345,50 +346,68 @@ decltype(auto) with_fold_axes(int ndim, F&& f) {
   }
 }
 
-// pad_index_backward, input element idx (index modes other than constant): the sum of the gradient
-// over its preimage, in the CPU kernel's order (fold_rows in pad_cpu.cpp, which adds whole rows):
-// the outer axes' preimage positions lexicographically (AxisPreimage order, the last outer axis
-// fastest), and for each, along the last axis the element's own position first, then the padding
-// positions left to right; the first term starts the sum (no 0 + x: -0.0 stays -0.0).
-// g.ndim <= kAxes (fold_axes_for).
-template <typename scalar_t, typename acc_t, int kAxes = kMaxPadDims>
-C10_HOST_DEVICE void pad_fold_element(const PadGeometry& g, const scalar_t* grad, scalar_t* grad_in,
-                                      int64_t idx) {
+// pad_index_backward (index modes other than constant), every input element: the sum of the
+// gradient over its preimage, in the CPU kernel's order (fold_rows in pad_cpu.cpp, which adds whole
+// rows): the outer axes' preimage positions lexicographically (AxisPreimage order, the last outer
+// axis fastest), and for each, along the last axis the element's own position first, then the
+// padding positions left to right; the first term starts the sum (no 0 + x: -0.0 stays -0.0).
+//
+// A group of lanes (RowLanes over the row length) takes an input row (grid-stride over `rows` =
+// grad_in.numel() / g.in_size[last]), decodes its outer axes once, and each lane sums
+// kRowsInFlight elements of it at a time: the outer preimage is walked once for them, each
+// element's own sum still in the order above (so the CPU's bits). g.ndim <= kAxes (fold_axes_for).
+template <typename Block, typename scalar_t, typename acc_t, int kAxes = kMaxPadDims>
+C10_HOST_DEVICE void pad_fold_rows(const Block& block, const PadGeometry& g, const scalar_t* grad,
+                                   scalar_t* grad_in, int64_t rows) {
   static_assert(kAxes >= 1 && kAxes <= kMaxPadDims);
   const int last = g.ndim - 1;
-  AxisPreimage axes[kAxes];
-  int64_t out_stride[kAxes];
-  int64_t rest = idx, stride = 1, j_last = 0;
-  for (int d = last; d >= 0; --d) {
-    const int64_t j = rest % g.in_size[d];
-    rest /= g.in_size[d];
-    if (d == last) {
-      j_last = j;
-    } else {
-      axes[d].start(g.mode, j, g.in_size[d], g.before[d], g.out_size[d]);
+  const int64_t row_length = g.in_size[last];
+  const RowLanes lanes(block, row_length);
+  const int64_t lane_step = int64_t{1} << lanes.group_bits;
+  for (int64_t row = block.block() * lanes.rows_per_pass + lanes.row_in_pass; row < rows;
+       row += block.blocks() * lanes.rows_per_pass) {
+    AxisPreimage axes[kAxes];
+    int64_t out_stride[kAxes];
+    int64_t rest = row, stride = g.out_size[last];
+    for (int d = last - 1; d >= 0; --d) {
+      axes[d].start(g.mode, rest % g.in_size[d], g.in_size[d], g.before[d], g.out_size[d]);
+      rest /= g.in_size[d];
+      out_stride[d] = stride;
+      stride *= g.out_size[d];
     }
-    out_stride[d] = stride;
-    stride *= g.out_size[d];
-  }
-  const int64_t own = g.before[last] + j_last;
-  acc_t sum = 0;
-  bool first = true;
-  while (true) {
-    int64_t offset = 0;
-    for (int d = 0; d < last; ++d) offset += axes[d].position() * out_stride[d];
-    const acc_t own_term = static_cast<acc_t>(grad[offset + own]);
-    sum = first ? own_term : sum + own_term;
-    first = false;
-    AscendingPreimage row;
-    row.start(g.mode, j_last, g.in_size[last], g.before[last], g.out_size[last]);
-    for (int64_t position = 0; row.next(own, &position);) {
-      sum += static_cast<acc_t>(grad[offset + position]);
+    for (int64_t first = lanes.column; first < row_length; first += kRowsInFlight * lane_step) {
+      AscendingPreimage along_row[kRowsInFlight];
+      acc_t sums[kRowsInFlight];
+      for (int k = 0; k < kRowsInFlight; ++k) {
+        const int64_t j = first + k * lane_step;
+        if (j < row_length) {
+          along_row[k].start(g.mode, j, row_length, g.before[last], g.out_size[last]);
+        }
+      }
+      for (bool first_position = true;; first_position = false) {
+        int64_t offset = 0;
+        for (int d = 0; d < last; ++d) offset += axes[d].position() * out_stride[d];
+        for (int k = 0; k < kRowsInFlight; ++k) {
+          const int64_t j = first + k * lane_step;
+          if (j >= row_length) break;
+          const int64_t own = g.before[last] + j;
+          const acc_t own_term = static_cast<acc_t>(grad[offset + own]);
+          sums[k] = first_position ? own_term : sums[k] + own_term;
+          along_row[k].rewind();
+          for (int64_t position = 0; along_row[k].next(own, &position);) {
+            sums[k] += static_cast<acc_t>(grad[offset + position]);
+          }
+        }
+        int d = last - 1;
+        while (d >= 0 && !axes[d].next()) --d;  // the odometer; every axis rewinds at the end
+        if (d < 0) break;
+      }
+      for (int k = 0; k < kRowsInFlight; ++k) {
+        const int64_t j = first + k * lane_step;
+        if (j < row_length) grad_in[row * row_length + j] = static_cast<scalar_t>(sums[k]);
+      }
     }
-    int d = last - 1;
-    while (d >= 0 && !axes[d].next()) --d;
-    if (d < 0) break;
   }
-  grad_in[idx] = static_cast<scalar_t>(sum);
 }
 
 }  // namespace torch_ragged

@@ -1,6 +1,6 @@
-// pad's CUDA kernel bodies (pad_index.h: pad_gather_rows on the block emulator, pad_fold_element
-// on the grid emulator), run on the host over their whole launch grids on geometries built here
-// axis by axis (in memory order for a channels-last input), against
+// pad's CUDA kernel bodies (pad_index.h: pad_gather_rows, pad_fold_rows), run on the host by the
+// block emulator over their whole launch grids on geometries built here axis by axis (in memory
+// order for a channels-last input), against
 // the CPU kernels (which merge unpadded axes and sum whole rows): the same bytes forward, the same
 // bits backward (float, double, half; large magnitudes so the order of additions shows).
 
@@ -162,16 +162,22 @@ TEST(PadEmulation, GatherRowsOfConstantsMatchTheCpu) {
   }
 }
 
-// pad_fold_kernel's grid with per-thread arrays of kAxes axes.
+// pad_fold_rows_kernel's launch (launch_fold_as) with per-thread arrays of kAxes axes, on the block
+// emulator (at most 3 blocks: the grid-stride loop runs).
 template <typename scalar_t, int kAxes>
 at::Tensor emulated_fold(const PadGeometry& g, const at::Tensor& grad,
-                         const std::vector<int64_t>& in_shape) {
+                         const std::vector<int64_t>& in_shape, int threads = 64) {
   at::Tensor grad_in = torch::empty(in_shape, grad.options());
-  const scalar_t* gp = grad.const_data_ptr<scalar_t>();
-  scalar_t* out = grad_in.mutable_data_ptr<scalar_t>();
-  emulate_launch(grad_in.numel(), [&](int64_t idx) {
-    pad_fold_element<scalar_t, at::opmath_type<scalar_t>, kAxes>(g, gp, out, idx);
-  });
+  const int64_t row_length = g.in_size[g.ndim - 1];
+  const int64_t rows = grad_in.numel() / row_length;
+  const int64_t per_block = threads >> RowLanes::group_bits_for(row_length);
+  const LaunchReport report = emulate_cooperative_launch(
+      std::min<int64_t>((rows + per_block - 1) / per_block, 3), threads,
+      [&](const EmulatedBlock& block) {
+        pad_fold_rows<EmulatedBlock, scalar_t, at::opmath_type<scalar_t>, kAxes>(
+            block, g, grad.const_data_ptr<scalar_t>(), grad_in.mutable_data_ptr<scalar_t>(), rows);
+      });
+  EXPECT_TRUE(report.clean()) << report.summary();
   return grad_in;
 }
 
@@ -229,13 +235,7 @@ TEST(PadEmulation, BackwardOfHighRanksMatchesTheCpu) {
 TEST(PadEmulation, BackwardKeepsNegativeZero) {
   const PadCase c{{3}, {0, 0}, "edge"};
   const at::Tensor grad = torch::tensor({-0.0, 1.0, -0.0});
-  at::Tensor grad_in = torch::empty({3});
-  const PadGeometry g = geometry_of(c);
-  emulate_launch(3, [&](int64_t idx) {
-    pad_fold_element<float, float>(g, grad.const_data_ptr<float>(),
-                                   grad_in.mutable_data_ptr<float>(), idx);
-  });
-  EXPECT_TRUE(same_bits(grad_in, grad));
+  EXPECT_TRUE(same_bits(emulated_fold<float, kFoldAxesSmall>(geometry_of(c), grad, {3}), grad));
 }
 
 }  // namespace

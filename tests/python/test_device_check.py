@@ -7,8 +7,9 @@ import subprocess
 import torch
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-STEPS = ["build", "CUDA tests", "compute-sanitizer memcheck", *(f"GPU benchmark {f}" for f in
-         ("segment", "sparse", "batch", "pad", "container")), "full pytest", "done"]
+STEPS = ["build", "CUDA tests", "compute-sanitizer memcheck",
+         "compute-sanitizer racecheck and synccheck (cooperative kernels)",
+         *(f"GPU benchmark {f}" for f in ("segment", "sparse", "batch", "pad", "container")), "done"]
 
 
 def test_dry_run_reaches_every_step(tmp_path):
@@ -21,4 +22,5 @@ def test_dry_run_reaches_every_step(tmp_path):
     assert headers == STEPS
     assert "CUDA tests exit 0:" in summary  # the CUDA test files collected and ran (skipping, without a GPU)
     if not torch.cuda.is_available():
-        assert summary.count("skipped: needs a CUDA device") == 6  # memcheck and five benchmarks
+        # memcheck, racecheck / synccheck and five benchmarks
+        assert summary.count("skipped: needs a CUDA device") == 7
