@@ -134,14 +134,24 @@ __global__ void reduce_chunks_kernel(ReductionTree tree, int64_t width, Load loa
 
 template <typename Reducer, typename Write>
 __global__ void merge_nodes_kernel(ReductionTree tree, int level, int64_t width, Write write,
+                                   const CrossingSegments* child_crossing,
                                    const typename Reducer::Acc* child_heads,
                                    const typename Reducer::Acc* child_tails,
                                    typename Reducer::Acc* heads, typename Reducer::Acc* tails) {
   const int64_t total = tree.nodes(level) * width;
   for (int64_t t = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; t < total;
        t += int64_t{gridDim.x} * blockDim.x) {
-    merge_node<Reducer>(tree, level, t / width, t % width, width, child_heads, child_tails, write,
-                        heads, tails);
+    merge_node<Reducer>(tree, level, t / width, t % width, width, child_crossing, child_heads,
+                        child_tails, write, heads, tails);
+  }
+}
+
+// One thread per node of `level`: its crossing segments, read by the merges of the level above.
+__global__ void node_crossing_kernel(ReductionTree tree, int level, CrossingSegments* out) {
+  const int64_t total = tree.nodes(level);
+  for (int64_t node = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; node < total;
+       node += int64_t{gridDim.x} * blockDim.x) {
+    node_crossing(tree, level, node, out);
   }
 }
 
@@ -196,9 +206,15 @@ void reduce_tree(const ReductionTree& tree, int64_t width, const at::Tensor& lik
       reduce_chunks_kernel<Reducer><<<cuda_grid_for(threads), kCudaThreads, 0, stream()>>>(
           tree, width, load, write, heads.second, tails.second);
     } else {
+      // The children's crossing segments, once per child (not per column): no search in merges.
+      const int64_t children = tree.nodes(launch.level - 1);
+      const auto crossing = acc_buffer<CrossingSegments>(like, children);
+      node_crossing_kernel<<<cuda_grid_for(children), kCudaThreads, 0, stream()>>>(
+          tree, launch.level - 1, crossing.second);
+      C10_CUDA_KERNEL_LAUNCH_CHECK();
       merge_nodes_kernel<Reducer><<<cuda_grid_for(threads), kCudaThreads, 0, stream()>>>(
-          tree, launch.level, width, write, below_heads.second, below_tails.second, heads.second,
-          tails.second);
+          tree, launch.level, width, write, crossing.second, below_heads.second, below_tails.second,
+          heads.second, tails.second);
     }
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   }

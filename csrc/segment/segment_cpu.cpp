@@ -139,18 +139,6 @@ bool finishes_inside(const Rows& rows) {
 // The segments crossing the edges of a task's rows [begin, end) (begin < end): `head` holds its
 // first row and started before it (it may also end after it: it then covers the task), `tail`
 // holds its last row, starts inside and ends after; -1 where there is none.
-struct CrossingSegments {
-  int64_t head = -1, tail = -1;
-};
-
-CrossingSegments crossing_segments(const ReductionTree& tree, int64_t begin, int64_t end) {
-  CrossingSegments crossing;
-  const int64_t first = tree.segment_of(begin), last = tree.segment_of(end - 1);
-  if (tree.first_idx[first] < begin) crossing.head = first;
-  if (tree.first_idx[last + 1] > end && last != crossing.head) crossing.tail = last;
-  return crossing;
-}
-
 // Runs the tree: rows.finish(segment, value) for every non-empty segment, at the task or the
 // level that completes it (segments above the task level are finished through `write`, the
 // per-column form). Empty segments are left to the caller. Rows::kCrossingOnly: only the segments
@@ -164,6 +152,7 @@ void reduce_tree(const ReductionTree& tree, int64_t width, const Rows& rows, con
   const int task = task_level(tree, width);
   const int64_t tasks = tree.nodes(task);
   std::vector<Acc> heads(tasks * width), tails(tasks * width);
+  std::vector<CrossingSegments> crossing_of(tasks);  // each task's, for the merges above
   at::parallel_for(0, tasks, 1, [&](int64_t first_task, int64_t last_task) {
     Rows task_rows = rows;  // this thread's: begin_task keeps the task's state in it
     TreeWalker<Rows> walker(tree, width, task_rows, task + 1);
@@ -193,7 +182,8 @@ void reduce_tree(const ReductionTree& tree, int64_t width, const Rows& rows, con
         if (Rows::kExact) return task_rows.fold(b, lo, hi, partial);
         walker.value(task, b, lo, hi, partial);
       };
-      const CrossingSegments crossing = crossing_segments(tree, begin, end);
+      const CrossingSegments crossing = tree.crossing(task, node);
+      crossing_of[node] = crossing;
       if (crossing.head >= 0) piece(crossing.head, heads.data() + node * width);
       if (crossing.tail >= 0) piece(crossing.tail, tails.data() + node * width);
     }
@@ -202,15 +192,19 @@ void reduce_tree(const ReductionTree& tree, int64_t width, const Rows& rows, con
   for (int level = task + 1; level <= top; ++level) {
     const int64_t nodes = tree.nodes(level);
     std::vector<Acc> level_heads(nodes * width), level_tails(nodes * width);
-    at::parallel_for(
-        0, nodes * width, std::max<int64_t>(1, 64 / kFanIn), [&](int64_t lo, int64_t hi) {
-          for (int64_t t = lo; t < hi; ++t) {
-            merge_node<Reducer>(tree, level, t / width, t % width, width, heads.data(),
-                                tails.data(), write, level_heads.data(), level_tails.data());
-          }
-        });
+    at::parallel_for(0, nodes * width, std::max<int64_t>(1, 64 / kFanIn),
+                     [&](int64_t lo, int64_t hi) {
+                       for (int64_t t = lo; t < hi; ++t) {
+                         merge_node<Reducer>(tree, level, t / width, t % width, width,
+                                             crossing_of.data(), heads.data(), tails.data(), write,
+                                             level_heads.data(), level_tails.data());
+                       }
+                     });
     heads = std::move(level_heads);
     tails = std::move(level_tails);
+    crossing_of.resize(nodes);
+    for (int64_t node = 0; node < nodes; ++node)
+      node_crossing(tree, level, node, crossing_of.data());
   }
 }
 
@@ -234,7 +228,7 @@ void for_each_crossing_piece(const ReductionTree& tree, int64_t width, const Map
   at::parallel_for(0, tree.nodes(task), 1, [&](int64_t first_task, int64_t last_task) {
     for (int64_t node = first_task; node < last_task; ++node) {
       const int64_t begin = tree.begin(task, node), end = tree.end(task, node);
-      const CrossingSegments crossing = crossing_segments(tree, begin, end);
+      const CrossingSegments crossing = tree.crossing(task, node);
       for (const int64_t b : {crossing.head, crossing.tail}) {
         if (b >= 0)
           map(b, std::max(tree.first_idx[b], begin), std::min(tree.first_idx[b + 1], end));

@@ -74,6 +74,26 @@ C10_HOST_DEVICE inline int chunk_bits(int64_t width) {
   return bits;
 }
 
+// The segments crossing a node's edges: head, the one holding its first row if it started before
+// the node (it may also end after it: it then covers the node); tail, the one holding its last row
+// if it starts inside the node and ends after it; -1 where there is none. merge_node reads its
+// children's instead of searching for them: one entry per node, computed once (not per column).
+struct CrossingSegments {
+  int64_t head = -1, tail = -1;
+};
+
+// The crossing segments of rows [begin, end) (end > begin).
+C10_HOST_DEVICE inline CrossingSegments crossing_segments(const int64_t* first_idx,
+                                                          int64_t num_segments, int64_t begin,
+                                                          int64_t end) {
+  CrossingSegments crossing;
+  const int64_t first = segment_of_row(first_idx, num_segments, begin);
+  const int64_t last = segment_of_row(first_idx, num_segments, end - 1);
+  if (first_idx[first] < begin) crossing.head = first;
+  if (first_idx[last + 1] > end && last != crossing.head) crossing.tail = last;
+  return crossing;
+}
+
 // The tree over num_rows rows of `width` columns cut into segments by first_idx (num_segments + 1
 // entries).
 struct ReductionTree {
@@ -122,18 +142,9 @@ struct ReductionTree {
     return segment_of_row(first_idx, num_segments, row);
   }
   C10_HOST_DEVICE int64_t rows_of(int64_t b) const { return first_idx[b + 1] - first_idx[b]; }
-  // The segment holding the node's first row if it started before the node (it may also end
-  // after the node: it then covers it), or -1.
-  C10_HOST_DEVICE int64_t head_segment(int level, int64_t node) const {
-    const int64_t first = begin(level, node);
-    const int64_t b = segment_of(first);
-    return first_idx[b] < first ? b : -1;
-  }
-  // The segment holding the node's last row if it starts inside the node and ends after it, or -1.
-  C10_HOST_DEVICE int64_t tail_segment(int level, int64_t node) const {
-    const int64_t first = begin(level, node), last = end(level, node);
-    const int64_t b = segment_of(last - 1);
-    return first_idx[b] >= first && first_idx[b + 1] > last ? b : -1;
+  // The segments crossing the edges of `node` at `level` (two searches).
+  C10_HOST_DEVICE CrossingSegments crossing(int level, int64_t node) const {
+    return crossing_segments(first_idx, num_segments, begin(level, node), end(level, node));
   }
 };
 
@@ -610,10 +621,11 @@ C10_HOST_DEVICE void reduce_chunk(const ReductionTree& tree, int64_t chunk, int6
 // Level L >= 1, one (node, column): its children's partials (level L - 1) merged in order. A
 // segment that started in one of its children and ends in another is written; the piece of the
 // segment that started before the node is its head, the piece of the one that continues after it
-// its tail.
+// its tail. child_crossing: the crossing segments of every level L - 1 node (node_crossing).
 template <typename Reducer, typename Write>
 C10_HOST_DEVICE void merge_node(const ReductionTree& tree, int level, int64_t node, int64_t column,
-                                int64_t width, const typename Reducer::Acc* child_heads,
+                                int64_t width, const CrossingSegments* child_crossing,
+                                const typename Reducer::Acc* child_heads,
                                 const typename Reducer::Acc* child_tails, const Write& write,
                                 typename Reducer::Acc* heads, typename Reducer::Acc* tails) {
   using Acc = typename Reducer::Acc;
@@ -624,7 +636,7 @@ C10_HOST_DEVICE void merge_node(const ReductionTree& tree, int level, int64_t no
   bool from_before = false;  // it started before this node
   Acc acc = Reducer::identity();
   for (int64_t child = first_child; child < last_child; ++child) {
-    const int64_t head = tree.head_segment(level - 1, child);
+    const int64_t head = child_crossing[child].head;
     if (head >= 0) {
       if (open < 0) {  // the first child: the segment started before this node
         open = head;
@@ -641,7 +653,7 @@ C10_HOST_DEVICE void merge_node(const ReductionTree& tree, int level, int64_t no
         open = -1;
       }
     }
-    const int64_t tail = tree.tail_segment(level - 1, child);
+    const int64_t tail = child_crossing[child].tail;
     if (tail >= 0) {
       open = tail;
       from_before = false;
@@ -650,6 +662,13 @@ C10_HOST_DEVICE void merge_node(const ReductionTree& tree, int level, int64_t no
     }
   }
   if (open >= 0) (from_before ? heads : tails)[node * width + column] = acc;  // it goes on
+}
+
+// One node of `level`: its crossing segments, for the merges of the level above (one thread per
+// node on the GPU).
+C10_HOST_DEVICE inline void node_crossing(const ReductionTree& tree, int level, int64_t node,
+                                          CrossingSegments* out) {
+  out[node] = tree.crossing(level, node);
 }
 
 // One (chunk, column) of a row map: map(segment, row, column) for every row of the chunk.

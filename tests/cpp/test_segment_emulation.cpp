@@ -40,9 +40,14 @@ void emulated_reduce_tree(const ReductionTree& tree, int64_t width, const Load& 
                               tails.data());
       });
     } else {
+      std::vector<CrossingSegments> crossing(tree.nodes(launch.level - 1));
+      emulate_launch(tree.nodes(launch.level - 1), [&](int64_t node) {
+        node_crossing(tree, launch.level - 1, node, crossing.data());
+      });
       emulate_launch(launch.threads, [&](int64_t t) {
-        merge_node<Reducer>(tree, launch.level, t / width, t % width, width, below_heads.data(),
-                            below_tails.data(), write, heads.data(), tails.data());
+        merge_node<Reducer>(tree, launch.level, t / width, t % width, width, crossing.data(),
+                            below_heads.data(), below_tails.data(), write, heads.data(),
+                            tails.data());
       });
     }
   }
