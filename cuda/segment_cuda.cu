@@ -122,13 +122,33 @@ struct CudaSegments {
 
 // ---- kernels: thin shells over segment_index.h's bodies, one thread per (node, column) ----
 
+// One thread per chunk: the segment of its first row (chunk_first_segment).
+__global__ void chunk_first_segment_kernel(ReductionTree tree, int64_t* out) {
+  const int64_t total = tree.nodes(0);
+  for (int64_t chunk = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; chunk < total;
+       chunk += int64_t{gridDim.x} * blockDim.x) {
+    chunk_first_segment(tree, chunk, out);
+  }
+}
+
+// The table chunk_first_segment_kernel fills, for reduce_chunks_kernel / map_chunks_kernel.
+at::Tensor chunk_first_segments(const ReductionTree& tree, const at::Tensor& like) {
+  at::Tensor table = at::empty({tree.nodes(0)}, like.options().dtype(at::kLong));
+  chunk_first_segment_kernel<<<cuda_grid_for(tree.nodes(0)), kCudaThreads, 0, stream()>>>(
+      tree, table.mutable_data_ptr<int64_t>());
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  return table;
+}
+
 template <typename Reducer, typename Load, typename Write>
-__global__ void reduce_chunks_kernel(ReductionTree tree, int64_t width, Load load, Write write,
+__global__ void reduce_chunks_kernel(ReductionTree tree, int64_t width,
+                                     const int64_t* first_segment, Load load, Write write,
                                      typename Reducer::Acc* heads, typename Reducer::Acc* tails) {
   const int64_t total = tree.nodes(0) * width;
   for (int64_t t = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; t < total;
        t += int64_t{gridDim.x} * blockDim.x) {
-    reduce_chunk<Reducer>(tree, t / width, t % width, width, load, write, heads, tails);
+    reduce_chunk<Reducer>(tree, t / width, t % width, width, first_segment, load, write, heads,
+                          tails);
   }
 }
 
@@ -165,11 +185,12 @@ __global__ void write_empty_segments_kernel(ReductionTree tree, int64_t width, W
 }
 
 template <typename Map>
-__global__ void map_chunks_kernel(ReductionTree tree, int64_t width, Map map) {
+__global__ void map_chunks_kernel(ReductionTree tree, int64_t width, const int64_t* first_segment,
+                                  Map map) {
   const int64_t total = tree.nodes(0) * width;
   for (int64_t t = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; t < total;
        t += int64_t{gridDim.x} * blockDim.x) {
-    map_chunk(tree, t / width, t % width, map);
+    map_chunk(tree, t / width, t % width, first_segment, map);
   }
 }
 
@@ -203,8 +224,10 @@ void reduce_tree(const ReductionTree& tree, int64_t width, const at::Tensor& lik
     heads = acc_buffer<Acc>(like, threads);
     tails = acc_buffer<Acc>(like, threads);
     if (launch.kind == TreeLaunch::kChunks) {
+      const at::Tensor first_segment = chunk_first_segments(tree, like);
       reduce_chunks_kernel<Reducer><<<cuda_grid_for(threads), kCudaThreads, 0, stream()>>>(
-          tree, width, load, write, heads.second, tails.second);
+          tree, width, first_segment.const_data_ptr<int64_t>(), load, write, heads.second,
+          tails.second);
     } else {
       // The children's crossing segments, once per child (not per column): no search in merges.
       const int64_t children = tree.nodes(launch.level - 1);
@@ -221,10 +244,12 @@ void reduce_tree(const ReductionTree& tree, int64_t width, const at::Tensor& lik
 }
 
 template <typename Map>
-void map_rows(const ReductionTree& tree, int64_t width, const Map& map) {
+void map_rows(const ReductionTree& tree, int64_t width, const at::Tensor& like, const Map& map) {
   const int64_t threads = tree.nodes(0) * width;
   if (threads == 0) return;
-  map_chunks_kernel<<<cuda_grid_for(threads), kCudaThreads, 0, stream()>>>(tree, width, map);
+  const at::Tensor first_segment = chunk_first_segments(tree, like);
+  map_chunks_kernel<<<cuda_grid_for(threads), kCudaThreads, 0, stream()>>>(
+      tree, width, first_segment.const_data_ptr<int64_t>(), map);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
@@ -308,7 +333,7 @@ at::Tensor softmax_cuda(const at::Tensor& data, const at::Tensor& first_idx) {
             tree, s.width, data,
             LoadShiftedExp<scalar_t>{in, shifts.const_data_ptr<acc_t>(), s.width},
             WriteSoftmaxDivisor<acc_t, kLog>{divisors.mutable_data_ptr<acc_t>(), s.width});
-        map_rows(tree, s.width,
+        map_rows(tree, s.width, data,
                  SoftmaxOutput<scalar_t, kLog>{in, shifts.const_data_ptr<acc_t>(),
                                                divisors.const_data_ptr<acc_t>(),
                                                out.mutable_data_ptr<scalar_t>(), s.width});
@@ -350,11 +375,11 @@ at::Tensor segment_softmax_backward_cuda(const at::Tensor& grad_output, const at
         scalar_t* gi = grad_input.mutable_data_ptr<scalar_t>();
         if (log) {
           map_rows(
-              tree, s.width,
+              tree, s.width, output,
               SoftmaxGradInput<scalar_t, true>{g, y, sum.const_data_ptr<acc_t>(), gi, s.width});
         } else {
           map_rows(
-              tree, s.width,
+              tree, s.width, output,
               SoftmaxGradInput<scalar_t, false>{g, y, sum.const_data_ptr<acc_t>(), gi, s.width});
         }
       }),

@@ -595,14 +595,23 @@ inline std::vector<TreeLaunch> tree_launches(const ReductionTree& tree, int64_t 
 
 // ---- Kernel bodies (one thread each on the GPU) ----
 
+// Level 0, one chunk: the segment holding its first row, searched once per chunk (one thread per
+// chunk on the GPU) for every column's reduce_chunk / map_chunk, which would each search it.
+C10_HOST_DEVICE inline void chunk_first_segment(const ReductionTree& tree, int64_t chunk,
+                                                int64_t* out) {
+  out[chunk] = tree.segment_of(tree.begin(0, chunk));
+}
+
 // Level 0, one (chunk, column): each segment inside the chunk is reduced and written; the head and
 // tail pieces leave their values in heads / tails (chunks x width).
+// first_segment: chunk_first_segment's table.
 template <typename Reducer, typename Load, typename Write>
 C10_HOST_DEVICE void reduce_chunk(const ReductionTree& tree, int64_t chunk, int64_t column,
-                                  int64_t width, const Load& load, const Write& write,
-                                  typename Reducer::Acc* heads, typename Reducer::Acc* tails) {
+                                  int64_t width, const int64_t* first_segment, const Load& load,
+                                  const Write& write, typename Reducer::Acc* heads,
+                                  typename Reducer::Acc* tails) {
   const int64_t begin = tree.begin(0, chunk), end = tree.end(0, chunk);
-  for (int64_t b = tree.segment_of(begin); b < tree.num_segments && tree.first_idx[b] < end; ++b) {
+  for (int64_t b = first_segment[chunk]; b < tree.num_segments && tree.first_idx[b] < end; ++b) {
     const int64_t seg_begin = tree.first_idx[b], seg_end = tree.first_idx[b + 1];
     const int64_t lo = seg_begin > begin ? seg_begin : begin;
     const int64_t hi = seg_end < end ? seg_end : end;
@@ -671,12 +680,13 @@ C10_HOST_DEVICE inline void node_crossing(const ReductionTree& tree, int level, 
   out[node] = tree.crossing(level, node);
 }
 
-// One (chunk, column) of a row map: map(segment, row, column) for every row of the chunk.
+// One (chunk, column) of a row map: map(segment, row, column) for every row of the chunk
+// (first_segment: chunk_first_segment's table).
 template <typename Map>
 C10_HOST_DEVICE void map_chunk(const ReductionTree& tree, int64_t chunk, int64_t column,
-                               const Map& map) {
+                               const int64_t* first_segment, const Map& map) {
   const int64_t begin = tree.begin(0, chunk), end = tree.end(0, chunk);
-  int64_t b = tree.segment_of(begin);
+  int64_t b = first_segment[chunk];
   for (int64_t row = begin; row < end; ++row) {
     while (tree.first_idx[b + 1] <= row) ++b;  // empty segments hold no row
     map(b, row, column);
