@@ -161,6 +161,9 @@ using sum_acc_t =
 // ---- Reduction rules: identity, one row's value, merge a later partial into an earlier one ----
 // fold(load, segment, lo, hi, column) is value(0, rows [lo, hi)) of one column.
 
+// Rows a level-0 fold loads ahead of its additions (reduce_chunk: one GPU thread per column).
+constexpr int kFoldLoads = 4;
+
 template <typename acc_t>
 struct SumReducer {
   using Acc = acc_t;
@@ -170,7 +173,15 @@ struct SumReducer {
   C10_HOST_DEVICE static Acc fold(const Load& load, int64_t segment, int64_t lo, int64_t hi,
                                   int64_t column) {
     Acc acc = identity();
-    for (int64_t row = lo; row < hi; ++row) acc += load(segment, row, column);
+    int64_t row = lo;
+    // kFoldLoads rows loaded before they are added (the additions stay in row order: the same
+    // bits), so a GPU thread keeps that many loads in flight rather than one behind each add.
+    for (; row + kFoldLoads <= hi; row += kFoldLoads) {
+      Acc value[kFoldLoads];
+      for (int k = 0; k < kFoldLoads; ++k) value[k] = load(segment, row + k, column);
+      for (int k = 0; k < kFoldLoads; ++k) acc += value[k];
+    }
+    for (; row < hi; ++row) acc += load(segment, row, column);
     return acc;
   }
 };
@@ -202,7 +213,13 @@ struct ExtremumReducer {
   C10_HOST_DEVICE static Acc fold(const Load& load, int64_t segment, int64_t lo, int64_t hi,
                                   int64_t column) {
     Acc acc = identity();
-    for (int64_t row = lo; row < hi; ++row) add(acc, load(segment, row, column), row);
+    int64_t row = lo;
+    for (; row + kFoldLoads <= hi; row += kFoldLoads) {  // as SumReducer::fold
+      acc_t value[kFoldLoads];
+      for (int k = 0; k < kFoldLoads; ++k) value[k] = load(segment, row + k, column);
+      for (int k = 0; k < kFoldLoads; ++k) add(acc, value[k], row + k);
+    }
+    for (; row < hi; ++row) add(acc, load(segment, row, column), row);
     return acc;
   }
 };
