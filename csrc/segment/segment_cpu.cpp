@@ -136,9 +136,6 @@ bool finishes_inside(const Rows& rows) {
   }
 }
 
-// The segments crossing the edges of a task's rows [begin, end) (begin < end): `head` holds its
-// first row and started before it (it may also end after it: it then covers the task), `tail`
-// holds its last row, starts inside and ends after; -1 where there is none.
 // Runs the tree: rows.finish(segment, value) for every non-empty segment, at the task or the
 // level that completes it (segments above the task level are finished through `write`, the
 // per-column form). Empty segments are left to the caller. Rows::kCrossingOnly: only the segments
