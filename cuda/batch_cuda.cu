@@ -96,15 +96,6 @@ Element element_from_bytes(const std::vector<char>& bytes) {
   return value;
 }
 
-uint64_t address_bits(const void* address) { return reinterpret_cast<uintptr_t>(address); }
-
-// The sources' addresses or'ed (what their alignment allows a row mover's chunks).
-uint64_t address_bits(const std::vector<int64_t>& sources) {
-  uint64_t bits = 0;
-  for (const int64_t address : sources) bits |= static_cast<uint64_t>(address);
-  return bits;
-}
-
 // Writes every element of `padded` from the sub-tensors at L.sources (their addresses or'ed:
 // source_bits): rank-1 batches a row at a time, others an element at a time.
 void launch_scatter_to_padded(std::string_view op, const DeviceLayout& L,

@@ -131,24 +131,26 @@ __global__ void chunk_first_segment_kernel(ReductionTree tree, int64_t* out) {
   }
 }
 
-// The table chunk_first_segment_kernel fills, for reduce_chunks_kernel / map_chunks_kernel.
-at::Tensor chunk_first_segments(const ReductionTree& tree, const at::Tensor& like) {
-  at::Tensor table = at::empty({tree.nodes(0)}, like.options().dtype(at::kLong));
-  chunk_first_segment_kernel<<<cuda_grid_for(tree.nodes(0)), kCudaThreads, 0, stream()>>>(
+// `tree` with its chunk_first_segments filled on the device (held by `table`): one search per
+// chunk for all of the tree's passes (softmax runs three), not one per (chunk, column).
+ReductionTree with_chunk_table(ReductionTree tree, const at::Tensor& like, at::Tensor& table) {
+  const int64_t chunks = tree.nodes(0);
+  if (chunks == 0) return tree;
+  table = at::empty({chunks}, like.options().dtype(at::kLong));
+  chunk_first_segment_kernel<<<cuda_grid_for(chunks), kCudaThreads, 0, stream()>>>(
       tree, table.mutable_data_ptr<int64_t>());
   C10_CUDA_KERNEL_LAUNCH_CHECK();
-  return table;
+  tree.chunk_first_segments = table.const_data_ptr<int64_t>();
+  return tree;
 }
 
 template <typename Reducer, typename Load, typename Write>
-__global__ void reduce_chunks_kernel(ReductionTree tree, int64_t width,
-                                     const int64_t* first_segment, Load load, Write write,
+__global__ void reduce_chunks_kernel(ReductionTree tree, int64_t width, Load load, Write write,
                                      typename Reducer::Acc* heads, typename Reducer::Acc* tails) {
   const int64_t total = tree.nodes(0) * width;
   for (int64_t t = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; t < total;
        t += int64_t{gridDim.x} * blockDim.x) {
-    reduce_chunk<Reducer>(tree, t / width, t % width, width, first_segment, load, write, heads,
-                          tails);
+    reduce_chunk<Reducer>(tree, t / width, t % width, width, load, write, heads, tails);
   }
 }
 
@@ -185,12 +187,11 @@ __global__ void write_empty_segments_kernel(ReductionTree tree, int64_t width, W
 }
 
 template <typename Map>
-__global__ void map_chunks_kernel(ReductionTree tree, int64_t width, const int64_t* first_segment,
-                                  Map map) {
+__global__ void map_chunks_kernel(ReductionTree tree, int64_t width, Map map) {
   const int64_t total = tree.nodes(0) * width;
   for (int64_t t = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; t < total;
        t += int64_t{gridDim.x} * blockDim.x) {
-    map_chunk(tree, t / width, t % width, first_segment, map);
+    map_chunk(tree, t / width, t % width, map);
   }
 }
 
@@ -224,10 +225,8 @@ void reduce_tree(const ReductionTree& tree, int64_t width, const at::Tensor& lik
     heads = acc_buffer<Acc>(like, threads);
     tails = acc_buffer<Acc>(like, threads);
     if (launch.kind == TreeLaunch::kChunks) {
-      const at::Tensor first_segment = chunk_first_segments(tree, like);
       reduce_chunks_kernel<Reducer><<<cuda_grid_for(threads), kCudaThreads, 0, stream()>>>(
-          tree, width, first_segment.const_data_ptr<int64_t>(), load, write, heads.second,
-          tails.second);
+          tree, width, load, write, heads.second, tails.second);
     } else {
       // The children's crossing segments, once per child (not per column): no search in merges.
       const int64_t children = tree.nodes(launch.level - 1);
@@ -244,12 +243,10 @@ void reduce_tree(const ReductionTree& tree, int64_t width, const at::Tensor& lik
 }
 
 template <typename Map>
-void map_rows(const ReductionTree& tree, int64_t width, const at::Tensor& like, const Map& map) {
+void map_rows(const ReductionTree& tree, int64_t width, const Map& map) {
   const int64_t threads = tree.nodes(0) * width;
   if (threads == 0) return;
-  const at::Tensor first_segment = chunk_first_segments(tree, like);
-  map_chunks_kernel<<<cuda_grid_for(threads), kCudaThreads, 0, stream()>>>(
-      tree, width, first_segment.const_data_ptr<int64_t>(), map);
+  map_chunks_kernel<<<cuda_grid_for(threads), kCudaThreads, 0, stream()>>>(tree, width, map);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
@@ -260,10 +257,12 @@ at::Tensor sum_or_mean_cuda(const at::Tensor& data, const at::Tensor& first_idx)
   constexpr std::string_view op = kMean ? "segment_mean" : "segment_sum";
   const CudaSegments s(op, data, first_idx, SegmentDtypes::kSummable);
   at::Tensor out = at::empty(per_segment_sizes(data, s.num_segments), data.options());
+  at::Tensor table;
+  const ReductionTree tree = with_chunk_table(s.tree(), data, table);
   AT_DISPATCH_V2(data.scalar_type(), "segment_sum_cuda", AT_WRAP([&] {
                    using acc_t = sum_acc_t<scalar_t>;
                    reduce_tree<SumReducer<acc_t>>(
-                       s.tree(), s.width, data,
+                       tree, s.width, data,
                        LoadRows<scalar_t, acc_t>{s.data.const_data_ptr<scalar_t>(), s.width},
                        WriteSum<scalar_t, kMean>{out.mutable_data_ptr<scalar_t>(), s.width});
                  }),
@@ -288,10 +287,12 @@ std::tuple<at::Tensor, at::Tensor> extremum_cuda(const at::Tensor& data,
   const std::vector<int64_t> sizes = per_segment_sizes(data, s.num_segments);
   at::Tensor values = at::empty(sizes, data.options());
   at::Tensor arg = at::empty(sizes, data.options().dtype(at::kLong));
+  at::Tensor table;
+  const ReductionTree tree = with_chunk_table(s.tree(), data, table);
   AT_DISPATCH_V2(data.scalar_type(), "segment_extremum_cuda", AT_WRAP([&] {
                    using acc_t = at::opmath_type<scalar_t>;
                    reduce_tree<ExtremumReducer<acc_t, kMax>>(
-                       s.tree(), s.width, data,
+                       tree, s.width, data,
                        LoadRows<scalar_t>{s.data.const_data_ptr<scalar_t>(), s.width},
                        WriteExtremum<scalar_t>{values.mutable_data_ptr<scalar_t>(),
                                                arg.mutable_data_ptr<int64_t>(), s.width});
@@ -325,7 +326,8 @@ at::Tensor softmax_cuda(const at::Tensor& data, const at::Tensor& first_idx) {
         at::Tensor shifts = at::empty({s.num_segments, s.width}, acc_options);
         at::Tensor divisors = at::empty({s.num_segments, s.width}, acc_options);
         const scalar_t* in = s.data.const_data_ptr<scalar_t>();
-        const ReductionTree tree = s.tree();
+        at::Tensor table;
+        const ReductionTree tree = with_chunk_table(s.tree(), data, table);
         reduce_tree<ExtremumReducer<acc_t, true>>(
             tree, s.width, data, LoadRows<scalar_t>{in, s.width},
             WriteShift<acc_t>{shifts.mutable_data_ptr<acc_t>(), s.width});
@@ -333,7 +335,7 @@ at::Tensor softmax_cuda(const at::Tensor& data, const at::Tensor& first_idx) {
             tree, s.width, data,
             LoadShiftedExp<scalar_t>{in, shifts.const_data_ptr<acc_t>(), s.width},
             WriteSoftmaxDivisor<acc_t, kLog>{divisors.mutable_data_ptr<acc_t>(), s.width});
-        map_rows(tree, s.width, data,
+        map_rows(tree, s.width,
                  SoftmaxOutput<scalar_t, kLog>{in, shifts.const_data_ptr<acc_t>(),
                                                divisors.const_data_ptr<acc_t>(),
                                                out.mutable_data_ptr<scalar_t>(), s.width});
@@ -368,18 +370,19 @@ at::Tensor segment_softmax_backward_cuda(const at::Tensor& grad_output, const at
                                    output.options().dtype(c10::CppTypeToScalarType<acc_t>::value));
         const scalar_t* g = grad.const_data_ptr<scalar_t>();
         const scalar_t* y = s.data.const_data_ptr<scalar_t>();
-        const ReductionTree tree = s.tree();
+        at::Tensor table;
+        const ReductionTree tree = with_chunk_table(s.tree(), output, table);
         reduce_tree<SumReducer<acc_t>>(tree, s.width, output,
                                        LoadGradTerm<scalar_t>{g, log ? nullptr : y, s.width},
                                        WriteAcc<acc_t>{sum.mutable_data_ptr<acc_t>(), s.width});
         scalar_t* gi = grad_input.mutable_data_ptr<scalar_t>();
         if (log) {
           map_rows(
-              tree, s.width, output,
+              tree, s.width,
               SoftmaxGradInput<scalar_t, true>{g, y, sum.const_data_ptr<acc_t>(), gi, s.width});
         } else {
           map_rows(
-              tree, s.width, output,
+              tree, s.width,
               SoftmaxGradInput<scalar_t, false>{g, y, sum.const_data_ptr<acc_t>(), gi, s.width});
         }
       }),
@@ -690,8 +693,9 @@ at::Tensor segment_gather_sum(const at::Tensor& data, const at::Tensor& index,
   const at::Tensor weights = weight.defined() ? weight.contiguous() : weight;
   const int64_t runs = first_idx.numel() - 1, width = row_width(data);
   const int64_t rows = index.defined() ? index.numel() : data.size(0);
-  const ReductionTree tree =
-      ReductionTree::of(first_idx.const_data_ptr<int64_t>(), runs, rows, width);
+  at::Tensor table;
+  const ReductionTree tree = with_chunk_table(
+      ReductionTree::of(first_idx.const_data_ptr<int64_t>(), runs, rows, width), data, table);
   at::Tensor out = at::empty(per_segment_sizes(data, runs), data.options());
   AT_DISPATCH_V2(data.scalar_type(), "segment_gather_sum_cuda", AT_WRAP([&] {
                    using acc_t = sum_acc_t<scalar_t>;

@@ -81,21 +81,14 @@ at::Tensor run_indices_cuda(const at::Tensor& sorted_keys, const at::Tensor& fir
 }
 
 template <typename scalar_t, typename acc_t>
-__global__ void spgemm_numeric_kernel(int64_t n, const int64_t* __restrict__ a_first,
-                                      const int64_t* __restrict__ a_cols,
-                                      const scalar_t* __restrict__ a_values,
-                                      const int64_t* __restrict__ b_first,
-                                      const int64_t* __restrict__ b_cols,
-                                      const scalar_t* __restrict__ b_values,
-                                      const int64_t* __restrict__ c_first,
-                                      const int64_t* __restrict__ c_cols, acc_t* __restrict__ acc) {
+__global__ void spgemm_numeric_kernel(int64_t n, SpgemmRowTables<scalar_t> tables,
+                                      acc_t* __restrict__ acc) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
        i += int64_t{gridDim.x} * blockDim.x) {
-    const bool found = spgemm_row_numeric<scalar_t, acc_t>(i, a_first, a_cols, a_values, b_first,
-                                                           b_cols, b_values, c_first, c_cols, acc);
+    const bool found = spgemm_row_numeric<scalar_t, acc_t>(i, tables, acc);
     CUDA_KERNEL_ASSERT_MSG(found,
                            "torch_ragged.sparse_spgemm: internal error: a product's column "
-                           "is missing from the pattern of C's row");
+                           "is missing from C's pattern");
   }
 }
 
@@ -132,10 +125,12 @@ SpgemmResult spgemm_rows_cuda(const SpgemmOperands& s) {
         if (s.n > 0) {
           spgemm_numeric_kernel<scalar_t, acc_t>
               <<<cuda_grid_for(s.n), kCudaThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
-                  s.n, s.a_first.const_data_ptr<int64_t>(), s.a_cols.const_data_ptr<int64_t>(),
-                  s.a_values.const_data_ptr<scalar_t>(), s.b_first.const_data_ptr<int64_t>(),
-                  s.b_cols.const_data_ptr<int64_t>(), s.b_values.const_data_ptr<scalar_t>(),
-                  c_first.const_data_ptr<int64_t>(), c_cols.const_data_ptr<int64_t>(),
+                  s.n,
+                  SpgemmRowTables<scalar_t>{
+                      s.a_first.const_data_ptr<int64_t>(), s.a_cols.const_data_ptr<int64_t>(),
+                      s.a_values.const_data_ptr<scalar_t>(), s.b_first.const_data_ptr<int64_t>(),
+                      s.b_cols.const_data_ptr<int64_t>(), s.b_values.const_data_ptr<scalar_t>(),
+                      c_first.const_data_ptr<int64_t>(), c_cols.const_data_ptr<int64_t>()},
                   acc.mutable_data_ptr<acc_t>());
           C10_CUDA_KERNEL_LAUNCH_CHECK();
         }

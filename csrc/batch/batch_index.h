@@ -13,6 +13,7 @@
 #include <c10/macros/Macros.h>
 
 #include <cstdint>
+#include <vector>
 
 #include "segment/segment_index.h"  // segment_of_row
 
@@ -211,6 +212,15 @@ C10_HOST_DEVICE void pad_rank1_rows(const Block& block, const BatchTables& L, in
     };
     copy_tile_rows(lanes, tile_start, tile_rows, out, chunks, source_of, pad);
   }
+}
+
+// Addresses or'ed (host): what their alignment allows a row kernel's chunks (widest_chunk_bytes).
+inline uint64_t address_bits(const void* address) { return reinterpret_cast<uintptr_t>(address); }
+
+inline uint64_t address_bits(const std::vector<int64_t>& addresses) {
+  uint64_t bits = 0;
+  for (const int64_t address : addresses) bits |= static_cast<uint64_t>(address);
+  return bits;
 }
 
 // A chunk of `pad` elements (a chunk holds whole elements: both are powers of two, and the chunk

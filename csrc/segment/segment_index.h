@@ -101,6 +101,9 @@ struct ReductionTree {
   int64_t num_segments;
   int64_t num_rows;
   int chunk_bits;  // chunk_bits(width)
+  // Optional: the segment of each chunk's first row (chunk_first_segment), filled once for all of a
+  // tree's passes (the GPU's); null: searched where needed.
+  const int64_t* chunk_first_segments = nullptr;
 
   static ReductionTree of(const int64_t* first_idx, int64_t num_segments, int64_t num_rows,
                           int64_t width) {
@@ -140,6 +143,10 @@ struct ReductionTree {
   }
   C10_HOST_DEVICE int64_t segment_of(int64_t row) const {
     return segment_of_row(first_idx, num_segments, row);
+  }
+  C10_HOST_DEVICE int64_t first_segment_of_chunk(int64_t chunk) const {
+    return chunk_first_segments != nullptr ? chunk_first_segments[chunk]
+                                           : segment_of(begin(0, chunk));
   }
   C10_HOST_DEVICE int64_t rows_of(int64_t b) const { return first_idx[b + 1] - first_idx[b]; }
   // The segments crossing the edges of `node` at `level` (two searches).
@@ -613,7 +620,8 @@ inline std::vector<TreeLaunch> tree_launches(const ReductionTree& tree, int64_t 
 // ---- Kernel bodies (one thread each on the GPU) ----
 
 // Level 0, one chunk: the segment holding its first row, searched once per chunk (one thread per
-// chunk on the GPU) for every column's reduce_chunk / map_chunk, which would each search it.
+// chunk on the GPU) into the tree's chunk_first_segments, which every column's reduce_chunk /
+// map_chunk then reads instead of searching.
 C10_HOST_DEVICE inline void chunk_first_segment(const ReductionTree& tree, int64_t chunk,
                                                 int64_t* out) {
   out[chunk] = tree.segment_of(tree.begin(0, chunk));
@@ -621,14 +629,13 @@ C10_HOST_DEVICE inline void chunk_first_segment(const ReductionTree& tree, int64
 
 // Level 0, one (chunk, column): each segment inside the chunk is reduced and written; the head and
 // tail pieces leave their values in heads / tails (chunks x width).
-// first_segment: chunk_first_segment's table.
 template <typename Reducer, typename Load, typename Write>
 C10_HOST_DEVICE void reduce_chunk(const ReductionTree& tree, int64_t chunk, int64_t column,
-                                  int64_t width, const int64_t* first_segment, const Load& load,
-                                  const Write& write, typename Reducer::Acc* heads,
-                                  typename Reducer::Acc* tails) {
+                                  int64_t width, const Load& load, const Write& write,
+                                  typename Reducer::Acc* heads, typename Reducer::Acc* tails) {
   const int64_t begin = tree.begin(0, chunk), end = tree.end(0, chunk);
-  for (int64_t b = first_segment[chunk]; b < tree.num_segments && tree.first_idx[b] < end; ++b) {
+  for (int64_t b = tree.first_segment_of_chunk(chunk);
+       b < tree.num_segments && tree.first_idx[b] < end; ++b) {
     const int64_t seg_begin = tree.first_idx[b], seg_end = tree.first_idx[b + 1];
     const int64_t lo = seg_begin > begin ? seg_begin : begin;
     const int64_t hi = seg_end < end ? seg_end : end;
@@ -697,13 +704,12 @@ C10_HOST_DEVICE inline void node_crossing(const ReductionTree& tree, int level, 
   out[node] = tree.crossing(level, node);
 }
 
-// One (chunk, column) of a row map: map(segment, row, column) for every row of the chunk
-// (first_segment: chunk_first_segment's table).
+// One (chunk, column) of a row map: map(segment, row, column) for every row of the chunk.
 template <typename Map>
 C10_HOST_DEVICE void map_chunk(const ReductionTree& tree, int64_t chunk, int64_t column,
-                               const int64_t* first_segment, const Map& map) {
+                               const Map& map) {
   const int64_t begin = tree.begin(0, chunk), end = tree.end(0, chunk);
-  int64_t b = first_segment[chunk];
+  int64_t b = tree.first_segment_of_chunk(chunk);
   for (int64_t row = begin; row < end; ++row) {
     while (tree.first_idx[b + 1] <= row) ++b;  // empty segments hold no row
     map(b, row, column);

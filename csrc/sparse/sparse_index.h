@@ -104,6 +104,20 @@ C10_HOST_DEVICE inline acc_t spgemm_product(scalar_t a, scalar_t b) {
       static_cast<scalar_t>(product(static_cast<acc_t>(a), static_cast<acc_t>(b))));
 }
 
+// The device tables of C = A @ B's numeric step (SpgemmOperands' pointers): A and B as CSR (row
+// offsets, columns, values) and C's pattern (row offsets, columns sorted within each row).
+template <typename scalar_t>
+struct SpgemmRowTables {
+  const int64_t* a_first;
+  const int64_t* a_cols;
+  const scalar_t* a_values;
+  const int64_t* b_first;
+  const int64_t* b_cols;
+  const scalar_t* b_values;
+  const int64_t* c_first;
+  const int64_t* c_cols;
+};
+
 // Row i of C with C's pattern known (c_cols sorted within each row, holding every column row i can
 // reach): acc[p] for each entry p of row i is 0 + the products a_il * b_lj of its column j, added
 // in ascending l (A's row order), then j. The CPU kernel's accumulator adds in the same order from
@@ -111,11 +125,9 @@ C10_HOST_DEVICE inline acc_t spgemm_product(scalar_t a, scalar_t b) {
 // false when some column is missing from the pattern (its products are dropped, never written
 // past the row: the symbolic step and this one disagree, which the GPU shell asserts against).
 template <typename scalar_t, typename acc_t>
-C10_HOST_DEVICE inline bool spgemm_row_numeric(int64_t i, const int64_t* a_first,
-                                               const int64_t* a_cols, const scalar_t* a_values,
-                                               const int64_t* b_first, const int64_t* b_cols,
-                                               const scalar_t* b_values, const int64_t* c_first,
-                                               const int64_t* c_cols, acc_t* acc) {
+C10_HOST_DEVICE inline bool spgemm_row_numeric(int64_t i, const SpgemmRowTables<scalar_t>& op,
+                                               acc_t* acc) {
+  const auto [a_first, a_cols, a_values, b_first, b_cols, b_values, c_first, c_cols] = op;
   const int64_t c_begin = c_first[i], c_end = c_first[i + 1];
   for (int64_t p = c_begin; p < c_end; ++p) acc[p] = acc_t(0);
   bool every_column_found = true;

@@ -146,14 +146,6 @@ TEST(BatchEmulation, BodiesMatchTheCpuKernels) {
 
 // ---- Rank-1 batches on the row kernels (block_emulator.h), as the CUDA shells launch them ----
 
-uint64_t address_bits(const void* address) { return reinterpret_cast<uintptr_t>(address); }
-
-uint64_t address_bits(const std::vector<int64_t>& addresses) {
-  uint64_t bits = 0;
-  for (const int64_t a : addresses) bits |= static_cast<uint64_t>(a);
-  return bits;
-}
-
 // launch_scatter_to_padded's row path: pad_rank1_rows over tiles of `threads` padded rows.
 at::Tensor emulated_rank1_padded(const Tables& t, int64_t max_len, const at::Tensor& pad_element,
                                  uint64_t source_bits, int threads, LaunchReport& report) {

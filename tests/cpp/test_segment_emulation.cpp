@@ -17,12 +17,13 @@
 namespace torch_ragged::testing {
 namespace {
 
-// chunk_first_segment_kernel's table (segment_cuda.cu: chunk_first_segments).
-inline std::vector<int64_t> emulated_chunk_first_segments(const ReductionTree& tree) {
-  std::vector<int64_t> table(tree.nodes(0), -1);
+// segment_cuda.cu's with_chunk_table: `tree` with chunk_first_segment_kernel's table (in `table`).
+inline ReductionTree emulated_with_chunk_table(ReductionTree tree, std::vector<int64_t>& table) {
+  table.assign(tree.nodes(0), -1);
   emulate_launch(tree.nodes(0),
                  [&](int64_t chunk) { chunk_first_segment(tree, chunk, table.data()); });
-  return table;
+  tree.chunk_first_segments = table.data();
+  return tree;
 }
 
 // The CUDA host code of segment_cuda.cu's reduce_tree, with the launches emulated.
@@ -43,10 +44,11 @@ void emulated_reduce_tree(const ReductionTree& tree, int64_t width, const Load& 
     heads.assign(launch.threads, Reducer::identity());
     tails.assign(launch.threads, Reducer::identity());
     if (launch.kind == TreeLaunch::kChunks) {
-      const std::vector<int64_t> first_segment = emulated_chunk_first_segments(tree);
+      std::vector<int64_t> table;
+      const ReductionTree with_table = emulated_with_chunk_table(tree, table);
       emulate_launch(launch.threads, [&](int64_t t) {
-        reduce_chunk<Reducer>(tree, t / width, t % width, width, first_segment.data(), load, write,
-                              heads.data(), tails.data());
+        reduce_chunk<Reducer>(with_table, t / width, t % width, width, load, write, heads.data(),
+                              tails.data());
       });
     } else {
       std::vector<CrossingSegments> crossing(tree.nodes(launch.level - 1));
@@ -64,10 +66,10 @@ void emulated_reduce_tree(const ReductionTree& tree, int64_t width, const Load& 
 
 template <typename Map>
 void emulated_map_rows(const ReductionTree& tree, int64_t width, const Map& map) {
-  const std::vector<int64_t> first_segment = emulated_chunk_first_segments(tree);
-  emulate_launch(tree.nodes(0) * width, [&](int64_t t) {
-    map_chunk(tree, t / width, t % width, first_segment.data(), map);
-  });
+  std::vector<int64_t> table;
+  const ReductionTree with_table = emulated_with_chunk_table(tree, table);
+  emulate_launch(tree.nodes(0) * width,
+                 [&](int64_t t) { map_chunk(with_table, t / width, t % width, map); });
 }
 
 struct Case {

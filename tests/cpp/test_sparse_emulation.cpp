@@ -171,12 +171,13 @@ void check_spgemm_matches_the_cpu(at::ScalarType dtype, uint64_t seed) {
   const at::Tensor c_first = row_offsets(rows, n);
   const at::Tensor c_cols = pattern[1].contiguous();
   std::vector<acc_t> acc(c_cols.size(0));
+  const SpgemmRowTables<scalar_t> operands{
+      a_first.const_data_ptr<int64_t>(),   a_cols.const_data_ptr<int64_t>(),
+      a_values.const_data_ptr<scalar_t>(), b_first.const_data_ptr<int64_t>(),
+      b_cols.const_data_ptr<int64_t>(),    b_values.const_data_ptr<scalar_t>(),
+      c_first.const_data_ptr<int64_t>(),   c_cols.const_data_ptr<int64_t>()};
   emulate_launch(n, [&](int64_t i) {
-    EXPECT_TRUE((spgemm_row_numeric<scalar_t, acc_t>(
-        i, a_first.const_data_ptr<int64_t>(), a_cols.const_data_ptr<int64_t>(),
-        a_values.const_data_ptr<scalar_t>(), b_first.const_data_ptr<int64_t>(),
-        b_cols.const_data_ptr<int64_t>(), b_values.const_data_ptr<scalar_t>(),
-        c_first.const_data_ptr<int64_t>(), c_cols.const_data_ptr<int64_t>(), acc.data())));
+    EXPECT_TRUE((spgemm_row_numeric<scalar_t, acc_t>(i, operands, acc.data())));
   });
   std::vector<scalar_t> device_values(acc.begin(), acc.end());
   const at::Tensor emulated =
@@ -194,9 +195,10 @@ TEST(SparseEmulation, SpgemmNumericReportsAColumnMissingFromThePattern) {
   const std::vector<double> a_values{1, 1}, b_values{2, 3, 4};
   const std::vector<int64_t> c_first{0, 2}, c_cols{0, 1, 99};
   std::vector<double> acc{-1, -1, -7};
-  EXPECT_FALSE((spgemm_row_numeric<double, double>(
-      0, a_first.data(), a_cols.data(), a_values.data(), b_first.data(), b_cols.data(),
-      b_values.data(), c_first.data(), c_cols.data(), acc.data())));
+  const SpgemmRowTables<double> operands{a_first.data(), a_cols.data(), a_values.data(),
+                                         b_first.data(), b_cols.data(), b_values.data(),
+                                         c_first.data(), c_cols.data()};
+  EXPECT_FALSE((spgemm_row_numeric<double, double>(0, operands, acc.data())));
   EXPECT_EQ(acc, (std::vector<double>{3, 2, -7}));  // the found columns summed, the sentinel kept
 }
 
