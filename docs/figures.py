@@ -22,6 +22,14 @@ COLOURS = ["#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3"]
 PADDING = "#d9d9d9"
 
 
+def _save(fig, path: str) -> None:
+    """Writes the figure beside `path`, then renames it there: a reader (the docs build and the figures test may
+    run at once) never sees a half-written PNG."""
+    partial = f"{path}.{os.getpid()}.partial"
+    fig.savefig(partial, dpi=110, metadata={"Software": None}, format="png")
+    os.replace(partial, path)
+
+
 def _grid(ax, member_of, labels, title):
     """Cells (rows x columns): member_of[r][c] is the member index, or -1 for padding."""
     from matplotlib.patches import Rectangle
@@ -65,7 +73,7 @@ def packed_padded(path: str) -> None:
               [["pad" if v < 0 else f"{int(v)}" for v in line] for line in values],
               f"packed_to_padded, {side} (3, 3, 1)")
     fig.tight_layout()
-    fig.savefig(path, dpi=110, metadata={"Software": None})
+    _save(fig, path)
     plt.close(fig)
 
 
@@ -96,7 +104,7 @@ def scatter(path: str) -> None:
     ax.axis("off")
     ax.set_title(f"scatter(src, index, dim_size=5) = {out.tolist()}", fontsize=10)
     fig.tight_layout()
-    fig.savefig(path, dpi=110, metadata={"Software": None})
+    _save(fig, path)
     plt.close(fig)
 
 
@@ -123,7 +131,7 @@ def pad_modes(path: str) -> None:
     ax.axis("off")
     ax.set_title(f"torch_ragged.pad({signal.tolist()}, {width}, mode): the input (blue) and its padding", fontsize=10)
     fig.tight_layout()
-    fig.savefig(path, dpi=110, metadata={"Software": None})
+    _save(fig, path)
     plt.close(fig)
 
 
