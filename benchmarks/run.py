@@ -1,8 +1,8 @@
 """Runs a family's benchmarks and prints a ratio table (baseline time / ours; > 1 means faster).
 
-    python benchmarks/run.py --family batch|container|distributed|latency|pad|segment|sparse|tiles \
+    python benchmarks/run.py --family batch|census|container|distributed|latency|pad|segment|sparse|tiles \
         [--device cpu|cuda] \
-        [--json out.json [--plot]] [--quick]
+        [--json out.json [--plot]] [--quick] [--only SUBSTRING] [--sizes tiny,medium,large]
 
 Ratios, not absolute times, are the result: the machines are shared and noisy, but every row's baseline,
 ours and memcpy are timed in the same run. "% memcpy" compares our bandwidth (bytes read + written)
@@ -23,7 +23,7 @@ import torch  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-FAMILIES = ("batch", "container", "distributed", "latency", "pad", "segment", "sparse", "tiles")
+FAMILIES = ("batch", "census", "container", "distributed", "latency", "pad", "segment", "sparse", "tiles")
 
 
 def print_table(rows, floor_note=True):
@@ -53,6 +53,8 @@ def main():
     parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
     parser.add_argument("--json", help="also write the rows to this JSON file")
     parser.add_argument("--quick", action="store_true", help="short timing runs (smoke test)")
+    parser.add_argument("--only", help="census: only the ops whose name contains this")
+    parser.add_argument("--sizes", default="tiny,medium,large", help="census: sizes to run (comma-separated)")
     parser.add_argument("--plot", action="store_true", help="also draw the JSON rows as docs/img/<json name>.png")
     args = parser.parse_args()
     if args.plot and not args.json:
@@ -89,6 +91,11 @@ def main():
 
         rows = bench_distributed.run_all(args.device, min_run_time)
         print_table(rows, floor_note=False)
+    elif args.family == "census":  # every public op at three sizes
+        import bench_census
+
+        rows = bench_census.run_all(args.device, min_run_time, args.only, tuple(args.sizes.split(",")))
+        bench_census.print_table(rows)
     elif args.family == "latency":  # per-call cost on tiny inputs, one thread
         import bench_latency
 
