@@ -10,6 +10,9 @@
 
 #include "segment/scatter.h"
 
+#include <ATen/Dispatch_v2.h>
+#include <ATen/Parallel.h>
+#include <c10/util/accumulate.h>
 #include <torch/autograd.h>
 #include <torch/library.h>
 #include <torch_ragged/segment.h>
@@ -24,6 +27,8 @@
 #include "common/checks.h"
 #include "common/missing_kernels.h"
 #include "common/op_handle.h"
+#include "segment/segment_args.h"
+#include "segment/segment_index.h"
 #include "segment/segment_ops.h"
 
 namespace torch_ragged {
@@ -81,10 +86,14 @@ int64_t checked_dim(std::string_view op, const at::Tensor& src, const at::Tensor
 
 // The smallest and largest key (n > 0): a loop on the CPU, one read of both on a GPU.
 std::pair<int64_t, int64_t> key_range(const at::Tensor& keys) {
-  if (keys.is_cpu()) {
+  if (keys.is_cpu()) {  // a plain loop vectorises (std::minmax_element does not)
     const int64_t* k = keys.const_data_ptr<int64_t>();
-    const auto [lo, hi] = std::minmax_element(k, k + keys.numel());
-    return {*lo, *hi};
+    int64_t lo = k[0], hi = k[0];
+    for (int64_t i = 1; i < keys.numel(); ++i) {
+      lo = std::min(lo, k[i]);
+      hi = std::max(hi, k[i]);
+    }
+    return {lo, hi};
   }
   const auto [lo, hi] = at::aminmax(keys);
   const at::Tensor both = at::stack({lo, hi}).cpu();
@@ -98,24 +107,35 @@ struct Groups {
   int64_t dim_size = 0;
 };
 
+// One int64 key per row of src along dim, each checked to lie in [0, dim_size), and dim_size
+// (given, or the largest key + 1).
+std::pair<at::Tensor, int64_t> checked_keys(std::string_view op, const at::Tensor& src,
+                                            const at::Tensor& index, int64_t dim,
+                                            const OptionalSize& dim_size) {
+  int64_t size = 0;
+  if (dim_size.has_value()) {
+    size = dim_size->expect_int();
+    TORCH_CHECK_VALUE(size >= 0, "torch_ragged.", op, ": dim_size must be a non-negative int, got ",
+                      size);
+  }
+  at::Tensor keys =
+      one_index_per_row(op, src, index, dim, /*check_rows_agree=*/true).to(at::kLong).contiguous();
+  if (keys.numel() > 0) {
+    const auto [lo, hi] = key_range(keys);
+    TORCH_CHECK_VALUE(lo >= 0, "torch_ragged.", op, ": index must be non-negative, got ", lo);
+    if (!dim_size.has_value()) size = hi + 1;
+    TORCH_CHECK_VALUE(hi < size, "torch_ragged.", op, ": index holds ", hi,
+                      ", out of range for dim_size ", size);
+  }
+  return {keys, size};
+}
+
 Groups group_rows(std::string_view op, const GroupingBackend& backend, const at::Tensor& src,
                   const at::Tensor& index, int64_t dim, const OptionalSize& dim_size) {
   Groups groups;
-  if (dim_size.has_value()) {
-    groups.dim_size = dim_size->expect_int();
-    TORCH_CHECK_VALUE(groups.dim_size >= 0, "torch_ragged.", op,
-                      ": dim_size must be a non-negative int, got ", groups.dim_size);
-  }
-  const at::Tensor keys =
-      one_index_per_row(op, src, index, dim, /*check_rows_agree=*/true).to(at::kLong).contiguous();
+  const auto [keys, size] = checked_keys(op, src, index, dim, dim_size);
+  groups.dim_size = size;
   const int64_t rows = keys.numel();
-  if (rows > 0) {
-    const auto [lo, hi] = key_range(keys);
-    TORCH_CHECK_VALUE(lo >= 0, "torch_ragged.", op, ": index must be non-negative, got ", lo);
-    if (!dim_size.has_value()) groups.dim_size = hi + 1;
-    TORCH_CHECK_VALUE(hi < groups.dim_size, "torch_ragged.", op, ": index holds ", hi,
-                      ", out of range for dim_size ", groups.dim_size);
-  }
   if (rows == 0) {
     groups.positions = keys;
     groups.first_idx = at::zeros({1}, keys.options());
@@ -220,7 +240,8 @@ at::Tensor scatter_with(const GroupingBackend& backend, const at::Tensor& src,
                     reduce, "'");
   if (is_extremum(reduce)) {
     return std::get<0>(as_op(op, [&] {
-      return scatter_extremum_with(backend, reduce == "max", src, index, dim, dim_size);
+      return scatter_extremum_with(backend, reduce == "max", src, index, dim, dim_size,
+                                   /*with_arg=*/false);
     }));
   }
   const int64_t d = checked_dim(op, src, index, dim);
@@ -231,9 +252,21 @@ at::Tensor scatter_with(const GroupingBackend& backend, const at::Tensor& src,
 std::tuple<at::Tensor, at::Tensor> scatter_extremum_with(const GroupingBackend& backend,
                                                          bool is_max, const at::Tensor& src,
                                                          const at::Tensor& index, int64_t dim,
-                                                         const OptionalSize& dim_size) {
+                                                         const OptionalSize& dim_size,
+                                                         bool with_arg) {
   const std::string_view op = is_max ? "scatter_max" : "scatter_min";
   const int64_t d = checked_dim(op, src, index, dim);
+  if (backend.extremum_by_keys != nullptr) {
+    const auto [keys, size] = checked_keys(op, src, index, d, dim_size);
+    const at::Tensor rows = dim_first(src, d).contiguous();
+    const int64_t width = c10::multiply_integers(rows.sizes().begin() + 1, rows.sizes().end());
+    auto [values, arg] = backend.extremum_by_keys(op, is_max, rows.view({rows.size(0), width}),
+                                                  keys, size, with_arg);
+    std::vector<int64_t> first_sizes(rows.sizes().begin(), rows.sizes().end());
+    first_sizes[0] = size;  // (dim_size, the other dims in order): dim moved back below
+    return {dim_back(values.view(first_sizes), d).contiguous(),
+            with_arg ? dim_back(arg.view(first_sizes), d).contiguous() : arg};
+  }
   const Groups groups = group_rows(op, backend, src, index, d, dim_size);
   const at::Tensor rows = dim_first(src, d);
   const std::vector<int64_t> out_sizes = scattered_sizes(src, d, groups.dim_size);
@@ -257,7 +290,93 @@ std::tuple<at::Tensor, at::Tensor> scatter_extremum_with(const GroupingBackend& 
 
 namespace {
 
-const GroupingBackend kCpuGrouping{&cpu::sort_keys, &cpu::run_offsets, &cpu::segment_gather_sum};
+// best = the better of best and x, element by element (ExtremumReducer::beats spelled without
+// branches: a data-dependent branch mispredicts on about a third of the elements of short groups),
+// with the row of each best when kArg.
+template <typename scalar_t, bool kMax, bool kArg>
+inline void fold_row(const scalar_t* __restrict x, scalar_t* __restrict best,
+                     int64_t* __restrict best_row, int64_t row, int64_t width) {
+  using acc_t = at::opmath_type<scalar_t>;
+  for (int64_t c = 0; c < width; ++c) {
+    const acc_t v = static_cast<acc_t>(x[c]), b = static_cast<acc_t>(best[c]);
+    const bool better = kMax ? v > b : v < b;
+    const bool first_nan = at::_isnan(v) & !at::_isnan(b);
+    const bool take = better | first_nan;
+    best[c] = take ? x[c] : best[c];
+    if constexpr (kArg) {  // a mask, not a select: mixed 4- / 8-byte selects do not vectorise
+      const int64_t mask = -static_cast<int64_t>(take);
+      best_row[c] = (row & mask) | (best_row[c] & ~mask);
+    }
+  }
+}
+
+// Rows in order, each compared into its position (ExtremumReducer::beats, the segment core's rule:
+// the earlier row keeps a tie, the first NaN wins). A position's first row is copied whole (no
+// per-element "empty yet?" test); `arg` is written only when asked for (scatter(reduce="max") has
+// none). Threads split the positions; each reads every key and only its positions' rows, so the
+// result does not depend on the thread count.
+template <typename scalar_t, bool kMax>
+void extremum_rows_in_order(const scalar_t* src, const int64_t* keys, int64_t rows, int64_t width,
+                            int64_t dim_size, scalar_t* out, int64_t* arg) {
+  std::vector<uint8_t> reached_flags(dim_size, 0);
+  uint8_t* const reached = reached_flags.data();
+  const int64_t threads = rows * width < (int64_t{1} << 15) ? 1 : at::get_num_threads();
+  at::parallel_for(0, dim_size, (dim_size + threads - 1) / threads, [=](int64_t lo, int64_t hi) {
+    // captured by value: the stores through out / arg cannot alias the loop's own state
+    for (int64_t row = 0; row < rows; ++row) {
+      const int64_t position = keys[row];
+      if (position < lo || position >= hi) continue;
+      const scalar_t* x = src + row * width;
+      scalar_t* best = out + position * width;
+      int64_t* best_row = arg == nullptr ? nullptr : arg + position * width;
+      if (!reached[position]) {
+        reached[position] = 1;
+        std::copy(x, x + width, best);
+        if (best_row != nullptr) std::fill(best_row, best_row + width, row);
+        continue;
+      }
+      if (best_row == nullptr) {
+        fold_row<scalar_t, kMax, false>(x, best, nullptr, row, width);
+      } else {
+        fold_row<scalar_t, kMax, true>(x, best, best_row, row, width);
+      }
+    }
+    for (int64_t position = lo; position < hi; ++position) {  // positions no row reaches: 0
+      if (!reached[position])
+        std::fill(out + position * width, out + (position + 1) * width, scalar_t(0));
+    }
+  });
+}
+
+std::tuple<at::Tensor, at::Tensor> extremum_by_keys_cpu(std::string_view op, bool is_max,
+                                                        const at::Tensor& rows,
+                                                        const at::Tensor& keys, int64_t dim_size,
+                                                        bool with_arg) {
+  TORCH_CHECK_TYPE(has_kernels_for(SegmentDtypes::kOrdered, rows.scalar_type()), "torch_ragged.",
+                   op,
+                   ": src must have a real dtype (bool, integer, float, double, half or "
+                   "bfloat16), got ",
+                   rows.scalar_type());
+  const int64_t count = rows.size(0), width = rows.size(1);
+  at::Tensor out = empty_output(op, "the output", {dim_size, width}, rows.options());
+  at::Tensor arg;
+  if (with_arg) {  // positions no row reaches keep src.size(dim), as torch_scatter's
+    arg = empty_output(op, "arg", {dim_size, width}, rows.options().dtype(at::kLong)).fill_(count);
+  }
+  AT_DISPATCH_V2(rows.scalar_type(), "scatter_extremum_cpu", AT_WRAP([&] {
+                   const auto run = is_max ? &extremum_rows_in_order<scalar_t, true>
+                                           : &extremum_rows_in_order<scalar_t, false>;
+                   run(rows.const_data_ptr<scalar_t>(), keys.const_data_ptr<int64_t>(), count,
+                       width, dim_size, out.mutable_data_ptr<scalar_t>(),
+                       with_arg ? arg.mutable_data_ptr<int64_t>() : nullptr);
+                 }),
+                 AT_EXPAND(AT_ALL_TYPES), AT_EXPAND(AT_BAREBONES_UNSIGNED_TYPES), at::kBool,
+                 at::kHalf, at::kBFloat16);
+  return {out, arg};
+}
+
+const GroupingBackend kCpuGrouping{&cpu::sort_keys, &cpu::run_offsets, &cpu::segment_gather_sum,
+                                   &extremum_by_keys_cpu};
 
 at::Tensor scatter_cpu(const at::Tensor& src, const at::Tensor& index, int64_t dim,
                        OptionalSize dim_size, c10::string_view reduce) {

@@ -22,15 +22,26 @@ struct GroupingBackend {
   at::Tensor (*run_offsets)(const at::Tensor& sorted_keys);
   at::Tensor (*segment_gather_sum)(const at::Tensor& data, const at::Tensor& index,
                                    const at::Tensor& weight, const at::Tensor& first_idx);
+  // Optional: max / min of rows (rows, width) by keys (rows,) in [0, dim_size) without grouping
+  // them first -> (values, arg), both (dim_size, width); arg = rows where no row reaches, undefined
+  // unless with_arg. Max and
+  // min are exact, so any pass that keeps the earlier row on a tie and the first NaN gives the
+  // grouped route's values and args. Null: the grouped route.
+  std::tuple<at::Tensor, at::Tensor> (*extremum_by_keys)(std::string_view op, bool is_max,
+                                                         const at::Tensor& rows,
+                                                         const at::Tensor& keys, int64_t dim_size,
+                                                         bool with_arg) = nullptr;
 };
 
 // The kernels of the scatter / scatter_max / scatter_min ops (schemas in scatter.cpp).
 at::Tensor scatter_with(const GroupingBackend& backend, const at::Tensor& src,
                         const at::Tensor& index, int64_t dim,
                         const std::optional<c10::SymInt>& dim_size, std::string_view reduce);
-std::tuple<at::Tensor, at::Tensor> scatter_extremum_with(
-    const GroupingBackend& backend, bool is_max, const at::Tensor& src, const at::Tensor& index,
-    int64_t dim, const std::optional<c10::SymInt>& dim_size);
+std::tuple<at::Tensor, at::Tensor> scatter_extremum_with(const GroupingBackend& backend,
+                                                         bool is_max, const at::Tensor& src,
+                                                         const at::Tensor& index, int64_t dim,
+                                                         const std::optional<c10::SymInt>& dim_size,
+                                                         bool with_arg = true);
 
 // The index as one int64 entry per row of src along dim (src.size(dim),): a 1-D index as given,
 // or an index broadcast to src (torch_scatter's broadcast: a 1-D index lines up with dim, one of

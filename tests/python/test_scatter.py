@@ -69,6 +69,47 @@ def test_ties_give_the_first_row_and_empty_positions_give_the_size():
     assert values.tolist() == [5.0, 0.0, 1.0, 0.0] and arg.tolist() == [1, 4, 3, 4]
 
 
+@pytest.mark.parametrize("device", DEVICES)
+def test_the_first_nan_wins_as_torch_propagates_it(device):
+    src = torch.tensor([[1.0, 2.0], [math.nan, 7.0], [9.0, math.nan], [math.nan, math.nan], [3.0, 4.0]])
+    index = torch.tensor([0, 0, 0, 0, 1])
+    for extremum, torch_reduce in ((torch_ragged.scatter_max, "amax"), (torch_ragged.scatter_min, "amin")):
+        values, arg = extremum(src.to(device), index.to(device), dim=0, dim_size=3)
+        theirs = torch.zeros(3, 2).scatter_reduce(0, index.view(-1, 1).expand(5, 2), src, torch_reduce,
+                                                  include_self=False)
+        torch.testing.assert_close(values.cpu(), theirs, equal_nan=True)
+        assert arg.cpu().tolist() == [[1, 2], [4, 4], [5, 5]]
+
+
+@pytest.mark.parametrize("reduce", ["max", "min"])
+def test_extrema_of_many_rows_on_every_thread_count_match_a_sorted_reference(reduce):
+    """Past the size where the CPU splits positions between threads: against an independent reference (a
+    stable sort by position, then each position's first extremum), with repeated values so that ties occur."""
+    g = torch.Generator().manual_seed(8)
+    src = torch.randint(0, 50, (60_000, 3), generator=g).float()
+    index = torch.randint(0, 700, (60_000,), generator=g)
+    order = torch.sort(index, stable=True).indices
+    expected_values = torch.zeros(703, 3)
+    expected_arg = torch.full((703, 3), 60_000)
+    starts = torch.cumsum(torch.unique_consecutive(index[order], return_counts=True)[1], 0)
+    runs = torch.tensor_split(order, starts[:-1])
+    for rows in runs:
+        position = int(index[rows[0]])
+        block = src[rows]
+        best = block.amax(0) if reduce == "max" else block.amin(0)
+        expected_values[position] = best
+        expected_arg[position] = rows[(block == best).int().argmax(0)]  # the earliest row holding it
+    extremum = torch_ragged.scatter_max if reduce == "max" else torch_ragged.scatter_min
+    threads = torch.get_num_threads()
+    try:
+        for count in (1, 2, 3):
+            torch.set_num_threads(count)
+            values, arg = extremum(src, index, dim=0, dim_size=703)
+            assert torch.equal(values, expected_values) and torch.equal(arg, expected_arg), count
+    finally:
+        torch.set_num_threads(threads)
+
+
 def test_sums_at_large_magnitudes_against_torch():
     g = torch.Generator().manual_seed(3)
     for scale in (1e4, 1e7):
