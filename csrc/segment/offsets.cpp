@@ -11,16 +11,46 @@
 
 namespace torch_ragged {
 
-std::vector<int64_t> offsets_from_counts(std::string_view op, std::string_view arg,
-                                         const int64_t* counts, int64_t n) {
-  std::vector<int64_t> offsets(n + 1, 0);
+namespace {
+
+// offsets[0] = 0, offsets[i + 1] = counts[0] + ... + counts[i]. The loop only scans (no branch: it
+// runs at cumsum's speed) and records whether a count was negative or a sum overflowed; only then
+// does a second pass find the first bad index for the error.
+void scan_counts(std::string_view op, std::string_view arg, const int64_t* counts, int64_t n,
+                 int64_t* offsets) {
+  offsets[0] = 0;
+  int64_t total = 0;
+  bool bad = false;
+  for (int64_t i = 0; i < n; ++i) {
+    bad |= counts[i] < 0;
+    bad |= __builtin_add_overflow(total, counts[i], &total);
+    offsets[i + 1] = total;
+  }
+  if (!bad) return;
+  total = 0;
   for (int64_t i = 0; i < n; ++i) {
     TORCH_CHECK_VALUE(counts[i] >= 0, "torch_ragged.", op, ": ", arg, " must be non-negative, got ",
                       counts[i], " at index ", i);
-    TORCH_CHECK_VALUE(!c10::add_overflows(offsets[i], counts[i], &offsets[i + 1]), "torch_ragged.",
-                      op, ": ", arg, " adds up to more than 2^63 - 1 rows (overflow at index ", i,
-                      ")");
+    TORCH_CHECK_VALUE(!c10::add_overflows(total, counts[i], &total), "torch_ragged.", op, ": ", arg,
+                      " adds up to more than 2^63 - 1 rows (overflow at index ", i, ")");
   }
+}
+
+}  // namespace
+
+std::vector<int64_t> offsets_from_counts(std::string_view op, std::string_view arg,
+                                         const int64_t* counts, int64_t n) {
+  std::vector<int64_t> offsets(n + 1);
+  scan_counts(op, arg, counts, n, offsets.data());
+  return offsets;
+}
+
+at::Tensor offsets_tensor_from_counts(std::string_view op, std::string_view arg,
+                                      const at::Tensor& counts) {
+  const at::Tensor host = index_tensor_on_host(op, arg, counts, 1);
+  at::Tensor offsets = at::empty({host.numel() + 1}, host.options());
+  scan_counts(op, arg, host.const_data_ptr<int64_t>(), host.numel(),
+              offsets.mutable_data_ptr<int64_t>());
   return offsets;
 }
 

@@ -21,6 +21,10 @@ std::vector<int64_t> offsets_from_counts(std::string_view op, std::string_view a
 std::vector<int64_t> offsets_from_counts(std::string_view op, std::string_view arg,
                                          const at::Tensor& counts);
 
+// The same as a (n + 1,) int64 CPU tensor, written in place (no vector copied into a tensor).
+at::Tensor offsets_tensor_from_counts(std::string_view op, std::string_view arg,
+                                      const at::Tensor& counts);
+
 // first_idx read on the host and checked: 1-D integer with >= 1 entries, starting at 0,
 // non-decreasing, and ending at num_rows when given (the data's rows, or a
 // caller's num_rows argument). ValueError / TypeError naming op.

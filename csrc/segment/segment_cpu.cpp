@@ -1407,8 +1407,7 @@ std::tuple<at::Tensor, at::Tensor> ragged_index_select_cpu(const at::Tensor& val
 at::Tensor get_first_idx_cpu(const at::Tensor& numel_per_tensor, bool validate) {
   // The scan checks as it goes; on the CPU that costs nothing, so validate=False changes nothing.
   (void)validate;
-  return at::tensor(offsets_from_counts("get_first_idx", "numel_per_tensor", numel_per_tensor),
-                    at::kLong);
+  return offsets_tensor_from_counts("get_first_idx", "numel_per_tensor", numel_per_tensor);
 }
 
 }  // namespace
