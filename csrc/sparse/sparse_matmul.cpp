@@ -19,6 +19,7 @@
 #include "common/op_handle.h"
 #include "segment/offsets.h"
 #include "segment/segment_ops.h"
+#include "segment/sort.h"
 #include "sparse/coalesce.h"
 #include "sparse/sparse_args.h"
 #include "sparse/sparse_ops.h"
@@ -58,11 +59,22 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> sparse_mm_plan_impl(
                                    .index_add(0, keys, at::ones_like(keys));
     return ops::get_first_idx(per_key, /*validate=*/false);
   };
-  const at::Tensor col_order = std::get<1>(at::sort(cols, /*stable=*/true, 0, false));
+  at::Tensor col_order, col_first_idx;
+  if (std::optional<KeyGroups> by_column =
+          cols.is_cpu() ? cpu::group_small_keys(cols, sizes[1]) : std::nullopt) {
+    // one stable counting pass: the column order and the CSC offsets together (a sort costs ~10x)
+    col_order = std::move(by_column->permutation);
+    col_first_idx = std::move(by_column->first_idx);
+  } else {
+    col_order = std::get<1>(at::sort(cols, /*stable=*/true, 0, false));
+    col_first_idx = checked_offsets(cols, sizes[1]);
+  }
   const at::Tensor row_order =
       at::index_copy(at::empty_like(col_order), 0, col_order,
                      at::arange(c10::Scalar(col_order.sym_size(0)), col_order.options()));
-  return {checked_offsets(rows, sizes[0]), checked_offsets(cols, sizes[1]), col_order, row_order};
+  std::optional<at::Tensor> row_first_idx = offsets_of_sorted_ids(rows, sizes[0]);
+  return {row_first_idx.has_value() ? *row_first_idx : checked_offsets(rows, sizes[0]),
+          col_first_idx, col_order, row_order};
 }
 
 // The CSR (transpose = false) or CSC (true) view of S: the gathered index, the weights and the

@@ -933,7 +933,12 @@ def cat(tensors, dim: int = 0) -> torch.Tensor:
             x_values = torch.nn.functional.pad(x_values, pad)
         indices.append(x_indices)
         values.append(x_values)
-    indices, values, _, _ = _ops.sparse_coalesce(torch.cat(indices, 1), torch.cat(values), shape, return_order=False)
+    indices, values = torch.cat(indices, 1), torch.cat(values)
+    if dim == 0 < sparse_dim and all(x.is_coalesced() for x in tensors):
+        # each part's keys rise and every key of a later part is above them (its dim-0 indices are offset past
+        # the earlier parts'): the concatenation is already coalesced, no sort needed
+        return _sparse(indices, values, shape, True)
+    indices, values, _, _ = _ops.sparse_coalesce(indices, values, shape, return_order=False)
     return _sparse(indices, values, shape, True)
 
 

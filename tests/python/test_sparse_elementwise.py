@@ -86,6 +86,11 @@ def test_cat_matches_torch(device):
     parts = [random_sparse((3, 5, 2), 2, 6, seed=11).to(device), random_sparse((4, 5, 2), 2, 7, seed=12).to(device),
              random_sparse((1, 5, 2), 2, 2, seed=13).to(device)]
     same_sparse(S.cat(parts, 0), torch.cat(parts, 0))
+    # coalesced parts along dim 0 are joined without a sort; one uncoalesced part takes the sort again
+    coalesced = [p.coalesce() for p in parts]
+    same_sparse(S.cat(coalesced, 0), torch.cat(coalesced, 0))
+    same_sparse(S.cat([coalesced[0], parts[1], coalesced[2]], 0), torch.cat(parts, 0))
+    same_sparse(S.stack(coalesced[:1] * 3, 0), torch.stack(coalesced[:1] * 3, 0))
     wide = [random_sparse((3, 2), 2, 4, seed=14).to(device), random_sparse((3, 5), 2, 6, seed=15).to(device)]
     same_sparse(S.cat(wide, -1), torch.cat(wide, 1))
 
