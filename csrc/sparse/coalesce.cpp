@@ -17,15 +17,10 @@ at::Tensor sum_runs(const CoalesceBackend& backend, const at::Tensor& values,
   return backend.segment_gather_sum(values, permutation, {}, first_idx);
 }
 
-// indices[:, columns], one contiguous row at a time (index_select along dim 1 of a (d, nnz) tensor
-// copies element by element; along a 1-D row it is a vectorised gather).
+// indices[:, columns] of a (d, nnz) tensor: a gather along dim 1 (index_select along it copies
+// element by element; one index_select per row is ~3x slower than the gather).
 at::Tensor columns_of(const at::Tensor& indices, const at::Tensor& columns) {
-  at::Tensor out = at::empty({indices.size(0), columns.numel()}, indices.options());
-  for (int64_t d = 0; d < indices.size(0); ++d) {
-    at::Tensor row = out.select(0, d);
-    at::index_select_out(row, indices.select(0, d), 0, columns);
-  }
-  return out;
+  return indices.gather(1, columns.unsqueeze(0).expand_symint({indices.sym_size(0), -1}));
 }
 
 // Sparse sizes whose flattened key would overflow int64: sort by each sparse dim in turn, last
@@ -47,7 +42,7 @@ CoalesceResult coalesce_lexicographic(const CoalesceBackend& backend, const at::
     permutation = permutation.index_select(
         0, std::get<1>(at::sort(column, /*stable=*/true, /*dim=*/0, /*descending=*/false)));
   }
-  const at::Tensor sorted = longs.index_select(1, permutation);
+  const at::Tensor sorted = columns_of(longs, permutation);
   at::Tensor heads = at::ones({nnz}, longs.options().dtype(at::kBool));
   if (nnz > 1) {
     heads.narrow(0, 1, nnz - 1)

@@ -86,6 +86,12 @@ TORCH_LIBRARY_FRAGMENT(torch_ragged, m) {
   // in range in the same pass (ValueError otherwise: torch's conversion would give wrong offsets or
   // write out of bounds).
   m.def("sparse_row_offsets(Tensor rows, SymInt num_rows) -> Tensor", tags);
+  // The keys two coalesced tensors share: positions (n,) int64 in a_keys and in b_keys of the keys
+  // found in both, rising. Both key lists must rise strictly (ValueError otherwise). The CPU walks
+  // both lists once (a merge); other devices binary-search a's keys in b's.
+  m.def(
+      "sparse_intersect(Tensor a_keys, Tensor b_keys) -> (Tensor a_positions, Tensor b_positions)",
+      tags);
 }
 
 // The ops with CPU / CUDA kernels (the rest are composites of them).
@@ -328,7 +334,9 @@ TensorPair sparse_index_select_impl(const at::Tensor& indices, const at::Tensor&
   const at::Tensor rank =
       at::arange(c10::Scalar(total), entry_of.options()) - entry_first.index_select(0, entry_of);
   const at::Tensor slot = value_first.index_select(0, entry_index.index_select(0, entry_of)) + rank;
-  at::Tensor out_indices = indices.index_select(1, entry_of);
+  // indices[:, entry_of]: a gather along dim 1 (index_select along it copies element by element)
+  at::Tensor out_indices =
+      indices.gather(1, entry_of.unsqueeze(0).expand_symint({indices.sym_size(0), -1}));
   out_indices.select(0, d).copy_(by_value.index_select(0, slot));
   return {out_indices, ops::segment_expand(values, entry_first, total)};
 }
@@ -349,10 +357,69 @@ at::Tensor sparse_row_offsets_impl(const at::Tensor& rows, c10::SymInt num_rows)
   return *std::move(offsets);
 }
 
+// ---- sparse_intersect ----
+
+// Whether keys[0..n) rise strictly.
+bool rises_strictly(const int64_t* keys, int64_t n) {
+  bool rising = true;
+  for (int64_t i = 1; i < n; ++i) rising &= keys[i] > keys[i - 1];  // no branch: vectorises
+  return rising;
+}
+
+// The merge of two strictly rising lists, calling found(i, j) for each a[i] == b[j] in order.
+template <typename Found>
+void merge_matches(const int64_t* a, int64_t n, const int64_t* b, int64_t m, const Found& found) {
+  int64_t i = 0, j = 0;
+  while (i < n && j < m) {
+    const int64_t x = a[i], y = b[j];
+    if (x == y) found(i, j);
+    i += x <= y;
+    j += y <= x;
+  }
+}
+
+std::tuple<at::Tensor, at::Tensor> sparse_intersect_impl(const at::Tensor& a_keys,
+                                                         const at::Tensor& b_keys) {
+  constexpr std::string_view op = "sparse_intersect";
+  check_index_tensor(op, "a_keys", a_keys, 1);
+  check_index_tensor(op, "b_keys", b_keys, 1);
+  check_index_device(op, "b_keys", b_keys, a_keys.device());
+  const at::Tensor a = a_keys.to(at::kLong).contiguous(), b = b_keys.to(at::kLong).contiguous();
+  const auto not_rising = [&] {
+    TORCH_CHECK_VALUE(
+        false, "torch_ragged.", op,
+        ": a_keys and b_keys must each rise strictly (the keys of coalesced tensors)");
+  };
+  if (a.is_cpu()) {  // one merge into outputs sized for the most matches, then narrowed
+    const int64_t *a_data = a.const_data_ptr<int64_t>(), *b_data = b.const_data_ptr<int64_t>();
+    const int64_t n = a.numel(), m = b.numel();
+    if (!rises_strictly(a_data, n) || !rises_strictly(b_data, m)) not_rising();
+    at::Tensor in_a = at::empty({std::min(n, m)}, a.options());
+    at::Tensor in_b = at::empty({std::min(n, m)}, a.options());
+    int64_t *to_a = in_a.mutable_data_ptr<int64_t>(), *to_b = in_b.mutable_data_ptr<int64_t>();
+    int64_t shared = 0;
+    merge_matches(a_data, n, b_data, m, [&](int64_t i, int64_t j) {
+      to_a[shared] = i;
+      to_b[shared++] = j;
+    });
+    return {in_a.narrow(0, 0, shared), in_b.narrow(0, 0, shared)};
+  }
+  const auto rises = [](const at::Tensor& k) {
+    return k.numel() < 2 ||
+           k.narrow(0, 1, k.numel() - 1).gt(k.narrow(0, 0, k.numel() - 1)).all().item<bool>();
+  };
+  if (!(rises(a) && rises(b))) not_rising();  // one host read per list
+  if (b.numel() == 0) return {a.new_empty({0}), a.new_empty({0})};
+  const at::Tensor position = at::searchsorted(b, a).clamp_max_(b.numel() - 1);
+  const at::Tensor in_a = b.index_select(0, position).eq(a).nonzero().flatten();
+  return {in_a, position.index_select(0, in_a)};
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(torch_ragged, CompositeExplicitAutograd, m) {
   m.impl("sparse_row_offsets", &sparse_row_offsets_impl);
+  m.impl("sparse_intersect", &sparse_intersect_impl);
 }
 
 TORCH_LIBRARY_IMPL(torch_ragged, CompositeImplicitAutograd, m) {

@@ -59,9 +59,10 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> sparse_mm_plan_impl(
                                    .index_add(0, keys, at::ones_like(keys));
     return ops::get_first_idx(per_key, /*validate=*/false);
   };
+  const bool on_host = cols.is_cpu() && !is_symbolic(cols);  // readable data (not traced)
   at::Tensor col_order, col_first_idx;
   if (std::optional<KeyGroups> by_column =
-          cols.is_cpu() ? cpu::group_small_keys(cols, sizes[1]) : std::nullopt) {
+          on_host ? cpu::group_small_keys(cols, sizes[1]) : std::nullopt) {
     // one stable counting pass: the column order and the CSC offsets together (a sort costs ~10x)
     col_order = std::move(by_column->permutation);
     col_first_idx = std::move(by_column->first_idx);
@@ -72,7 +73,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> sparse_mm_plan_impl(
   const at::Tensor row_order =
       at::index_copy(at::empty_like(col_order), 0, col_order,
                      at::arange(c10::Scalar(col_order.sym_size(0)), col_order.options()));
-  std::optional<at::Tensor> row_first_idx = offsets_of_sorted_ids(rows, sizes[0]);
+  std::optional<at::Tensor> row_first_idx =
+      on_host ? offsets_of_sorted_ids(rows, sizes[0]) : std::nullopt;
   return {row_first_idx.has_value() ? *row_first_idx : checked_offsets(rows, sizes[0]),
           col_first_idx, col_order, row_order};
 }

@@ -81,6 +81,12 @@ def _values(s: torch.Tensor) -> torch.Tensor:
     return s.values() if s.is_coalesced() else _UncoalescedValues.apply(s)
 
 
+def _columns(indices: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+    """indices[:, positions] of a (d, nnz) index tensor (positions int64): a gather along dim 1 is ~13x faster than
+    index_select along it (which copies element by element) and ~3x faster than one index_select per row."""
+    return indices.gather(1, positions.expand(indices.shape[0], -1))
+
+
 def _sparse(indices, values, size, coalesced: bool) -> torch.Tensor:
     return torch.sparse_coo_tensor(indices.long(), values, size, is_coalesced=coalesced, check_invariants=False)
 
@@ -596,12 +602,9 @@ def mul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     sparse_size = list(a.shape[:a.sparse_dim()])
     a_keys = _ops.sparse_flat_keys(a_indices, sparse_size, False)
     b_keys = _ops.sparse_flat_keys(b_indices, sparse_size, False)
-    # both key lists rise (coalesced): each of a's keys is found in b's by binary search
-    position = torch.searchsorted(b_keys, a_keys).clamp(max=max(b_keys.numel() - 1, 0))
-    both = b_keys[position] == a_keys if b_keys.numel() else torch.zeros_like(a_keys, dtype=torch.bool)
-    kept = both.nonzero().flatten()
-    values = a_values.index_select(0, kept).to(dtype) * b_values.index_select(0, position[kept]).to(dtype)
-    return _sparse(a_indices.index_select(1, kept), values, a.shape, True)
+    in_a, in_b = _ops.sparse_intersect(a_keys, b_keys)  # both key lists rise (coalesced)
+    values = a_values.index_select(0, in_a).to(dtype) * b_values.index_select(0, in_b).to(dtype)
+    return _sparse(_columns(a_indices, in_a), values, a.shape, True)
 
 
 # ---- elementwise functions of the values that keep the pattern (f(0) = 0) ----
@@ -781,7 +784,7 @@ def select(s: torch.Tensor, dim: int, index: int) -> torch.Tensor:
     if s.sparse_dim() == 1:  # no sparse dim left: the dense sum of the selected entries, in input order
         return _ops.segment_sum(values, kept.new_tensor([0, kept.numel()]))[0]
     rest = [d for d in range(s.sparse_dim()) if d != dim]
-    return _sparse(indices[rest].index_select(1, kept), values, shape, s.is_coalesced())
+    return _sparse(_columns(indices[rest], kept), values, shape, s.is_coalesced())
 
 
 def narrow_copy(s: torch.Tensor, dim: int, start: int, length: int) -> torch.Tensor:
@@ -808,7 +811,7 @@ def narrow_copy(s: torch.Tensor, dim: int, start: int, length: int) -> torch.Ten
         return _sparse(indices, values.narrow(dim - s.sparse_dim() + 1, start, length), shape, s.is_coalesced())
     position = indices[dim]
     kept = ((position >= start) & (position < start + length)).nonzero().flatten()
-    indices = indices.index_select(1, kept).clone()
+    indices = _columns(indices, kept)
     indices[dim] -= start
     return _sparse(indices, values.index_select(0, kept), shape, s.is_coalesced())
 
@@ -1368,6 +1371,14 @@ def _sparse_compressed_violation_fake(compressed_indices, plain_indices, plain_s
 @register_fake("torch_ragged::sparse_row_offsets")
 def _sparse_row_offsets_fake(rows, num_rows):
     return rows.new_empty((num_rows + 1,), dtype=torch.long)
+
+
+@register_fake("torch_ragged::sparse_intersect")
+def _sparse_intersect_fake(a_keys, b_keys):
+    torch._check(a_keys.dim() == 1 and b_keys.dim() == 1,
+                 lambda: "torch_ragged.sparse_intersect: a_keys and b_keys must be 1-D")
+    shared = torch.library.get_ctx().new_dynamic_size()
+    return a_keys.new_empty((shared,), dtype=torch.long), a_keys.new_empty((shared,), dtype=torch.long)
 
 
 @register_fake("torch_ragged::sparse_flat_keys")

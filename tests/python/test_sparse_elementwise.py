@@ -95,6 +95,26 @@ def test_cat_matches_torch(device):
     same_sparse(S.cat(wide, -1), torch.cat(wide, 1))
 
 
+@pytest.mark.parametrize("device", DEVICES)
+def test_intersect_finds_the_keys_both_lists_hold(device):
+    """sparse_intersect (mul's matching step) against Python sets, on lists of every overlap, empty ones included;
+    lists that do not rise strictly are refused (a merge over them would miss matches)."""
+    g = torch.Generator().manual_seed(30)
+    ops = torch.ops.torch_ragged
+    lists = [torch.unique(torch.randint(0, 200, (n,), generator=g)) for n in (120, 90, 1)] + [
+        torch.zeros(0, dtype=torch.long), torch.arange(0, 200, 3)]
+    for a in lists:
+        for b in lists:
+            in_a, in_b = ops.sparse_intersect(a.to(device), b.to(device))
+            shared = sorted(set(a.tolist()) & set(b.tolist()))
+            assert a[in_a.cpu()].tolist() == shared and b[in_b.cpu()].tolist() == shared
+    for broken in (torch.tensor([3, 1]), torch.tensor([2, 2])):
+        with pytest.raises(ValueError, match="torch_ragged.sparse_intersect: a_keys and b_keys must each rise"):
+            ops.sparse_intersect(broken.to(device), lists[0].to(device))
+        with pytest.raises(ValueError, match="must each rise strictly"):
+            ops.sparse_intersect(lists[0].to(device), broken.to(device))
+
+
 def test_bad_input_is_named():
     a = random_sparse((4, 5), 2, 6, seed=16)
     with pytest.raises(ValueError, match=r"torch_ragged.sparse.add: a and b must have the same shape"):
