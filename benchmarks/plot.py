@@ -28,14 +28,17 @@ def draw(rows: list, title: str, path: str) -> None:
     import matplotlib.pyplot as plt
     import matplotlib.ticker
 
+    rows = [r for r in rows if "error" not in r]  # census rows that were not timed
     labels = [row_label(r) for r in rows]
     ratios = [r["baseline_s"] / r["ours_s"] for r in rows]
-    achieved = [r["bytes"] / r["ours_s"] / 1e9 for r in rows]
-    copy = [r["memcpy_gbs"] for r in rows]
+    with_bandwidth = all("bytes" in r for r in rows)  # the census times calls, not bytes: ratios only
     positions = range(len(rows))
     height = max(3.0, 0.28 * len(rows) + 1.2)
-    figure, (left, right) = plt.subplots(1, 2, figsize=(15, height), sharey=True,
-                                         gridspec_kw={"width_ratios": [1.2, 1]})
+    if with_bandwidth:
+        figure, (left, right) = plt.subplots(1, 2, figsize=(15, height), sharey=True,
+                                             gridspec_kw={"width_ratios": [1.2, 1]})
+    else:
+        figure, left = plt.subplots(1, 1, figsize=(10, height))
     left.barh(positions, ratios, color=["tab:green" if r >= 1 else "tab:red" for r in ratios])
     left.axvline(1.0, color="black", linewidth=0.8)
     left.set_xscale("log")
@@ -47,10 +50,13 @@ def draw(rows: list, title: str, path: str) -> None:
                       fontsize=7)
     left.set_yticks(list(positions), labels, fontsize=7)
     left.invert_yaxis()
-    right.barh([p - 0.2 for p in positions], achieved, height=0.4, label="ours (bytes moved / time)")
-    right.barh([p + 0.2 for p in positions], copy, height=0.4, color="lightgray", label="copy, same run")
-    right.set_xlabel("GB/s")
-    right.legend(loc="lower right", fontsize=7)
+    if with_bandwidth:
+        achieved = [r["bytes"] / r["ours_s"] / 1e9 for r in rows]
+        copy = [r["memcpy_gbs"] for r in rows]
+        right.barh([p - 0.2 for p in positions], achieved, height=0.4, label="ours (bytes moved / time)")
+        right.barh([p + 0.2 for p in positions], copy, height=0.4, color="lightgray", label="copy, same run")
+        right.set_xlabel("GB/s")
+        right.legend(loc="lower right", fontsize=7)
     figure.suptitle(title)
     figure.tight_layout()
     os.makedirs(os.path.dirname(path), exist_ok=True)

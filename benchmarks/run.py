@@ -55,7 +55,7 @@ def main():
     parser.add_argument("--quick", action="store_true", help="short timing runs (smoke test)")
     parser.add_argument("--only", help="census: only the ops whose name contains this")
     parser.add_argument("--sizes", default="tiny,medium,large", help="census: sizes to run (comma-separated)")
-    parser.add_argument("--plot", action="store_true", help="also draw the JSON rows as docs/img/<json name>.png")
+    parser.add_argument("--plot", action="store_true", help="also draw the JSON rows as <json name>.png beside it")
     args = parser.parse_args()
     if args.plot and not args.json:
         parser.error("--plot draws the --json file; give --json too")
@@ -114,7 +114,8 @@ def main():
     if args.plot:
         import plot
 
-        print(f"plot: {plot.plot_file(args.json, os.path.join(plot.ROOT, 'docs', 'img'))}")
+        # next to the JSON (docs/img holds the committed figures: `python benchmarks/plot.py` redraws those)
+        print(f"plot: {plot.plot_file(args.json, os.path.dirname(os.path.abspath(args.json)))}")
 
 
 def run_batch(device, min_run_time):

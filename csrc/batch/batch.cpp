@@ -159,13 +159,16 @@ std::vector<at::Tensor> packed_to_list_impl(const at::Tensor& packed,
   const RaggedLayout layout =
       layout_from_shape_per_tensor("packed_to_list", shape_per_tensor, packed.size(1));
   check_first_idx("packed_to_list", layout, first_idx, packed.size(0));
-  std::vector<at::Tensor> out;
-  out.reserve(layout.batch);
-  for (int64_t b = 0; b < layout.batch; ++b) {
+  // one split (its views made in one loop), then a view only where a member has more than one
+  // packed dim: a narrow + reshape per member costs ~2 us more per member
+  std::vector<int64_t> rows(layout.batch);
+  for (int64_t b = 0; b < layout.batch; ++b)
+    rows[b] = layout.first_row[b + 1] - layout.first_row[b];
+  std::vector<at::Tensor> out = packed.split_with_sizes(rows, 0);
+  for (int64_t b = 0; b < layout.batch && layout.rank != 1; ++b) {
     std::vector<int64_t> shape(layout.shape_of(b), layout.shape_of(b) + layout.rank);
     shape.push_back(layout.elem);
-    const int64_t rows = layout.first_row[b + 1] - layout.first_row[b];
-    out.push_back(packed.narrow(0, layout.first_row[b], rows).reshape(shape));
+    out[b] = out[b].view(shape);
   }
   return out;
 }
