@@ -24,7 +24,7 @@ import torch
 import torch.nn.functional as F
 import torch_ragged
 import torch_ragged.sparse as rs
-from bench_batch import paired_medians, synchronized
+from bench_batch import median_seconds, paired_medians, synchronized
 from torch.nn.utils.rnn import pad_sequence
 from torch_ragged import tiles
 
@@ -42,6 +42,7 @@ class Pair:
     leaves: tuple = ()
     comparable: bool = True  # False: the two results are different forms of the same data (said in `baseline`)
     tolerance: dict = field(default_factory=dict)
+    switch: Callable[[bool], Any] | None = None  # called with True before `ours` runs, False before `theirs`
 
 
 CASES: dict[str, Callable[..., Pair]] = {}
@@ -189,13 +190,18 @@ _segment_softmax("segment_softmax", torch.softmax)
 _segment_softmax("segment_log_softmax", torch.log_softmax)
 
 
-@case("segment_expand", differentiable=True)
-def _segment_expand(n, device, grad):
+def _repeat_per_member(n, device, grad, ours):
+    """A row per member repeated over the member's rows: ours(per_member, p, rows) against repeat_interleave."""
     p = packed(n, device)
     per_member = torch.randn(len(p.lengths), 16, generator=_generator(2)).to(device).requires_grad_(grad)
     rows = int(p.first_idx[-1])
     return Pair("torch.repeat_interleave", lambda: per_member.repeat_interleave(p.lengths, 0),
-                lambda: torch_ragged.segment_expand(per_member, p.first_idx, rows), (per_member,))
+                lambda: ours(per_member, p, rows), (per_member,))
+
+
+@case("segment_expand", differentiable=True)
+def _segment_expand(n, device, grad):
+    return _repeat_per_member(n, device, grad, lambda v, p, rows: torch_ragged.segment_expand(v, p.first_idx, rows))
 
 
 @case("segment_ids")
@@ -317,11 +323,7 @@ def _padded_to_list(n, device, grad):
 
 @case("tile_to_packed", differentiable=True)
 def _tile_to_packed(n, device, grad):
-    p = packed(n, device)
-    per_member = torch.randn(len(p.lengths), 16, generator=_generator(2)).to(device).requires_grad_(grad)
-    rows = int(p.first_idx[-1])
-    return Pair("torch.repeat_interleave", lambda: per_member.repeat_interleave(p.lengths, 0),
-                lambda: torch_ragged.tile_to_packed(per_member, p.lengths, rows), (per_member,))
+    return _repeat_per_member(n, device, grad, lambda v, p, rows: torch_ragged.tile_to_packed(v, p.lengths, rows))
 
 
 @case("fill_max_shape")
@@ -720,18 +722,13 @@ def _sparse_mask(n, device, grad):
 
 # accelerate(): each torch op it takes over, called through torch, accelerated vs not.
 def _accelerated(name, call, make_inputs, tolerance=None):
+    """The same torch call on both sides, with accelerate() on for ours (switched once per timing block, so that
+    the switch's own cost is not timed)."""
     @case(f"accelerated {name}")
     def build(n, device, grad):
         inputs = make_inputs(n, device)
-
-        def ours():
-            rs.accelerate(True)
-            try:
-                return call(*inputs)
-            finally:
-                rs.accelerate(False)
-
-        return Pair(f"{name} with accelerate() off", lambda: call(*inputs), ours, tolerance=tolerance or {})
+        return Pair(f"{name} with accelerate() off", lambda: call(*inputs), lambda: call(*inputs),
+                    tolerance=tolerance or {}, switch=rs.accelerate)
 
 
 def _s_and_d(n, device):
@@ -815,7 +812,7 @@ def check_equal(name, pair: Pair, backward: bool):
     theirs, ours = pair.theirs, pair.ours
     if backward:
         theirs, ours = with_backward(theirs, pair.leaves), with_backward(ours, pair.leaves)
-    a, b = theirs(), ours()
+    a, b = _run_switched(pair, False, theirs), _run_switched(pair, True, ours)
     if backward:
         for ga, gb in zip(a[1], b[1], strict=True):
             if ga is None or gb is None:
@@ -831,12 +828,40 @@ def check_equal(name, pair: Pair, backward: bool):
     return theirs, ours
 
 
+def _run_switched(pair: Pair, on: bool, fn):
+    if pair.switch is None:
+        return fn()
+    pair.switch(on)
+    try:
+        return fn()
+    finally:
+        pair.switch(False)
+
+
+def switched_medians(pair: Pair, theirs, ours, min_run_time, rounds):
+    """paired_medians' alternating rounds, with the pair's switch set for each side's block."""
+    base, mine = [], []
+    try:
+        for _ in range(rounds):
+            pair.switch(False)
+            base.append(median_seconds(theirs, min_run_time / rounds))
+            pair.switch(True)
+            mine.append(median_seconds(ours, min_run_time / rounds))
+    finally:
+        pair.switch(False)
+    return sorted(base)[rounds // 2], sorted(mine)[rounds // 2]
+
+
 def run_row(name, size, backward, device, min_run_time):
     build = CASES[name]
     pair = build(SIZES[size], device, backward)
     theirs, ours = check_equal(name, pair, backward)
     rounds = 1 if size == "large" else 3
-    base_s, ours_s = paired_medians(synchronized(theirs, device), synchronized(ours, device), min_run_time, rounds)
+    theirs, ours = synchronized(theirs, device), synchronized(ours, device)
+    if pair.switch is None:
+        base_s, ours_s = paired_medians(theirs, ours, min_run_time, rounds)
+    else:
+        base_s, ours_s = switched_medians(pair, theirs, ours, min_run_time, rounds)
     return {"case": size, "op": name + (" fwd+bwd" if backward else ""), "baseline": pair.baseline,
             "baseline_s": base_s, "ours_s": ours_s, "device": device}
 
