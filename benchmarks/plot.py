@@ -64,6 +64,39 @@ def draw(rows: list, title: str, path: str) -> None:
     plt.close(figure)
 
 
+def draw_census(rows: list, title: str, path: str) -> None:
+    """The census in one readable figure: per size, every row's ratio sorted (log scale, the line at 1 marks parity,
+    losses in red) and the count of rows below 1.0x; the five worst rows named."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import matplotlib.ticker
+
+    sizes = list(dict.fromkeys(r["case"] for r in rows))
+    figure, axes = plt.subplots(1, len(sizes), figsize=(5.2 * len(sizes), 4.6), sharey=True, squeeze=False)
+    for axis, size in zip(axes[0], sizes, strict=True):
+        timed = sorted((r for r in rows if r["case"] == size and "error" not in r),
+                       key=lambda r: r["baseline_s"] / r["ours_s"])
+        ratios = [r["baseline_s"] / r["ours_s"] for r in timed]
+        axis.bar(range(len(ratios)), ratios, width=1.0, color=["tab:red" if x < 1 else "tab:green" for x in ratios])
+        axis.axhline(1.0, color="black", linewidth=0.8)
+        axis.set_yscale("log")
+        axis.yaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%gx"))
+        losses = sum(x < 1 for x in ratios)
+        axis.set_title(f"{size}: {losses} of {len(ratios)} rows below 1.0x", fontsize=10)
+        axis.set_xlabel("rows, sorted by ratio")
+        worst = "\n".join(f"{r['op']} {x:.2f}x" for r, x in zip(timed[:5], ratios[:5], strict=False))
+        axis.text(0.98, 0.03, "worst:\n" + worst, transform=axis.transAxes, ha="right", va="bottom", fontsize=7,
+                  bbox={"facecolor": "white", "alpha": 0.85, "edgecolor": "lightgray"})
+    axes[0][0].set_ylabel("baseline time / ours (log; > 1 = faster)")
+    figure.suptitle(title)
+    figure.tight_layout()
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+
+
 def plot_file(json_path: str, out_dir: str) -> str:
     """Draws one run.py JSON file; returns the PNG's path (out_dir/<same name>.png)."""
     with open(json_path) as f:
@@ -71,7 +104,7 @@ def plot_file(json_path: str, out_dir: str) -> str:
     name = os.path.splitext(os.path.basename(json_path))[0]
     title = name.replace("benchmarks_", "").replace("_", " on ") + f" ({len(rows)} rows, {os.path.basename(json_path)})"
     path = os.path.join(out_dir, name + ".png")
-    draw(rows, title, path)
+    (draw_census if "census" in name else draw)(rows, title, path)
     return path
 
 
