@@ -70,42 +70,33 @@ at::Tensor get_shape_per_tensor_impl(at::TensorList tensor_list) {
   return layout_from_tensor_list("get_shape_per_tensor", tensor_list).shape_per_tensor();
 }
 
-// The column maxima in one pass (no layout: fill_max_shape needs neither row offsets nor products);
-// the same checks and messages as the layout's.
+// Without partial_max_shape, the column maxima in one pass (fill_max_shape needs neither row
+// offsets nor products); with it, or for a negative size (an error naming the sub-tensor), the
+// layout's checks.
 at::Tensor fill_max_shape_impl(const at::Tensor& shape_per_tensor,
                                at::OptionalSymIntArrayRef partial_max_shape) {
   constexpr std::string_view op = "fill_max_shape";
   const at::Tensor host = index_tensor_on_host(op, "shape_per_tensor", shape_per_tensor, 2);
   const int64_t batch = host.size(0), rank = host.size(1);
   const int64_t* shapes = host.const_data_ptr<int64_t>();
-  std::vector<int64_t> largest(rank, 0), smallest(rank, 0);
+  at::Tensor out = at::zeros({rank}, host.options());
+  int64_t* largest = out.mutable_data_ptr<int64_t>();
+  bool negative = false;
   for (int64_t b = 0; b < batch; ++b) {
     for (int64_t j = 0; j < rank; ++j) {
       largest[j] = std::max(largest[j], shapes[b * rank + j]);
-      smallest[j] = std::min(smallest[j], shapes[b * rank + j]);
+      negative |= shapes[b * rank + j] < 0;
     }
   }
-  const bool negative =
-      std::any_of(smallest.begin(), smallest.end(), [](int64_t v) { return v < 0; });
-  std::optional<std::vector<int64_t>> requested;
-  if (partial_max_shape.has_value()) {
-    requested = concrete_sizes(op, "partial_max_shape", *partial_max_shape);
-  }
-  bool valid = !negative;
-  if (requested.has_value()) {
-    valid = valid && static_cast<int64_t>(requested->size()) == rank;
-    for (int64_t j = 0; valid && j < rank; ++j) {
-      const int64_t r = (*requested)[j];
-      valid = r == -1 || r >= largest[j];
-      if (r != -1) largest[j] = r;
-    }
-  }
-  if (!valid) {  // the layout's checks raise, naming the sub-tensor and dim
+  if (negative || partial_max_shape.has_value()) {
     RaggedLayout layout = layout_from_shape_per_tensor(op, shape_per_tensor, 0);
+    std::optional<std::vector<int64_t>> requested;
+    if (partial_max_shape.has_value()) {
+      requested = concrete_sizes(op, "partial_max_shape", *partial_max_shape);
+    }
     resolve_padded_shape(op, layout, requested, /*left=*/false);
+    std::copy(layout.max_shape.begin(), layout.max_shape.end(), largest);
   }
-  at::Tensor out = at::empty({rank}, host.options());
-  std::copy(largest.begin(), largest.end(), out.mutable_data_ptr<int64_t>());
   return out.to(shape_per_tensor.device());
 }
 

@@ -17,12 +17,6 @@ at::Tensor sum_runs(const CoalesceBackend& backend, const at::Tensor& values,
   return backend.segment_gather_sum(values, permutation, {}, first_idx);
 }
 
-// indices[:, columns] of a (d, nnz) tensor: a gather along dim 1 (index_select along it copies
-// element by element; one index_select per row is ~3x slower than the gather).
-at::Tensor columns_of(const at::Tensor& indices, const at::Tensor& columns) {
-  return indices.gather(1, columns.unsqueeze(0).expand_symint({indices.sym_size(0), -1}));
-}
-
 // Sparse sizes whose flattened key would overflow int64: sort by each sparse dim in turn, last
 // first (stable sorts compose into the lexicographic order), with torch's stable sort.
 CoalesceResult coalesce_lexicographic(const CoalesceBackend& backend, const at::Tensor& indices,

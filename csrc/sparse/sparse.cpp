@@ -334,9 +334,7 @@ TensorPair sparse_index_select_impl(const at::Tensor& indices, const at::Tensor&
   const at::Tensor rank =
       at::arange(c10::Scalar(total), entry_of.options()) - entry_first.index_select(0, entry_of);
   const at::Tensor slot = value_first.index_select(0, entry_index.index_select(0, entry_of)) + rank;
-  // indices[:, entry_of]: a gather along dim 1 (index_select along it copies element by element)
-  at::Tensor out_indices =
-      indices.gather(1, entry_of.unsqueeze(0).expand_symint({indices.sym_size(0), -1}));
+  at::Tensor out_indices = columns_of(indices, entry_of);
   out_indices.select(0, d).copy_(by_value.index_select(0, slot));
   return {out_indices, ops::segment_expand(values, entry_first, total)};
 }

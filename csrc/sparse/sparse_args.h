@@ -74,4 +74,10 @@ void check_every_sparse_dim(std::string_view op, const at::Tensor& indices,
 [[noreturn]] void raise_out_of_range(std::string_view op, const at::Tensor& indices,
                                      at::IntArrayRef sparse_sizes);
 
+// indices[:, columns] of a (d, nnz) index tensor, columns int64: a gather along dim 1 (index_select
+// along it copies element by element; one index_select per row is ~3x slower than the gather).
+inline at::Tensor columns_of(const at::Tensor& indices, const at::Tensor& columns) {
+  return indices.gather(1, columns.unsqueeze(0).expand_symint({indices.sym_size(0), -1}));
+}
+
 }  // namespace torch_ragged

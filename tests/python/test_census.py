@@ -71,3 +71,15 @@ def test_the_equality_check_can_fail():
     wrong_grad = bench_census.Pair("x", lambda: x * 2, lambda: (x * 2).detach() + 0 * x, (x,))
     with pytest.raises(AssertionError, match="gradients differ"):
         bench_census.check_equal("wrong", wrong_grad, True)
+
+
+def test_only_a_failing_baseline_leaves_a_row_untimed():
+    """torch raising at a size (NJT asking for 1.5 TB) is reported; our op raising is a failure, not a table row."""
+
+    def boom():
+        raise RuntimeError("out of memory")
+
+    with pytest.raises(bench_census.BaselineFailed, match="the baseline \\(theirs\\) raised: out of memory"):
+        bench_census.check_equal("x", bench_census.Pair("theirs", boom, lambda: torch.ones(1)), False)
+    with pytest.raises(RuntimeError, match="out of memory"):
+        bench_census.check_equal("x", bench_census.Pair("theirs", lambda: torch.ones(1), boom), False)
