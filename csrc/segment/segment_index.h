@@ -766,4 +766,229 @@ C10_HOST_DEVICE void gather_dot_entry(const scalar_t* a, const scalar_t* b, cons
   out[entry] = dot_row(a + segment * width, b + index[entry] * width, width);
 }
 
+// ---- Segmented scans ----
+//
+// segment_cumsum / cumprod / cummax / cummin / logcumsumexp: output row r is the fold, in the
+// scan's rule, of the rows of r's segment up to r (inclusive) or before r (exclusive), in one fixed
+// order whatever the device or the thread count:
+//   - rows are cut into chunks of 2^chunk_bits(width) (the reduction tree's chunks); in a chunk,
+//     each column folds a piece (a segment's rows inside the chunk) in order from its first row;
+//   - a piece continuing a segment from earlier chunks starts from the carry: the value, at chunk
+//     c - 1, of the inclusive scan of the chunk tails (a chunk's fold of its last piece, where that
+//     segment goes on past the chunk), cut into runs where a segment starts. That scan is this scan
+//     again, one level up (items = the chunks below), until one chunk holds every item.
+// So an output is `carry (+) prefix`, or the prefix alone in a segment's first chunk. The GPU runs
+// these bodies with one thread per (chunk, column): the tails level by level upwards, then the
+// rows level by level downwards; the CPU runs them per chunk (segment_scan_cpu.cpp).
+
+// One level of a scan: `items` rows cut into segments by first_idx (num_segments + 1 entries), and
+// per chunk the segments of its first and last rows (ScanPlan fills them on the host).
+struct ScanLevel {
+  const int64_t* first_idx;
+  int64_t num_segments;
+  int64_t items;
+  int chunk_bits;
+  const int64_t* chunk_first_segment;
+  const int64_t* chunk_last_segment;
+
+  C10_HOST_DEVICE int64_t chunks() const {
+    return (items + (int64_t{1} << chunk_bits) - 1) >> chunk_bits;
+  }
+  C10_HOST_DEVICE int64_t begin(int64_t chunk) const { return chunk << chunk_bits; }
+  C10_HOST_DEVICE int64_t end(int64_t chunk) const {
+    const int64_t end = (chunk + 1) << chunk_bits;
+    return end < items ? end : items;
+  }
+  // Whether the segment of the chunk's last row goes on past the chunk (the next chunk's carry is
+  // this chunk's scan of tails).
+  C10_HOST_DEVICE bool continues(int64_t chunk) const {
+    return first_idx[chunk_last_segment[chunk] + 1] > end(chunk);
+  }
+};
+
+// The scan rules: Acc, identity(), of(value, row) (a loaded element as an Acc; row: the packed
+// row it came from) and fold(earlier, later) (earlier (+) later, in scan order).
+template <typename scalar_t>
+struct SumScan {
+  using Acc = at::opmath_type<scalar_t>;
+  static constexpr bool kNeedsRow = false;
+  C10_HOST_DEVICE static Acc identity() { return Acc(0); }
+  C10_HOST_DEVICE static Acc of(scalar_t value, int64_t /*row*/) { return static_cast<Acc>(value); }
+  C10_HOST_DEVICE static Acc fold(const Acc& earlier, const Acc& later) { return earlier + later; }
+};
+
+template <typename scalar_t>
+struct ProdScan {
+  using Acc = at::opmath_type<scalar_t>;
+  static constexpr bool kNeedsRow = false;
+  C10_HOST_DEVICE static Acc identity() { return Acc(1); }
+  C10_HOST_DEVICE static Acc of(scalar_t value, int64_t /*row*/) { return static_cast<Acc>(value); }
+  C10_HOST_DEVICE static Acc fold(const Acc& earlier, const Acc& later) {
+    return product(earlier, later);
+  }
+};
+
+// cummax / cummin as torch.cummax / cummin: the later of equal values wins, and a NaN wins over
+// every number (the later of NaNs). Exact, so any grouping gives torch's sequential result.
+template <typename scalar_t, bool kMax>
+struct ExtremumScan {
+  using Acc = ValueAndRow<scalar_t>;
+  static constexpr bool kNeedsRow = true;
+  C10_HOST_DEVICE static Acc identity() { return Acc{scalar_t(0), -1}; }
+  C10_HOST_DEVICE static Acc of(scalar_t value, int64_t row) { return Acc{value, row}; }
+  C10_HOST_DEVICE static bool takes(scalar_t later, scalar_t earlier) {
+    if (at::_isnan(later)) return true;
+    if (at::_isnan(earlier)) return false;
+    return kMax ? later >= earlier : later <= earlier;
+  }
+  C10_HOST_DEVICE static Acc fold(const Acc& earlier, const Acc& later) {
+    if (earlier.row < 0) return later;
+    if (later.row < 0) return earlier;
+    return takes(later.value, earlier.value) ? later : earlier;
+  }
+};
+
+// log(exp(a) + exp(b)) as torch.logcumsumexp's step: max + log(1 + exp(min - max)); two equal
+// infinities give themselves (inf - inf would be NaN); NaN propagates. exp / log are
+// portable_math.h's (the same bits on both devices).
+template <typename scalar_t>
+struct LogAddExpScan {
+  using Acc = at::opmath_type<scalar_t>;
+  static constexpr bool kNeedsRow = false;
+  C10_HOST_DEVICE static Acc identity() { return -std::numeric_limits<Acc>::infinity(); }
+  C10_HOST_DEVICE static Acc of(scalar_t value, int64_t /*row*/) { return static_cast<Acc>(value); }
+  C10_HOST_DEVICE static Acc fold(const Acc& earlier, const Acc& later) {
+    if (at::_isnan(earlier)) return earlier;
+    if (at::_isnan(later)) return later;
+    const Acc high = earlier < later ? later : earlier, low = earlier < later ? earlier : later;
+    if (high == low && (high - high) != Acc(0)) return earlier;  // equal infinities
+    return high + portable_log(Acc(1) + portable_exp(low - high));
+  }
+};
+
+// One chunk of a level: the segments of its first and last rows (one thread per chunk on the GPU).
+C10_HOST_DEVICE inline void scan_chunk_segments(const int64_t* first_idx, int64_t num_segments,
+                                                int64_t items, int chunk_bits, int64_t chunk,
+                                                int64_t* first_segment, int64_t* last_segment) {
+  const int64_t begin = chunk << chunk_bits;
+  const int64_t end = (chunk + 1) << chunk_bits < items ? (chunk + 1) << chunk_bits : items;
+  first_segment[chunk] = segment_of_row(first_idx, num_segments, begin);
+  last_segment[chunk] = segment_of_row(first_idx, num_segments, end - 1);
+}
+
+// One (chunk, column) of a level, upwards: where the chunk's last segment continues past it, its
+// piece in the chunk folded from the identity into tails[chunk * width + column] (the item of the
+// level above); the identity elsewhere (an item no carry reads). load(item, column) -> Acc.
+template <typename Scan, typename Load>
+C10_HOST_DEVICE void scan_chunk_tail(const ScanLevel& level, int64_t chunk, int64_t column,
+                                     int64_t width, const Load& load, typename Scan::Acc* tails) {
+  typename Scan::Acc acc = Scan::identity();
+  if (level.continues(chunk)) {
+    const int64_t segment_begin = level.first_idx[level.chunk_last_segment[chunk]];
+    const int64_t begin = level.begin(chunk);
+    for (int64_t item = segment_begin > begin ? segment_begin : begin; item < level.end(chunk);
+         ++item) {
+      acc = Scan::fold(acc, load(item, column));
+    }
+  }
+  tails[chunk * width + column] = acc;
+}
+
+// One (chunk, column) of a level, downwards: write(item, column, value) for every item of the
+// chunk. carries: the inclusive scan of this level's tails (the level above's output; null at the
+// top level, which is one chunk); the chunk's first piece, when its segment started in an earlier
+// chunk, starts from carries[(chunk - 1) * width + column]. exclusive: each item gets the fold of
+// the items before it in its segment (the identity for a segment's first item).
+template <typename Scan, typename Load, typename Write>
+C10_HOST_DEVICE void scan_chunk_rows(const ScanLevel& level, int64_t chunk, int64_t column,
+                                     int64_t width, const Load& load, const Write& write,
+                                     const typename Scan::Acc* carries, bool exclusive) {
+  using Acc = typename Scan::Acc;
+  const int64_t begin = level.begin(chunk), end = level.end(chunk);
+  int64_t segment = level.chunk_first_segment[chunk];
+  bool carried = carries != nullptr && level.first_idx[segment] < begin;
+  const Acc carry = carried ? carries[(chunk - 1) * width + column] : Scan::identity();
+  Acc acc = Scan::identity();
+  int64_t segment_end = level.first_idx[segment + 1];
+  for (int64_t item = begin; item < end; ++item) {
+    if (item == segment_end) {  // a segment starts (empty ones hold no item)
+      while (level.first_idx[segment + 1] <= item) ++segment;
+      segment_end = level.first_idx[segment + 1];
+      carried = false;
+      acc = Scan::identity();
+    }
+    const Acc value = load(item, column);
+    if (exclusive)
+      write(item, column, !carried ? acc : item == begin ? carry : Scan::fold(carry, acc));
+    acc = Scan::fold(acc, value);
+    if (!exclusive) write(item, column, carried ? Scan::fold(carry, acc) : acc);
+  }
+}
+
+// The scans' loads and writes: a level's items (the tails of the level below), and level 0's rows.
+
+// A level's items (the level below's tails), (items, width) row-major.
+template <typename Acc>
+struct ScanItems {
+  const Acc* items;
+  int64_t width;
+  C10_HOST_DEVICE Acc operator()(int64_t item, int64_t column) const {
+    return items[item * width + column];
+  }
+};
+
+template <typename Acc>
+struct WriteScanItems {
+  Acc* items;
+  int64_t width;
+  C10_HOST_DEVICE void operator()(int64_t item, int64_t column, const Acc& value) const {
+    items[item * width + column] = value;
+  }
+};
+
+// Row `item` of the scan order is packed row origin + step * item (step -1: a reverse scan).
+struct ScanOrder {
+  int64_t origin, step;
+  C10_HOST_DEVICE static ScanOrder of(int64_t rows, bool reverse) {
+    return reverse ? ScanOrder{rows - 1, -1} : ScanOrder{0, 1};
+  }
+  C10_HOST_DEVICE int64_t row(int64_t item) const { return origin + step * item; }
+};
+
+template <typename Scan, typename scalar_t>
+struct LoadScanRows {
+  const scalar_t* data;
+  int64_t width;
+  ScanOrder order;
+  C10_HOST_DEVICE typename Scan::Acc operator()(int64_t item, int64_t column) const {
+    const int64_t row = order.row(item);
+    return Scan::of(data[row * width + column], row);
+  }
+};
+
+template <typename Scan, typename scalar_t>
+struct WriteScanValues {
+  scalar_t* out;
+  int64_t width;
+  ScanOrder order;
+  C10_HOST_DEVICE void operator()(int64_t item, int64_t column,
+                                  const typename Scan::Acc& value) const {
+    out[order.row(item) * width + column] = static_cast<scalar_t>(value);
+  }
+};
+
+template <typename scalar_t>
+struct WriteScanValueAndRow {
+  scalar_t* values;
+  int64_t* arg;
+  int64_t width;
+  ScanOrder order;
+  C10_HOST_DEVICE void operator()(int64_t item, int64_t column,
+                                  const ValueAndRow<scalar_t>& value) const {
+    const int64_t i = order.row(item) * width + column;
+    values[i] = value.value;
+    arg[i] = value.row;
+  }
+};
+
 }  // namespace torch_ragged

@@ -37,4 +37,15 @@ std::tuple<at::Tensor, at::Tensor> ragged_index_select(const at::Tensor& values,
                                                        const at::Tensor& index,
                                                        std::optional<c10::SymInt> num_rows);
 
+at::Tensor segment_cumsum(const at::Tensor& data, const at::Tensor& first_idx, bool reverse,
+                          bool exclusive);
+at::Tensor segment_cumprod(const at::Tensor& data, const at::Tensor& first_idx, bool reverse,
+                           bool exclusive);
+std::tuple<at::Tensor, at::Tensor> segment_cummax(const at::Tensor& data,
+                                                  const at::Tensor& first_idx, bool reverse);
+std::tuple<at::Tensor, at::Tensor> segment_cummin(const at::Tensor& data,
+                                                  const at::Tensor& first_idx, bool reverse);
+at::Tensor segment_logcumsumexp(const at::Tensor& data, const at::Tensor& first_idx, bool reverse);
+at::Tensor segment_arange(const at::Tensor& first_idx, std::optional<c10::SymInt> num_rows);
+
 }  // namespace torch_ragged::ops

@@ -51,6 +51,31 @@ TORCH_RAGGED_API at::Tensor segment_expand(const at::Tensor& values, const at::T
 TORCH_RAGGED_API at::Tensor segment_ids(const at::Tensor& first_idx,
                                         std::optional<int64_t> num_rows = std::nullopt);
 
+// Segmented scans: row r of the result folds the rows of r's segment up to r (inclusive) or before
+// r (exclusive: the identity, 0 or 1, on a segment's first row), per column; reverse scans from
+// each segment's last row to its first. Same shape as data. cumsum / cumprod give int64 for
+// integer and bool data (as torch.cumsum); floats accumulate in float (half / bfloat16 too) and
+// in one fixed order (bitwise identical run to run, across thread counts and devices). Twice
+// differentiable (cumprod also with zeros).
+TORCH_RAGGED_API at::Tensor segment_cumsum(const at::Tensor& data, const at::Tensor& first_idx,
+                                           bool reverse = false, bool exclusive = false);
+TORCH_RAGGED_API at::Tensor segment_cumprod(const at::Tensor& data, const at::Tensor& first_idx,
+                                            bool reverse = false, bool exclusive = false);
+// (values, arg): the running max / min and the row of data holding it (the later of equal values,
+// NaN wins: torch.cummax's rule, in scan order). The gradient flows to the arg rows.
+TORCH_RAGGED_API std::tuple<at::Tensor, at::Tensor> segment_cummax(const at::Tensor& data,
+                                                                   const at::Tensor& first_idx,
+                                                                   bool reverse = false);
+TORCH_RAGGED_API std::tuple<at::Tensor, at::Tensor> segment_cummin(const at::Tensor& data,
+                                                                   const at::Tensor& first_idx,
+                                                                   bool reverse = false);
+// log(cumsum(exp(data))) within each segment, computed stably (floating dtypes).
+TORCH_RAGGED_API at::Tensor segment_logcumsumexp(const at::Tensor& data,
+                                                 const at::Tensor& first_idx, bool reverse = false);
+// Each row's position within its segment: (num_rows,) int64 (segment_ids' companion).
+TORCH_RAGGED_API at::Tensor segment_arange(const at::Tensor& first_idx,
+                                           std::optional<int64_t> num_rows = std::nullopt);
+
 // The segments `index` picks, in that order, packed: (selected values, their first_idx (K + 1,)
 // int64 on first_idx's device). index (K,) integer, entries in [-B, B) (negative counts from the
 // end), repeats allowed. Segment k of the result is a copy of segment index[k]. num_rows (the

@@ -54,7 +54,8 @@ _NOT_ELEMENTWISE, _ELEMENTWISE, _ELEMENTWISE_IN_PLACE, _ROW_WISE, _METHOD = 0, 1
 
 # torch functions RaggedTensor has as methods, with torch's arguments: torch.mean(r, 1) is r.mean(1) (per member
 # over the ragged dims, or along feature dims), F.softmax(r, dim=1) is r.softmax(1).
-_METHOD_FUNCTIONS = frozenset({"sum", "mean", "amax", "amin", "max", "min", "softmax", "log_softmax"})
+_METHOD_FUNCTIONS = frozenset({"sum", "mean", "amax", "amin", "max", "min", "softmax", "log_softmax", "cumsum",
+                               "cumprod", "cummax", "cummin", "logcumsumexp"})
 
 # Functions that map each packed row to one output row on their own (the feature dims only), with the
 # RaggedTensor as their first argument and dense parameters after it: layers apply to the values.
@@ -740,6 +741,60 @@ class RaggedTensor:
         if dims is None:
             return self.with_values(per_member(self.values, self._first_idx))
         return self.with_values(along(self.values, self._one_dim(where, dim, dims)))
+
+    def cumsum(self, dim: int) -> RaggedTensor:
+        """Cumulative sum along ``dim``: the ragged dim (within each member, `segment_cumsum`: integers give int64
+        as torch.cumsum) or a feature dim (torch.cumsum of every row)."""
+        return self._scan("cumsum", lambda v, f: _ops.segment_cumsum(v, f, False, False), torch.cumsum, dim)
+
+    def cumprod(self, dim: int) -> RaggedTensor:
+        """Cumulative product along ``dim``: the ragged dim (within each member) or a feature dim."""
+        return self._scan("cumprod", lambda v, f: _ops.segment_cumprod(v, f, False, False), torch.cumprod, dim)
+
+    def logcumsumexp(self, dim: int) -> RaggedTensor:
+        """``log(cumsum(exp(r)))`` along ``dim``, computed stably: the ragged dim (within each member) or a feature
+        dim."""
+        return self._scan("logcumsumexp", lambda v, f: _ops.segment_logcumsumexp(v, f, False), torch.logcumsumexp,
+                          dim)
+
+    def cummax(self, dim: int):
+        """``(values, indices)`` of the running max along ``dim``, both RaggedTensors: along the ragged dim the
+        index is the row within the member (torch.cummax's rule: the later of equal values, NaN wins); along a
+        feature dim, torch.cummax of every row."""
+        return self._cum_extremum("cummax", _ops.segment_cummax, torch.cummax, dim)
+
+    def cummin(self, dim: int):
+        """``(values, indices)`` of the running min along ``dim`` (see `cummax`)."""
+        return self._cum_extremum("cummin", _ops.segment_cummin, torch.cummin, dim)
+
+    def _scan_dims(self, where: str, dim):
+        if dim is None:
+            raise _error(TypeError, where, "dim is required (the ragged dim 1, or a feature dim), as torch's")
+        dims = self._feature_dims(where, dim)
+        if dims is None and self.ragged_dims != 1:
+            raise _error(ValueError, where, f"a scan runs along one ragged dim; this RaggedTensor has "
+                         f"{self.ragged_dims} (flatten them first, or scan a feature dim)")
+        return dims
+
+    def _scan(self, name: str, per_member, along, dim) -> RaggedTensor:
+        where = f"RaggedTensor.{name}"
+        dims = self._scan_dims(where, dim)
+        if dims is None:
+            return self.with_values(per_member(self.values, self._first_idx))
+        return self.with_values(along(self.values, self._one_dim(where, dim, dims)))
+
+    def _cum_extremum(self, name: str, segment_op, torch_op, dim):
+        where = f"RaggedTensor.{name}"
+        dims = self._scan_dims(where, dim)
+        if dims is not None:
+            values, indices = torch_op(self.values, self._one_dim(where, dim, dims))
+            return self.with_values(values), self.with_values(indices)
+        values, packed_row = segment_op(self.values, self._first_idx, False)
+        rows = self.values.shape[0]
+        first_idx = self._first_idx.to(packed_row.device)
+        member_start = torch.arange(rows, device=packed_row.device) - _ops.segment_arange(first_idx, rows)
+        row_in_member = packed_row - member_start.view([-1] + [1] * (packed_row.dim() - 1))
+        return self.with_values(values), self.with_values(row_in_member)
 
     @staticmethod
     def _one_dim(where: str, dim, dims: tuple[int, ...]) -> int:

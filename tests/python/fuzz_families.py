@@ -17,7 +17,8 @@ def draw_segment_call(rng):
     width = int(rng.choice([1, 3]))
     damage = None if rng.random() < 0.6 else str(rng.choice(BAD_OFFSET_LISTS))
     op = str(rng.choice(["segment_sum", "segment_mean", "segment_max", "segment_min", "segment_softmax",
-                         "segment_log_softmax", "segment_expand", "segment_ids"]))
+                         "segment_log_softmax", "segment_expand", "segment_ids", "segment_cumsum",
+                         "segment_cumprod", "segment_cummax", "segment_logcumsumexp", "segment_arange"]))
     return {"op": op, "first_idx": damaged_offsets(first_idx, damage), "rows": first_idx[-1], "width": width,
             "seed": int(rng.integers(1 << 30)), "damage": damage}
 
@@ -127,6 +128,12 @@ def segment_pair(spec):
     def reference():
         if op == "segment_ids":
             return ref.segment_ids(checked_offsets(None))
+        if op == "segment_arange":
+            return ref.segment_arange(checked_offsets(None))
+        if op in ("segment_cumsum", "segment_cumprod", "segment_logcumsumexp"):
+            return ref.segment_scan(data, checked_offsets(spec["rows"]), op.split("_")[1])
+        if op == "segment_cummax":
+            return ref.segment_cum_extremum(data, checked_offsets(spec["rows"]), True)
         if op == "segment_expand":
             return ref.segment_expand(values, checked_offsets(None))
         fi = checked_offsets(spec["rows"])
@@ -138,12 +145,12 @@ def segment_pair(spec):
 
     def ours():
         fn = getattr(torch_ragged, op)
-        if op == "segment_ids":
+        if op in ("segment_ids", "segment_arange"):
             return fn(offsets)
         if op == "segment_expand":
             return fn(values, offsets)
         result = fn(data, offsets)
-        return tuple(result) if op in ("segment_max", "segment_min") else result
+        return tuple(result) if op in ("segment_max", "segment_min", "segment_cummax") else result
 
     return ours, reference
 

@@ -132,6 +132,67 @@ def segment_softmax(data, first_idx, log=False):
     return out
 
 
+def segment_scan(data, first_idx, op, reverse=False, exclusive=False):
+    """torch.cumsum / cumprod / logcumsumexp of each segment's rows along dim 0, one segment at a time, in float64
+    (complex128 for complex data; integers in int64); reverse: the flipped rows scanned and flipped back; exclusive:
+    each row gets the scan of the rows before it (0 / 1 on the first row)."""
+    wide = torch.complex128 if data.is_complex() else torch.float64 if data.is_floating_point() else torch.long
+    out = torch.empty(data.shape, dtype=wide)
+    scan = {"cumsum": torch.cumsum, "cumprod": torch.cumprod, "logcumsumexp": torch.logcumsumexp}[op]
+    for start, stop in segments_of(first_idx):
+        piece = data[start:stop].to(wide)
+        if reverse:
+            piece = piece.flip(0)
+        result = scan(piece, 0)
+        if exclusive:
+            identity = torch.full_like(result[:1], 0 if op == "cumsum" else 1)
+            result = torch.cat([identity, result[:-1]])
+        out[start:stop] = result.flip(0) if reverse else result
+    return out
+
+
+def segment_cum_extremum(data, first_idx, largest, reverse=False):
+    """(values, arg) of torch.cummax / cummin per segment; arg as a packed row (reverse: of the flipped rows)."""
+    values, arg = torch.empty_like(data), torch.empty(data.shape, dtype=torch.long)
+    for start, stop in segments_of(first_idx):
+        if stop == start:
+            continue
+        piece = data[start:stop].flip(0) if reverse else data[start:stop]
+        v, i = torch.cummax(piece, 0) if largest else torch.cummin(piece, 0)
+        rows = (stop - 1 - i) if reverse else (start + i)
+        values[start:stop] = v.flip(0) if reverse else v
+        arg[start:stop] = rows.flip(0) if reverse else rows
+    return values, arg
+
+
+def segment_scan_differentiable(data, first_idx, op, reverse=False, exclusive=False):
+    """segment_scan through torch's own differentiable scans (for gradients): segment by segment, no float64 copy."""
+    scan = {"cumsum": torch.cumsum, "cumprod": torch.cumprod, "logcumsumexp": torch.logcumsumexp}[op]
+    pieces = []
+    for start, stop in segments_of(first_idx):
+        piece = data[start:stop].flip(0) if reverse else data[start:stop]
+        result = scan(piece, 0)
+        if exclusive:
+            result = torch.cat([torch.full_like(result[:1], 0 if op == "cumsum" else 1), result[:-1]])
+        pieces.append(result.flip(0) if reverse else result)
+    return torch.cat(pieces)
+
+
+def segment_cum_extremum_differentiable(data, first_idx, largest, reverse=False):
+    """The values of torch.cummax / cummin per segment, through torch's autograd."""
+    pieces = []
+    for start, stop in segments_of(first_idx):
+        piece = data[start:stop].flip(0) if reverse else data[start:stop]
+        values = (torch.cummax(piece, 0) if largest else torch.cummin(piece, 0)).values
+        pieces.append(values.flip(0) if reverse else values)
+    return torch.cat(pieces)
+
+
+def segment_arange(first_idx):
+    return torch.tensor([row - start for start, stop in segments_of(first_idx) for row in range(start, stop)],
+                        dtype=torch.long)
+
+
 def segment_expand(values, first_idx):
     rows = [values[b] for b, (start, stop) in enumerate(segments_of(first_idx)) for _ in range(start, stop)]
     return torch.stack(rows) if rows else values.new_empty((0, *values.shape[1:]))

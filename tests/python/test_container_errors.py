@@ -72,7 +72,9 @@ def test_growing_and_math_mismatches():
     other = RaggedTensor.from_list([torch.randn(2, 2), torch.randn(2, 2)])
     with raises(ValueError, "torch_ragged.RaggedTensor", "one structure"):
         r + other
-    with raises(TypeError, "torch_ragged.RaggedTensor", "cumsum is not elementwise"):
+    with raises(TypeError, "torch_ragged.RaggedTensor", "sort is not elementwise"):
+        torch.sort(r)
+    with raises(ValueError, "torch_ragged.RaggedTensor.cumsum", "dim 0 would mix members"):
         torch.cumsum(r, 0)
     with raises(TypeError, "torch_ragged.RaggedTensor (max)", "torch.max(a, b) of two operands is elementwise"):
         torch.max(r, r)
