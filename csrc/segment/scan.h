@@ -6,6 +6,7 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
+#include <algorithm>
 #include <string_view>
 #include <vector>
 
@@ -42,14 +43,22 @@ struct ScanPlan {
 
 namespace scan_detail {
 
+// Each chunk's first and last segments: one search per task of chunks, then a walk forward (a
+// search per chunk cost ~2 ms of a 100k-segment scan).
 inline void fill_chunk_segments(ScanPlan::Level& level, int chunk_bits) {
   const int64_t chunks = level.chunks(chunk_bits);
   level.chunk_first_segment.resize(chunks);
   level.chunk_last_segment.resize(chunks);
-  at::parallel_for(0, chunks, 4096, [&](int64_t begin, int64_t end) {
+  const int64_t* first_idx = level.first_idx.data();
+  at::parallel_for(0, chunks, 1024, [&](int64_t begin, int64_t end) {
+    int64_t segment = segment_of_row(first_idx, level.num_segments(), begin << chunk_bits);
     for (int64_t chunk = begin; chunk < end; ++chunk) {
-      scan_chunk_segments(level.first_idx.data(), level.num_segments(), level.items, chunk_bits,
-                          chunk, level.chunk_first_segment.data(), level.chunk_last_segment.data());
+      const int64_t first_row = chunk << chunk_bits;
+      const int64_t last_row = std::min(first_row + (int64_t{1} << chunk_bits), level.items) - 1;
+      while (first_idx[segment + 1] <= first_row) ++segment;  // empty segments hold no row
+      level.chunk_first_segment[chunk] = segment;
+      while (first_idx[segment + 1] <= last_row) ++segment;
+      level.chunk_last_segment[chunk] = segment;
     }
   });
 }

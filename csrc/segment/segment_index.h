@@ -773,16 +773,17 @@ C10_HOST_DEVICE void gather_dot_entry(const scalar_t* a, const scalar_t* b, cons
 // order whatever the device or the thread count:
 //   - rows are cut into chunks of 2^chunk_bits(width) (the reduction tree's chunks); in a chunk,
 //     each column folds a piece (a segment's rows inside the chunk) in order from its first row;
-//   - a piece continuing a segment from earlier chunks starts from the carry: the value, at chunk
+//   - a piece continuing a segment from earlier chunks folds on from the carry: the value, at chunk
 //     c - 1, of the inclusive scan of the chunk tails (a chunk's fold of its last piece, where that
 //     segment goes on past the chunk), cut into runs where a segment starts. That scan is this scan
 //     again, one level up (items = the chunks below), until one chunk holds every item.
-// So an output is `carry (+) prefix`, or the prefix alone in a segment's first chunk. The GPU runs
+// So an output folds its chunk's rows onto the carry (or onto the identity in a segment's first
+// chunk): ((carry (+) x_a) (+) x_a+1) ... The GPU runs
 // these bodies with one thread per (chunk, column): the tails level by level upwards, then the
 // rows level by level downwards; the CPU runs them per chunk (segment_scan_cpu.cpp).
 
 // One level of a scan: `items` rows cut into segments by first_idx (num_segments + 1 entries), and
-// per chunk the segments of its first and last rows (ScanPlan fills them on the host).
+// per chunk the segments of its first and last rows (ScanPlan fills them on the host, scan.h).
 struct ScanLevel {
   const int64_t* first_idx;
   int64_t num_segments;
@@ -807,7 +808,8 @@ struct ScanLevel {
 };
 
 // The scan rules: Acc, identity(), of(value, row) (a loaded element as an Acc; row: the packed
-// row it came from) and fold(earlier, later) (earlier (+) later, in scan order).
+// row it came from), fold(earlier, later) (earlier (+) later, in scan order) and result(acc) (the
+// output value of an Acc; the extrema write theirs apart).
 template <typename scalar_t>
 struct SumScan {
   using Acc = at::opmath_type<scalar_t>;
@@ -815,6 +817,7 @@ struct SumScan {
   C10_HOST_DEVICE static Acc identity() { return Acc(0); }
   C10_HOST_DEVICE static Acc of(scalar_t value, int64_t /*row*/) { return static_cast<Acc>(value); }
   C10_HOST_DEVICE static Acc fold(const Acc& earlier, const Acc& later) { return earlier + later; }
+  C10_HOST_DEVICE static Acc result(const Acc& acc) { return acc; }
 };
 
 template <typename scalar_t>
@@ -826,6 +829,7 @@ struct ProdScan {
   C10_HOST_DEVICE static Acc fold(const Acc& earlier, const Acc& later) {
     return product(earlier, later);
   }
+  C10_HOST_DEVICE static Acc result(const Acc& acc) { return acc; }
 };
 
 // cummax / cummin as torch.cummax / cummin: the later of equal values wins, and a NaN wins over
@@ -842,39 +846,45 @@ struct ExtremumScan {
     return kMax ? later >= earlier : later <= earlier;
   }
   C10_HOST_DEVICE static Acc fold(const Acc& earlier, const Acc& later) {
-    if (earlier.row < 0) return later;
-    if (later.row < 0) return earlier;
-    return takes(later.value, earlier.value) ? later : earlier;
+    const bool take = later.row >= 0 && (earlier.row < 0 || takes(later.value, earlier.value));
+    return take ? later : earlier;
   }
 };
 
-// log(exp(a) + exp(b)) as torch.logcumsumexp's step: max + log(1 + exp(min - max)); two equal
-// infinities give themselves (inf - inf would be NaN); NaN propagates. exp / log are
-// portable_math.h's (the same bits on both devices).
+// logcumsumexp as a running (max, sum of exp(x - max)): the output is max + log(sum). Folding a row
+// costs one exp, off the dependent chain (which is a max and a multiply-add), and each output one
+// log; a log-add-exp per row (max + log(1 + exp(min - max))) would chain an exp and a log per row.
+// The smaller max's sum is scaled by exp(its max - the larger); equal maxima (equal infinities too:
+// inf - inf would be NaN) add the sums. -inf rows count in the sum while the max is -inf, and
+// vanish (scaled by exp(-inf) = 0) once a number comes: the output stays -inf, then is exact. NaN
+// wins. exp / log are portable_math.h's (the same bits on both devices).
+template <typename acc_t>
+struct MaxAndSum {
+  acc_t max, sum;
+};
+
 template <typename scalar_t>
 struct LogAddExpScan {
-  using Acc = at::opmath_type<scalar_t>;
+  using acc_t = at::opmath_type<scalar_t>;
+  using Acc = MaxAndSum<acc_t>;
   static constexpr bool kNeedsRow = false;
-  C10_HOST_DEVICE static Acc identity() { return -std::numeric_limits<Acc>::infinity(); }
-  C10_HOST_DEVICE static Acc of(scalar_t value, int64_t /*row*/) { return static_cast<Acc>(value); }
-  C10_HOST_DEVICE static Acc fold(const Acc& earlier, const Acc& later) {
-    if (at::_isnan(earlier)) return earlier;
-    if (at::_isnan(later)) return later;
-    const Acc high = earlier < later ? later : earlier, low = earlier < later ? earlier : later;
-    if (high == low && (high - high) != Acc(0)) return earlier;  // equal infinities
-    return high + portable_log(Acc(1) + portable_exp(low - high));
+  C10_HOST_DEVICE static Acc identity() {
+    return Acc{-std::numeric_limits<acc_t>::infinity(), acc_t(0)};
   }
+  C10_HOST_DEVICE static Acc of(scalar_t value, int64_t /*row*/) {
+    return Acc{static_cast<acc_t>(value), acc_t(1)};
+  }
+  C10_HOST_DEVICE static Acc fold(const Acc& earlier, const Acc& later) {
+    const bool later_higher = later.max > earlier.max || at::_isnan(later.max);
+    const acc_t high = later_higher ? later.max : earlier.max;
+    const acc_t low = later_higher ? earlier.max : later.max;
+    const acc_t scale = low == high ? acc_t(1) : portable_exp(low - high);
+    const acc_t sum = later_higher ? product(earlier.sum, scale) + later.sum
+                                   : earlier.sum + product(later.sum, scale);
+    return Acc{high, sum};
+  }
+  C10_HOST_DEVICE static acc_t result(const Acc& acc) { return acc.max + portable_log(acc.sum); }
 };
-
-// One chunk of a level: the segments of its first and last rows (one thread per chunk on the GPU).
-C10_HOST_DEVICE inline void scan_chunk_segments(const int64_t* first_idx, int64_t num_segments,
-                                                int64_t items, int chunk_bits, int64_t chunk,
-                                                int64_t* first_segment, int64_t* last_segment) {
-  const int64_t begin = chunk << chunk_bits;
-  const int64_t end = (chunk + 1) << chunk_bits < items ? (chunk + 1) << chunk_bits : items;
-  first_segment[chunk] = segment_of_row(first_idx, num_segments, begin);
-  last_segment[chunk] = segment_of_row(first_idx, num_segments, end - 1);
-}
 
 // One (chunk, column) of a level, upwards: where the chunk's last segment continues past it, its
 // piece in the chunk folded from the identity into tails[chunk * width + column] (the item of the
@@ -897,8 +907,9 @@ C10_HOST_DEVICE void scan_chunk_tail(const ScanLevel& level, int64_t chunk, int6
 // One (chunk, column) of a level, downwards: write(item, column, value) for every item of the
 // chunk. carries: the inclusive scan of this level's tails (the level above's output; null at the
 // top level, which is one chunk); the chunk's first piece, when its segment started in an earlier
-// chunk, starts from carries[(chunk - 1) * width + column]. exclusive: each item gets the fold of
-// the items before it in its segment (the identity for a segment's first item).
+// chunk, folds on from carries[(chunk - 1) * width + column], the others from the identity.
+// exclusive: each item gets the fold before its own value is added (the identity on a segment's
+// first item).
 template <typename Scan, typename Load, typename Write>
 C10_HOST_DEVICE void scan_chunk_rows(const ScanLevel& level, int64_t chunk, int64_t column,
                                      int64_t width, const Load& load, const Write& write,
@@ -906,22 +917,19 @@ C10_HOST_DEVICE void scan_chunk_rows(const ScanLevel& level, int64_t chunk, int6
   using Acc = typename Scan::Acc;
   const int64_t begin = level.begin(chunk), end = level.end(chunk);
   int64_t segment = level.chunk_first_segment[chunk];
-  bool carried = carries != nullptr && level.first_idx[segment] < begin;
-  const Acc carry = carried ? carries[(chunk - 1) * width + column] : Scan::identity();
-  Acc acc = Scan::identity();
+  const bool carried = carries != nullptr && level.first_idx[segment] < begin;
+  Acc acc = carried ? carries[(chunk - 1) * width + column] : Scan::identity();
   int64_t segment_end = level.first_idx[segment + 1];
   for (int64_t item = begin; item < end; ++item) {
     if (item == segment_end) {  // a segment starts (empty ones hold no item)
       while (level.first_idx[segment + 1] <= item) ++segment;
       segment_end = level.first_idx[segment + 1];
-      carried = false;
       acc = Scan::identity();
     }
     const Acc value = load(item, column);
-    if (exclusive)
-      write(item, column, !carried ? acc : item == begin ? carry : Scan::fold(carry, acc));
+    if (exclusive) write(item, column, acc);
     acc = Scan::fold(acc, value);
-    if (!exclusive) write(item, column, carried ? Scan::fold(carry, acc) : acc);
+    if (!exclusive) write(item, column, acc);
   }
 }
 
@@ -973,7 +981,7 @@ struct WriteScanValues {
   ScanOrder order;
   C10_HOST_DEVICE void operator()(int64_t item, int64_t column,
                                   const typename Scan::Acc& value) const {
-    out[order.row(item) * width + column] = static_cast<scalar_t>(value);
+    out[order.row(item) * width + column] = static_cast<scalar_t>(Scan::result(value));
   }
 };
 
