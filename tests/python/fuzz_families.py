@@ -123,6 +123,8 @@ def segment_pair(spec):
               and (rows is None or offsets[-1] == rows))
         if not ok:
             raise ValueError("illegal first_idx")
+        if offsets[-1] >= 2**40:  # the loops below would run for ever; no output of 2^40 rows can be allocated
+            raise ValueError("an output of 2^40 rows or more")
         return offsets
 
     def reference():
