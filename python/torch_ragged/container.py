@@ -522,11 +522,17 @@ class RaggedTensor:
         """``r[i]``: member i, ``(*s_i, *feature)``, a view of the values; ``r[i, ...]`` indexes into it.
         ``r[a:b]``: members a..b-1, a RaggedTensor viewing the values. ``r[index]`` (a list, a 1-D integer or
         bool tensor, a strided slice): those members packed into a new RaggedTensor by one kernel (repeats and
-        negative indices allowed)."""
+        negative indices allowed). Along the ragged dim (one ragged dim): ``r[:, i]`` is row i of every member,
+        ``(B, *feature)`` (negative i counts from each member's end; IndexError naming a member too short);
+        ``r[:, a:b]`` (step >= 1) keeps rows a..b-1 of every member, clipped to its length as Python slices are:
+        a RaggedTensor. Keys after those index the feature dims."""
         if isinstance(key, tuple):
+            if len(key) >= 2 and isinstance(key[0], slice):  # r[:, i], r[:, a:b], r[a:b, i, ...]
+                members = self if key[0] == slice(None) else self[key[0]]
+                return members._along_ragged_dim(key[1], key[2:])
             if not key or not isinstance(key[0], numbers.Integral):
                 raise _error(TypeError, "RaggedTensor.__getitem__", "a tuple key must start with a member index "
-                             f"(an int), got {key!r}")
+                             f"(an int) or a slice of members, got {key!r}")
             return self[key[0]][key[1:]]
         if isinstance(key, numbers.Integral) or (isinstance(key, torch.Tensor) and key.dim() == 0
                                                    and not key.dtype.is_floating_point and key.dtype != torch.bool):
@@ -534,6 +540,60 @@ class RaggedTensor:
         if isinstance(key, slice) and key.step in (None, 1):
             return self._slice(*key.indices(len(self))[:2])
         return self.index_select(_index_tensor(key, len(self)))
+
+    def _along_ragged_dim(self, key, feature_key: tuple):
+        where = "RaggedTensor.__getitem__"
+        if self.ragged_dims != 1:
+            raise _error(ValueError, where, f"r[:, ...] indexes the one ragged dim; this RaggedTensor has "
+                         f"{self.ragged_dims} ragged dims")
+        values = self.values
+        lengths = self._shape_per_tensor[:, 0].to("cpu", torch.long)
+        if isinstance(key, numbers.Integral) and not isinstance(key, bool):
+            self._check_rows_exist(lengths, key)
+            rows = self._first_idx[:-1] + key if key >= 0 else self._first_idx[1:] + key  # one op
+            picked = values.index_select(0, rows.to(values.device))
+            return picked[(slice(None), *feature_key)] if feature_key else picked
+        starts = self._first_idx[:-1].to("cpu", torch.long)
+        if not isinstance(key, slice):
+            raise _error(TypeError, where, f"the ragged dim takes an int or a slice, got {_describe(key)}")
+        step = 1 if key.step is None else key.step
+        if not isinstance(step, numbers.Integral) or step < 1:
+            raise _error(ValueError, where, f"a slice of the ragged dim needs a step >= 1, got {key.step!r}")
+
+        def bound(value, default):  # Python's slice bounds, per member
+            if value is None:
+                return default
+            return (lengths + value).clamp(min=0) if value < 0 else lengths.clamp(max=value)
+
+        start = bound(key.start, torch.zeros_like(lengths))
+        stop = torch.maximum(bound(key.stop, lengths), start)
+        if step == 1:  # each member's kept rows are one run: the runs as segments, picked by one kernel
+            bounds = torch.stack([starts + start, starts + stop], 1).view(-1)
+            runs = torch.cat([bounds.new_zeros(1), bounds, bounds.new_full((1,), values.shape[0])])
+            kept, _ = _ops.ragged_index_select(values, runs, torch.arange(1, 2 * len(lengths), 2),
+                                               int((stop - start).sum()))
+            shapes = (stop - start).unsqueeze(1)
+        else:
+            rows = values.shape[0]
+            first_idx = self._first_idx.to(values.device)
+            offset = _ops.segment_arange(first_idx, rows) - _ops.segment_expand(start.to(values.device), first_idx,
+                                                                                 rows)
+            count = stop - start
+            keep = (offset >= 0) & (offset < _ops.segment_expand(count.to(values.device), first_idx, rows))
+            kept = values[keep & (offset % step == 0)]
+            shapes = ((count + step - 1) // step).unsqueeze(1)
+        first_idx = _first_idx_of(shapes).to(self._first_idx.device)
+        return RaggedTensor(kept[(slice(None), *feature_key)], first_idx, shapes, validate=False)
+
+    @staticmethod
+    def _check_rows_exist(lengths: torch.Tensor, row: int) -> None:
+        """Row ``row`` (negative: from the end) exists in every member: one host read of the shortest length."""
+        if not len(lengths) or int(lengths.min()) >= (row + 1 if row >= 0 else -row):
+            return
+        short = ((lengths <= row) if row >= 0 else (lengths < -row)).nonzero()
+        b = int(short[0])
+        raise _error(IndexError, "RaggedTensor.__getitem__", f"row {row} is out of range for member {b} of "
+                     f"{int(lengths[b])} rows ({len(short)} of {len(lengths)} members are too short)")
 
     def _member(self, i: int) -> torch.Tensor:
         n = len(self)

@@ -362,3 +362,37 @@ def test_torch_reductions_and_softmax_of_a_ragged_tensor_are_its_methods():
     torch._dynamo.reset()
     compiled = torch.compile(lambda r: torch.mean(r, 1) + torch.amin(r, 1), fullgraph=True)
     assert torch.allclose(compiled(r), r.mean(1) + r.amin(1))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_indexing_along_the_ragged_dim_matches_each_member_sliced(device):
+    members = [torch.randn(n, 3, device=device) for n in (4, 1, 6, 2)]
+    r = RaggedTensor.from_list(members)
+    for i in (0, -1):
+        assert torch.equal(r[:, i], torch.stack([m[i] for m in members]))
+    assert torch.equal(r[:, -1, 2], torch.stack([m[-1, 2] for m in members]))
+    assert torch.equal(r[1:3, 0], torch.stack([m[0] for m in members[1:3]]))
+    for key in (slice(1, None), slice(None, -1), slice(None, None, 2), slice(-3, None), slice(1, 5, 3),
+                slice(7, 9), slice(-10, 2), slice(2, 1)):
+        sliced = r[:, key]
+        assert isinstance(sliced, RaggedTensor)
+        for got, member in zip(sliced.list(), members, strict=True):
+            assert torch.equal(got, member[key])
+    assert torch.equal(r[:, 1:, 0].values, torch.cat([m[1:, 0] for m in members]))
+    leaf = r.values.detach().requires_grad_(True)
+    RaggedTensor.from_packed(leaf, r.first_idx)[:, -1].sum().backward()
+    expected = torch.zeros_like(leaf)
+    expected[r.first_idx[1:].cpu() - 1] = 1  # the last row of each member
+    assert torch.equal(leaf.grad, expected)
+
+
+def test_indexing_along_the_ragged_dim_errors_name_the_short_member():
+    r = RaggedTensor.from_list([torch.randn(3, 2), torch.randn(1, 2), torch.randn(5, 2)])
+    with pytest.raises(IndexError, match=r"row 2 is out of range for member 1 of 1 rows \(1 of 3 members"):
+        r[:, 2]
+    with pytest.raises(IndexError, match=r"row -4 is out of range for member 0 of 3 rows \(2 of 3"):
+        r[:, -4]
+    with pytest.raises(ValueError, match=r"a slice of the ragged dim needs a step >= 1, got -1"):
+        r[:, ::-1]
+    with pytest.raises(ValueError, match=r"r\[:, \.\.\.\] indexes the one ragged dim"):
+        RaggedTensor.from_list([torch.randn(2, 3)], ragged_dims=2)[:, 0]

@@ -59,7 +59,9 @@ def test_indexing_out_of_range_and_bad_keys():
     with raises(IndexError, "torch_ragged.RaggedTensor.__getitem__", "index must be an int"):
         r[torch.tensor([0.5])]
     with raises(TypeError, "torch_ragged.RaggedTensor.__getitem__", "tuple key must start with a member index"):
-        r[:, 0]
+        r[(0.5, 0)]
+    with raises(TypeError, "torch_ragged.RaggedTensor.__getitem__", "the ragged dim takes an int or a slice"):
+        r[:, [0, 1]]
 
 
 def test_growing_and_math_mismatches():
