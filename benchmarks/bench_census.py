@@ -190,6 +190,39 @@ _segment_softmax("segment_softmax", torch.softmax)
 _segment_softmax("segment_log_softmax", torch.log_softmax)
 
 
+def _segment_scan(name, torch_scan, fill, values_only=False):
+    @case(name, differentiable=True)
+    def build(n, device, grad):
+        p = packed(n, device, grad=grad)
+        mask = p.mask()
+        ours = getattr(torch_ragged, name)
+        label = torch_scan.__name__
+        if values_only:  # cummax / cummin: the values (the args are packed rows here, member rows there)
+            return Pair(f"{label} of the padded batch (masked_scatter, mask back)",
+                        lambda: torch_scan(masked_padded(p, fill, mask), 1).values[mask],
+                        lambda: ours(p.values, p.first_idx).values, (p.values,))
+        return Pair(f"{label} of the padded batch (masked_scatter, mask back)",
+                    lambda: torch_scan(masked_padded(p, fill, mask), 1)[mask],
+                    lambda: ours(p.values, p.first_idx), (p.values,), tolerance=REORDERED_SUMS)
+
+
+_segment_scan("segment_cumsum", torch.cumsum, 0.0)
+_segment_scan("segment_cumprod", torch.cumprod, 1.0)
+_segment_scan("segment_logcumsumexp", torch.logcumsumexp, -math.inf)
+_segment_scan("segment_cummax", torch.cummax, -math.inf, values_only=True)
+_segment_scan("segment_cummin", torch.cummin, math.inf, values_only=True)
+
+
+@case("segment_arange")
+def _segment_arange(n, device, grad):
+    p = packed(n, device, width=1)
+    rows = int(p.first_idx[-1])
+    starts = p.first_idx[:-1]
+    return Pair("arange - repeat_interleave(first_idx[:-1])",
+                lambda: torch.arange(rows, device=device) - starts.repeat_interleave(p.lengths),
+                lambda: torch_ragged.segment_arange(p.first_idx, rows))
+
+
 def _repeat_per_member(n, device, grad, ours):
     """A row per member repeated over the member's rows: ours(per_member, p, rows) against repeat_interleave."""
     p = packed(n, device)
@@ -508,6 +541,26 @@ def _ragged_index(n, device, grad):
     positions = index.tolist()
     return Pair("list comprehension + torch.cat", lambda: torch.cat([views[i] for i in positions]),
                 lambda: r[index.to(device)].values)
+
+
+@case("RaggedTensor[:, -1]", differentiable=True)
+def _ragged_last_rows(n, device, grad):
+    p, r = _ragged(n, device, grad=grad)
+    return Pair("values.index_select(first_idx[1:] - 1)", lambda: p.values.index_select(0, p.first_idx[1:] - 1),
+                lambda: r[:, -1], (p.values,))
+
+
+def _all_but_first_rows(p):
+    keep = torch.ones(p.values.shape[0], dtype=torch.bool, device=p.values.device)
+    keep[p.first_idx[:-1]] = False  # members have >= 1 row here
+    return p.values[keep]
+
+
+@case("RaggedTensor[:, 1:]", differentiable=True)
+def _ragged_drop_first_rows(n, device, grad):
+    p, r = _ragged(n, device, grad=grad)
+    return Pair("values[a mask of all but each member's first row]", lambda: _all_but_first_rows(p),
+                lambda: r[:, 1:].values, (p.values,))
 
 
 @case("collate")

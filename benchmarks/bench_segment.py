@@ -112,3 +112,67 @@ def run_case(name, segments, max_len, width, device="cpu", min_run_time=1.0):
             add(f"{op} fwd+bwd", baseline_name, with_backward(baseline_fn, data), with_backward(ours_fn, data),
                 moved[op] + data_bytes + (data_bytes if op == "softmax" else reduced_bytes), check=False)
     return rows
+
+
+# ---- segmented scans ----
+
+SCAN_CASES = {
+    "many short (B=100k, len U[1,32], F=1)": dict(segments=100_000, max_len=32, width=1),
+    "many short (B=100k, len U[1,32], F=16)": dict(segments=100_000, max_len=32, width=16),
+    "few long (B=8, len U[1,2M], F=1)": dict(segments=8, max_len=2_000_000, width=1),
+}
+
+
+def padded_route(scan, fill):
+    """What a user writes without segmented scans: pad to (B, max_len, F) (masked_scatter into a full tensor: one
+    pass, no per-member tensors), torch's scan along dim 1, and the real rows picked back out."""
+    def route(data, mask):
+        padded = data.new_full((*mask.shape, data.shape[1]), fill)
+        padded.masked_scatter_(mask.unsqueeze(-1), data)
+        return scan(padded)[mask]
+    return route
+
+
+def run_scan_case(name, segments, max_len, width, device="cpu", min_run_time=1.0):
+    """segment_cumsum / logcumsumexp / cummax against the padded route, torch's scan of an already padded batch (the
+    scan alone, no padding: a floor for that route) and a loop of torch's scan per member (few members only)."""
+    data, first_idx, lengths = make_case(segments, max_len, width, device)
+    mask = torch.arange(int(lengths.max()), device=device) < lengths.unsqueeze(1)
+    members = data.split(lengths.tolist()) if segments <= 1000 else None
+    data_bytes = data.numel() * data.element_size()
+    copy_dst = torch.empty_like(data)
+    copy_gbs = 2 * data_bytes / median_seconds(synchronized(lambda: copy_dst.copy_(data), device), min_run_time) / 1e9
+    rows = []
+
+    def add(op, baseline_name, baseline_fn, ours_fn, moved_bytes, check=True):
+        if check:
+            torch.testing.assert_close(ours_fn(), baseline_fn(), rtol=1e-3, atol=1e-2)
+        baseline_s, ours_s = paired_medians(synchronized(baseline_fn, device), synchronized(ours_fn, device),
+                                            min_run_time)
+        rows.append(dict(case=name, op=op, baseline=baseline_name, baseline_s=baseline_s, ours_s=ours_s,
+                         bytes=moved_bytes, memcpy_gbs=copy_gbs))
+
+    scans = {
+        "cumsum": (lambda d: torch_ragged.segment_cumsum(d, first_idx), lambda p: p.cumsum(1), 0.0),
+        "logcumsumexp": (lambda d: torch_ragged.segment_logcumsumexp(d, first_idx),
+                         lambda p: p.logcumsumexp(1), -torch.inf),
+        "cummax": (lambda d: torch_ragged.segment_cummax(d, first_idx).values, lambda p: p.cummax(1).values,
+                   -torch.inf),
+    }
+    for op, (ours_fn, scan, fill) in scans.items():
+        route = padded_route(scan, fill)
+        add(op, "padded route (pad, scan, unpad)", lambda r=route: r(data, mask), lambda f=ours_fn: f(data),
+            2 * data_bytes)
+        padded_batch = data.new_full((*mask.shape, width), fill)
+        padded_batch.masked_scatter_(mask.unsqueeze(-1), data)
+        add(op, "torch scan of a padded batch (scan only)", lambda s=scan, p=padded_batch: s(p),
+            lambda f=ours_fn: f(data), 2 * data_bytes, check=False)
+        if members is not None:
+            loop = {"cumsum": lambda m: m.cumsum(0), "logcumsumexp": lambda m: m.logcumsumexp(0),
+                    "cummax": lambda m: m.cummax(0).values}[op]
+            add(op, "loop of torch scans per member", lambda lp=loop: torch.cat([lp(m) for m in members]),
+                lambda f=ours_fn: f(data), 2 * data_bytes)
+        if op == "cumsum":
+            add("cumsum fwd+bwd", "padded route (pad, scan, unpad)", with_backward(lambda d, r=route: r(d, mask), data),
+                with_backward(ours_fn, data), 4 * data_bytes, check=False)
+    return rows

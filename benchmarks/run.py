@@ -53,7 +53,7 @@ def main():
     parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
     parser.add_argument("--json", help="also write the rows to this JSON file")
     parser.add_argument("--quick", action="store_true", help="short timing runs (smoke test)")
-    parser.add_argument("--only", help="census: only the ops whose name contains this")
+    parser.add_argument("--only", help="census: only the ops whose name contains this; segment: reductions or scans")
     parser.add_argument("--sizes", default="tiny,medium,large", help="census: sizes to run (comma-separated)")
     parser.add_argument("--plot", action="store_true", help="also draw the JSON rows as <json name>.png beside it")
     args = parser.parse_args()
@@ -73,8 +73,12 @@ def main():
         import bench_segment
 
         rows = []
-        for name, params in bench_segment.CASES.items():
-            rows += bench_segment.run_case(name, device=args.device, min_run_time=min_run_time, **params)
+        if args.only in (None, "reductions"):
+            for name, params in bench_segment.CASES.items():
+                rows += bench_segment.run_case(name, device=args.device, min_run_time=min_run_time, **params)
+        if args.only in (None, "scans"):
+            for name, params in bench_segment.SCAN_CASES.items():
+                rows += bench_segment.run_scan_case(name, device=args.device, min_run_time=min_run_time, **params)
         print_table(rows, floor_note=False)
     elif args.family == "container":
         import bench_container
