@@ -106,7 +106,7 @@ timed 150 "$PYTHON" -m pytest -q -p no:cacheprovider "${PARALLEL[@]}" -rfEs -k "
   tests/python/test_sparse_matmul.py tests/python/test_ragged_index_select.py tests/python/test_container.py \
   tests/python/test_tiles.py tests/python/test_sparse_compressed.py tests/python/test_sparse_spgemm.py \
   tests/python/test_sparse_accelerate.py tests/python/test_scatter.py tests/python/test_sparse_elementwise.py \
-  tests/python/test_sequences.py tests/python/test_container_layers.py \
+  tests/python/test_sequences.py tests/python/test_container_layers.py tests/python/test_segment_scan.py \
   >"$OUT/test_cuda.log" 2>&1 &
 TESTS_PID=$!
 
@@ -126,7 +126,7 @@ else
     -rfE -k "cuda and not two_to_the_31 and not opcheck and not synchronise and not empty_output and not one_grid" \
     tests/python/test_cuda.py tests/python/test_segment.py tests/python/test_ragged_index_select.py \
     tests/python/test_tiles.py tests/python/test_sparse_spgemm.py tests/python/test_sparse_compressed.py \
-    tests/python/test_pad.py tests/python/test_sparse.py >"$OUT/memcheck.log" 2>&1 &
+    tests/python/test_pad.py tests/python/test_sparse.py tests/python/test_segment_scan.py >"$OUT/memcheck.log" 2>&1 &
   MEMCHECK_PID=$!
 fi
 
@@ -174,10 +174,25 @@ for family in $BENCH_FAMILIES; do
     note "skipped: needs a CUDA device"
     continue
   fi
-  timed 45 "$PYTHON" benchmarks/run.py --family "$family" --device cuda --quick \
+  only=()
+  [ "$family" = segment ] && only=(--only reductions)  # the scans get their own step below
+  timed 45 "$PYTHON" benchmarks/run.py --family "$family" --device cuda --quick "${only[@]}" \
     --json "$OUT/bench_${family}_cuda.json" >"$OUT/bench_${family}_cuda.log" 2>&1
   note "exit $?"
   grep -E '^\|' "$OUT/bench_${family}_cuda.log" | head -n 40 >>"$OUT/summary.log"
 done
+case " $BENCH_FAMILIES " in
+  *" segment "*)
+    step "GPU benchmark segmented scans"
+    if [ "$HAS_GPU" != 1 ]; then
+      note "skipped: needs a CUDA device"
+    else
+      timed 45 "$PYTHON" benchmarks/run.py --family segment --only scans --device cuda --quick \
+        --json "$OUT/bench_scans_cuda.json" >"$OUT/bench_scans_cuda.log" 2>&1
+      note "exit $?"
+      grep -E '^\|' "$OUT/bench_scans_cuda.log" | head -n 40 >>"$OUT/summary.log"
+    fi
+    ;;
+esac
 
 step done

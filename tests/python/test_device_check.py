@@ -9,7 +9,8 @@ import torch
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 STEPS = ["build", "CUDA tests", "compute-sanitizer memcheck",
          "compute-sanitizer racecheck and synccheck (cooperative kernels)",
-         *(f"GPU benchmark {f}" for f in ("segment", "sparse", "batch", "pad", "container")), "done"]
+         *(f"GPU benchmark {f}" for f in ("segment", "sparse", "batch", "pad", "container")),
+         "GPU benchmark segmented scans", "done"]
 
 
 def test_dry_run_reaches_every_step(tmp_path):
@@ -22,5 +23,5 @@ def test_dry_run_reaches_every_step(tmp_path):
     assert headers == STEPS
     assert "CUDA tests exit 0:" in summary  # the CUDA test files collected and ran (skipping, without a GPU)
     if not torch.cuda.is_available():
-        # memcheck, racecheck / synccheck and five benchmarks
-        assert summary.count("skipped: needs a CUDA device") == 7
+        # memcheck, racecheck / synccheck, five benchmark families and the scans
+        assert summary.count("skipped: needs a CUDA device") == 8
