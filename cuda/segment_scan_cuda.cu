@@ -92,17 +92,17 @@ at::Tensor upload_plan(const ScanPlan& plan, at::Device device) {
   return at::tensor(plan.packed(), at::kLong).pin_memory().to(device, /*non_blocking=*/true);
 }
 
-template <template <typename> class Rule, typename Dispatch>
+template <template <typename> class Rule>
 at::Tensor value_scan_cuda(std::string_view op, const at::Tensor& data, const at::Tensor& first_idx,
                            SegmentDtypes dtypes, bool promote_integers, bool reverse,
-                           bool exclusive, const Dispatch& dispatch) {
+                           bool exclusive) {
   const ScanInput in = scan_input(op, data, first_idx, dtypes, promote_integers, reverse);
   const c10::cuda::CUDAGuard guard(in.data.device());
   at::Tensor out = at::empty(in.data.sizes(), in.data.options());
   if (out.numel() == 0) return out;
   const at::Tensor plan = upload_plan(in.plan, in.data.device());
   const ScanOrder order = ScanOrder::of(in.data.size(0), reverse);
-  dispatch(in.data.scalar_type(), [&](auto zero) {
+  dispatch_value_scan<Rule<float>::kFloatingOnly>(in.data.scalar_type(), [&](auto zero) {
     using scalar_t = decltype(zero);
     using Scan = Rule<scalar_t>;
     scan_on_gpu<Scan>(
@@ -114,38 +114,22 @@ at::Tensor value_scan_cuda(std::string_view op, const at::Tensor& data, const at
   return out;
 }
 
-template <typename Body>
-void dispatch_summable(at::ScalarType type, const Body& body) {
-  AT_DISPATCH_V2(type, "segment_scan_cuda", AT_WRAP([&] { body(scalar_t{}); }),
-                 AT_EXPAND(AT_FLOATING_TYPES), AT_EXPAND(AT_COMPLEX_TYPES), at::kLong, at::kHalf,
-                 at::kBFloat16);
-}
-
-template <typename Body>
-void dispatch_floating(at::ScalarType type, const Body& body) {
-  AT_DISPATCH_V2(type, "segment_scan_cuda", AT_WRAP([&] { body(scalar_t{}); }),
-                 AT_EXPAND(AT_FLOATING_TYPES), at::kHalf, at::kBFloat16);
-}
-
 at::Tensor segment_cumsum_cuda(const at::Tensor& data, const at::Tensor& first_idx, bool reverse,
                                bool exclusive) {
-  return value_scan_cuda<SumScan>(
-      "segment_cumsum", data, first_idx, SegmentDtypes::kSummable, true, reverse, exclusive,
-      [](auto type, const auto& body) { dispatch_summable(type, body); });
+  return value_scan_cuda<SumScan>("segment_cumsum", data, first_idx, SegmentDtypes::kSummable, true,
+                                  reverse, exclusive);
 }
 
 at::Tensor segment_cumprod_cuda(const at::Tensor& data, const at::Tensor& first_idx, bool reverse,
                                 bool exclusive) {
-  return value_scan_cuda<ProdScan>(
-      "segment_cumprod", data, first_idx, SegmentDtypes::kSummable, true, reverse, exclusive,
-      [](auto type, const auto& body) { dispatch_summable(type, body); });
+  return value_scan_cuda<ProdScan>("segment_cumprod", data, first_idx, SegmentDtypes::kSummable,
+                                   true, reverse, exclusive);
 }
 
 at::Tensor segment_logcumsumexp_cuda(const at::Tensor& data, const at::Tensor& first_idx,
                                      bool reverse) {
-  return value_scan_cuda<LogAddExpScan>(
-      "segment_logcumsumexp", data, first_idx, SegmentDtypes::kFloating, false, reverse, false,
-      [](auto type, const auto& body) { dispatch_floating(type, body); });
+  return value_scan_cuda<LogAddExpScan>("segment_logcumsumexp", data, first_idx,
+                                        SegmentDtypes::kFloating, false, reverse, false);
 }
 
 template <bool kMax>

@@ -4,6 +4,7 @@
 // and the plan of levels (segment_index.h, "Segmented scans") shared by the CPU and CUDA kernels.
 
 #include <ATen/ATen.h>
+#include <ATen/Dispatch_v2.h>
 #include <ATen/Parallel.h>
 
 #include <algorithm>
@@ -133,6 +134,20 @@ inline ScanPlan scan_plan(const std::vector<int64_t>& offsets, int64_t width, bo
     level = std::move(above);
   }
   return plan;
+}
+
+// body(scalar_t{}) for the dtypes a value scan's kernels are built for: cumsum / cumprod take int64
+// (integers are promoted first), floating and complex; logcumsumexp (kFloatingOnly) floating.
+template <bool kFloatingOnly, typename Body>
+void dispatch_value_scan(at::ScalarType type, const Body& body) {
+  if constexpr (kFloatingOnly) {
+    AT_DISPATCH_V2(type, "segment_scan", AT_WRAP([&] { body(scalar_t{}); }),
+                   AT_EXPAND(AT_FLOATING_TYPES), at::kHalf, at::kBFloat16);
+  } else {
+    AT_DISPATCH_V2(type, "segment_scan", AT_WRAP([&] { body(scalar_t{}); }),
+                   AT_EXPAND(AT_FLOATING_TYPES), AT_EXPAND(AT_COMPLEX_TYPES), at::kLong, at::kHalf,
+                   at::kBFloat16);
+  }
 }
 
 // A scan's checked input: data contiguous (integers and bool as int64 where `promote_integers`,

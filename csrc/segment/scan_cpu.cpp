@@ -155,15 +155,15 @@ void scan_on_cpu(const ScanPlan& plan, int64_t width, const Load& load, const Wr
 }
 
 // cumsum / cumprod / logcumsumexp: the rule's scan of every column, same shape as data.
-template <template <typename> class Rule, typename Dispatch>
+template <template <typename> class Rule>
 at::Tensor value_scan_cpu(std::string_view op, const at::Tensor& data, const at::Tensor& first_idx,
-                          SegmentDtypes dtypes, bool promote_integers, bool reverse, bool exclusive,
-                          const Dispatch& dispatch) {
+                          SegmentDtypes dtypes, bool promote_integers, bool reverse,
+                          bool exclusive) {
   const ScanInput in = scan_input(op, data, first_idx, dtypes, promote_integers, reverse);
   at::Tensor out = at::empty(in.data.sizes(), in.data.options());
   if (out.numel() == 0) return out;
   const ScanOrder order = ScanOrder::of(in.data.size(0), reverse);
-  dispatch(in.data.scalar_type(), [&](auto zero) {
+  dispatch_value_scan<Rule<float>::kFloatingOnly>(in.data.scalar_type(), [&](auto zero) {
     using scalar_t = decltype(zero);
     using Scan = Rule<scalar_t>;
     scan_on_cpu<Scan>(
@@ -175,38 +175,22 @@ at::Tensor value_scan_cpu(std::string_view op, const at::Tensor& data, const at:
   return out;
 }
 
-template <typename Body>
-void dispatch_summable(at::ScalarType type, const Body& body) {
-  AT_DISPATCH_V2(type, "segment_scan_cpu", AT_WRAP([&] { body(scalar_t{}); }),
-                 AT_EXPAND(AT_FLOATING_TYPES), AT_EXPAND(AT_COMPLEX_TYPES), at::kLong, at::kHalf,
-                 at::kBFloat16);
-}
-
-template <typename Body>
-void dispatch_floating(at::ScalarType type, const Body& body) {
-  AT_DISPATCH_V2(type, "segment_scan_cpu", AT_WRAP([&] { body(scalar_t{}); }),
-                 AT_EXPAND(AT_FLOATING_TYPES), at::kHalf, at::kBFloat16);
-}
-
 at::Tensor segment_cumsum_cpu(const at::Tensor& data, const at::Tensor& first_idx, bool reverse,
                               bool exclusive) {
-  return value_scan_cpu<SumScan>(
-      "segment_cumsum", data, first_idx, SegmentDtypes::kSummable, true, reverse, exclusive,
-      [](auto type, const auto& body) { dispatch_summable(type, body); });
+  return value_scan_cpu<SumScan>("segment_cumsum", data, first_idx, SegmentDtypes::kSummable, true,
+                                 reverse, exclusive);
 }
 
 at::Tensor segment_cumprod_cpu(const at::Tensor& data, const at::Tensor& first_idx, bool reverse,
                                bool exclusive) {
-  return value_scan_cpu<ProdScan>(
-      "segment_cumprod", data, first_idx, SegmentDtypes::kSummable, true, reverse, exclusive,
-      [](auto type, const auto& body) { dispatch_summable(type, body); });
+  return value_scan_cpu<ProdScan>("segment_cumprod", data, first_idx, SegmentDtypes::kSummable,
+                                  true, reverse, exclusive);
 }
 
 at::Tensor segment_logcumsumexp_cpu(const at::Tensor& data, const at::Tensor& first_idx,
                                     bool reverse) {
-  return value_scan_cpu<LogAddExpScan>(
-      "segment_logcumsumexp", data, first_idx, SegmentDtypes::kFloating, false, reverse, false,
-      [](auto type, const auto& body) { dispatch_floating(type, body); });
+  return value_scan_cpu<LogAddExpScan>("segment_logcumsumexp", data, first_idx,
+                                       SegmentDtypes::kFloating, false, reverse, false);
 }
 
 // cummax / cummin are exact: any grouping of the rows gives the same values and rows, so the CPU

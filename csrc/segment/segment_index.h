@@ -813,7 +813,7 @@ struct ScanLevel {
 template <typename scalar_t>
 struct SumScan {
   using Acc = at::opmath_type<scalar_t>;
-  static constexpr bool kNeedsRow = false;
+  static constexpr bool kFloatingOnly = false;
   C10_HOST_DEVICE static Acc identity() { return Acc(0); }
   C10_HOST_DEVICE static Acc of(scalar_t value, int64_t /*row*/) { return static_cast<Acc>(value); }
   C10_HOST_DEVICE static Acc fold(const Acc& earlier, const Acc& later) { return earlier + later; }
@@ -823,7 +823,7 @@ struct SumScan {
 template <typename scalar_t>
 struct ProdScan {
   using Acc = at::opmath_type<scalar_t>;
-  static constexpr bool kNeedsRow = false;
+  static constexpr bool kFloatingOnly = false;
   C10_HOST_DEVICE static Acc identity() { return Acc(1); }
   C10_HOST_DEVICE static Acc of(scalar_t value, int64_t /*row*/) { return static_cast<Acc>(value); }
   C10_HOST_DEVICE static Acc fold(const Acc& earlier, const Acc& later) {
@@ -837,7 +837,6 @@ struct ProdScan {
 template <typename scalar_t, bool kMax>
 struct ExtremumScan {
   using Acc = ValueAndRow<scalar_t>;
-  static constexpr bool kNeedsRow = true;
   C10_HOST_DEVICE static Acc identity() { return Acc{scalar_t(0), -1}; }
   C10_HOST_DEVICE static Acc of(scalar_t value, int64_t row) { return Acc{value, row}; }
   C10_HOST_DEVICE static bool takes(scalar_t later, scalar_t earlier) {
@@ -867,7 +866,7 @@ template <typename scalar_t>
 struct LogAddExpScan {
   using acc_t = at::opmath_type<scalar_t>;
   using Acc = MaxAndSum<acc_t>;
-  static constexpr bool kNeedsRow = false;
+  static constexpr bool kFloatingOnly = true;  // dispatch_value_scan's dtypes
   C10_HOST_DEVICE static Acc identity() {
     return Acc{-std::numeric_limits<acc_t>::infinity(), acc_t(0)};
   }

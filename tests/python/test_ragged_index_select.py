@@ -103,7 +103,8 @@ def test_opcheck_and_compile():
         torch._dynamo.reset()
         got = torch.compile(f, fullgraph=True, dynamic=dynamic)(*args)
         want = f(*args)
-        assert torch.allclose(got[0], want[0]) and torch.equal(got[1], want[1])
+        torch.testing.assert_close(got[0], want[0])  # inductor sums the two rows in its own order
+        assert torch.equal(got[1], want[1])
 
 
 def test_bad_input():

@@ -43,6 +43,16 @@ def segment_samples():
         (ops.scatter, (data, torch.tensor([1, 1, 0, 1, 3, 0]), 0, 4, "max")),
         (ops.scatter_max, (data, torch.tensor([2, 0, 2, 4, 0, 2]), 0, None)),
         (ops.scatter_min, (leaf(6), torch.tensor([1, 1, 0, 1, 3, 0]), -1, 5)),
+        (ops.segment_cumsum, (data, first_idx, False, False)),
+        (ops.segment_cumsum, (data, first_idx, True, True)),
+        (ops.segment_cumsum, (torch.arange(6, dtype=torch.int32), first_idx, False, False)),
+        (ops.segment_cumprod, (data, first_idx, True, False)),
+        (ops.segment_cumprod, (leaf(6), first_idx, False, True)),
+        (ops.segment_cummax, (data, first_idx, False)),
+        (ops.segment_cummin, (leaf(6, 2), first_idx, True)),
+        (ops.segment_logcumsumexp, (data, first_idx, False)),
+        (ops.segment_arange, (first_idx, None)),
+        (ops.segment_arange, (first_idx, 6)),
     ]
 
 

@@ -1,8 +1,9 @@
 """Segmented scans (segment_cumsum / cumprod / cummax / cummin / logcumsumexp) and segment_arange: against a loop of
 torch's own scans per segment (reference.py), at every level of the scan's plan (segments inside one chunk, across
 chunks, across chunks of chunks), every dtype, both directions, exclusive; large magnitudes against torch; the same
-bits whatever the thread count; autograd (gradcheck / gradgradcheck, zeros in cumprod), opcheck, torch.compile and
-TorchScript; bad input."""
+bits whatever the thread count; autograd (gradcheck / gradgradcheck, zeros in cumprod), torch.compile, export and
+TorchScript; bad input. The ops' opcheck samples are test_segment_autograd.py's segment_samples (shared with the
+pt2 and export sweeps)."""
 
 import pytest
 import reference as ref
@@ -10,7 +11,6 @@ import torch
 import torch_ragged
 from devices import DEVICES
 from torch.autograd import gradcheck, gradgradcheck
-from torch.library import opcheck
 
 ops = torch.ops.torch_ragged
 
@@ -236,28 +236,6 @@ def test_undefined_gradients_stay_undefined():
     values, arg = ops.segment_cummax(data, torch.tensor([0, 2, 5]), False)
     assert arg.grad_fn is None and not arg.requires_grad
     assert torch.autograd.grad(values.sum(), data)[0].shape == data.shape
-
-
-def _samples():
-    first_idx = torch.tensor([0, 2, 2, 5])
-    data = torch.randn(5, 3, requires_grad=True)
-    return [
-        (ops.segment_cumsum, (data, first_idx, False, False)),
-        (ops.segment_cumsum, (data, first_idx, True, True)),
-        (ops.segment_cumprod, (data, first_idx, True, False)),
-        (ops.segment_cumprod, (data, first_idx, False, True)),
-        (ops.segment_cummax, (data, first_idx, False)),
-        (ops.segment_cummin, (data, first_idx, True)),
-        (ops.segment_logcumsumexp, (data, first_idx, False)),
-        (ops.segment_cumsum, (torch.arange(5, dtype=torch.int32), first_idx, False, False)),
-        (ops.segment_arange, (first_idx, None)),
-        (ops.segment_arange, (first_idx, 5)),
-    ]
-
-
-@pytest.mark.parametrize("op, args", _samples())
-def test_opcheck(op, args):
-    opcheck(op, args)
 
 
 def test_compile_fullgraph_and_export():
