@@ -45,7 +45,6 @@ def segment_samples():
         (ops.scatter_min, (leaf(6), torch.tensor([1, 1, 0, 1, 3, 0]), -1, 5)),
         (ops.segment_cumsum, (data, first_idx, False, False)),
         (ops.segment_cumsum, (data, first_idx, True, True)),
-        (ops.segment_cumsum, (torch.arange(6, dtype=torch.int32), first_idx, False, False)),
         (ops.segment_cumprod, (data, first_idx, True, False)),
         (ops.segment_cumprod, (leaf(6), first_idx, False, True)),
         (ops.segment_cummax, (data, first_idx, False)),
