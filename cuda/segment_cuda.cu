@@ -20,6 +20,7 @@
 #include "common/parallel.h"
 #include "cub.cuh"
 #include "row_movers.cuh"
+#include "scratch.cuh"
 #include "segment/offsets.h"
 #include "segment/scatter.h"
 #include "segment/segment_args.h"
@@ -195,14 +196,6 @@ __global__ void map_chunks_kernel(ReductionTree tree, int64_t width, Map map) {
   }
 }
 
-// A device buffer of n Acc (the tree's partials of one level).
-template <typename Acc>
-std::pair<at::Tensor, Acc*> acc_buffer(const at::Tensor& like, int64_t n) {
-  at::Tensor bytes =
-      at::empty({n * static_cast<int64_t>(sizeof(Acc))}, like.options().dtype(at::kByte));
-  return {bytes, reinterpret_cast<Acc*>(bytes.mutable_data_ptr())};
-}
-
 // The tree's launches (tree_launches: the chunks, a merge per level, the empty segments), each
 // reading the partials of the one before.
 template <typename Reducer, typename Load, typename Write>
@@ -222,15 +215,15 @@ void reduce_tree(const ReductionTree& tree, int64_t width, const at::Tensor& lik
     }
     below_heads = std::move(heads);
     below_tails = std::move(tails);
-    heads = acc_buffer<Acc>(like, threads);
-    tails = acc_buffer<Acc>(like, threads);
+    heads = cuda::scratch_buffer<Acc>(like, threads);
+    tails = cuda::scratch_buffer<Acc>(like, threads);
     if (launch.kind == TreeLaunch::kChunks) {
       reduce_chunks_kernel<Reducer><<<cuda_grid_for(threads), kCudaThreads, 0, stream()>>>(
           tree, width, load, write, heads.second, tails.second);
     } else {
       // The children's crossing segments, once per child (not per column): no search in merges.
       const int64_t children = tree.nodes(launch.level - 1);
-      const auto crossing = acc_buffer<CrossingSegments>(like, children);
+      const auto crossing = cuda::scratch_buffer<CrossingSegments>(like, children);
       node_crossing_kernel<<<cuda_grid_for(children), kCudaThreads, 0, stream()>>>(
           tree, launch.level - 1, crossing.second);
       C10_CUDA_KERNEL_LAUNCH_CHECK();

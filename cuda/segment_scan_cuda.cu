@@ -14,6 +14,7 @@
 
 #include "common/checks.h"
 #include "common/parallel.h"
+#include "scratch.cuh"
 #include "segment/offsets.h"
 #include "segment/scan.h"
 #include "segment/segment_ops.h"
@@ -43,14 +44,6 @@ __global__ void scan_rows_kernel(ScanLevel level, int64_t width, Load load, Writ
   }
 }
 
-// A device buffer of n Acc.
-template <typename Acc>
-std::pair<at::Tensor, Acc*> acc_buffer(const at::Tensor& like, int64_t n) {
-  at::Tensor bytes =
-      at::empty({n * static_cast<int64_t>(sizeof(Acc))}, like.options().dtype(at::kByte));
-  return {bytes, reinterpret_cast<Acc*>(bytes.mutable_data_ptr())};
-}
-
 // scan_on_cpu's launches: the tails level by level upwards, then each level's items downwards.
 template <typename Scan, typename Load, typename Write>
 void scan_on_gpu(const ScanPlan& plan, const int64_t* plan_on_device, int64_t width,
@@ -61,7 +54,7 @@ void scan_on_gpu(const ScanPlan& plan, const int64_t* plan_on_device, int64_t wi
   for (int l = 0; l + 1 < levels; ++l) {
     const ScanLevel level = plan.view(l, plan_on_device);
     const int64_t threads = level.chunks() * width;
-    tails[l] = acc_buffer<Acc>(like, threads);
+    tails[l] = cuda::scratch_buffer<Acc>(like, threads);
     if (l == 0) {
       scan_tails_kernel<Scan><<<cuda_grid_for(threads), kCudaThreads, 0, stream()>>>(
           level, width, load, tails[l].second);
@@ -74,7 +67,7 @@ void scan_on_gpu(const ScanPlan& plan, const int64_t* plan_on_device, int64_t wi
   for (int l = levels - 1; l >= 1; --l) {
     const ScanLevel level = plan.view(l, plan_on_device);
     const int64_t threads = level.chunks() * width;
-    scanned[l] = acc_buffer<Acc>(like, level.items * width);
+    scanned[l] = cuda::scratch_buffer<Acc>(like, level.items * width);
     const Acc* carries = l + 1 < levels ? scanned[l + 1].second : nullptr;
     scan_rows_kernel<Scan><<<cuda_grid_for(threads), kCudaThreads, 0, stream()>>>(
         level, width, ScanItems<Acc>{tails[l - 1].second, width},
