@@ -1372,20 +1372,24 @@ class RaggedCollate:
     The structure is collated as ``default_collate`` collates it: dicts per key, tuples / lists / namedtuples per
     position, recursively; numbers, numpy arrays and strings go through torch's own collate functions
     (``torch.utils.data._utils.collate.default_collate_fn_map``). A field of tensors (or numpy arrays) of >= 1
-    dim becomes a RaggedTensor with ``ragged_dims`` leading ragged dims (one copy); ``ragged_dims`` may be a
-    dict by key (the dict key the field sits under, at any depth), and 0 stacks that field as default_collate
-    does (fixed-size images, say). 0-d tensors are stacked. ``rebase={"faces": "vertices"}`` adds, to each
-    member of top-level field ``faces``, the first packed row of its sample's ``vertices``, so face indices
-    address the packed vertices (meshes). Picklable, so worker processes can use it; ``pin_memory=True`` pins
-    the values.
+    dim: by default (``ragged_dims=None``) stacked as default_collate stacks it when every sample's has the same
+    shape (fixed-size images, say), else a RaggedTensor with one ragged dim (one copy). An int forces it:
+    ``ragged_dims=k >= 1`` makes every such field a RaggedTensor with k leading ragged dims, 0 stacks every one;
+    a dict by key (the dict key the field sits under, at any depth) forces the fields it names and leaves the
+    others to the default (the fields ``rebase`` names are always ragged). Name the fields that are ragged in your
+    data (``{"points": 1}``): a batch whose samples happen to share a size would otherwise come out stacked. 0-d
+    tensors are stacked.
+    ``rebase={"faces": "vertices"}`` adds, to each member of top-level field ``faces``, the first packed row of its
+    sample's ``vertices``, so face indices address the packed vertices (meshes). Picklable, so worker processes
+    can use it; ``pin_memory=True`` pins the values.
     """
 
-    def __init__(self, ragged_dims: int | Mapping = 1, rebase: Mapping | None = None):
+    def __init__(self, ragged_dims: int | Mapping | None = None, rebase: Mapping | None = None):
         where = "RaggedCollate"
         counts = ragged_dims.values() if isinstance(ragged_dims, Mapping) else [ragged_dims]
-        if not all(isinstance(k, int) and not isinstance(k, bool) and k >= 0 for k in counts):
-            raise _error(ValueError, where, f"ragged_dims must be an int >= 0 or a dict of them by key, got "
-                         f"{ragged_dims!r}")
+        if not all(k is None or (isinstance(k, int) and not isinstance(k, bool) and k >= 0) for k in counts):
+            raise _error(ValueError, where, f"ragged_dims must be None (stack equal shapes, else ragged), an int "
+                         f">= 0 or a dict of those by key, got {ragged_dims!r}")
         if rebase is not None and (not isinstance(rebase, Mapping) or not all(
                 isinstance(k, str) and isinstance(v, str) for k, v in rebase.items())):
             raise _error(TypeError, where, f"rebase must map field names to field names, got {rebase!r}")
@@ -1438,13 +1442,17 @@ class RaggedCollate:
         return torch_collate.collate(batch, collate_fn_map=self._leaf_functions(key))
 
     def _leaf_functions(self, key) -> dict:
-        k = self.ragged_dims.get(key, 1) if isinstance(self.ragged_dims, Mapping) else self.ragged_dims
+        k = self.ragged_dims.get(key) if isinstance(self.ragged_dims, Mapping) else self.ragged_dims
+        if k is None and key in {*self.rebase, *self.rebase.values()}:
+            k = 1  # rebased fields are packed rows (faces into vertices) whatever the batch's sizes
         functions = dict(torch_collate.default_collate_fn_map)  # numbers, numpy (-> tensors), strings
 
         def tensors(batch, *, collate_fn_map=None):
-            if k == 0 or batch[0].dim() == 0:
+            first = batch[0].shape
+            same_shape = k is None and all(t.shape == first for t in batch)
+            if k == 0 or batch[0].dim() == 0 or same_shape:
                 return torch_collate.collate_tensor_fn(batch, collate_fn_map=collate_fn_map)
-            return RaggedTensor.from_list(batch, ragged_dims=k)
+            return RaggedTensor.from_list(batch, ragged_dims=1 if k is None else k)
 
         functions[torch.Tensor] = tensors
         return functions

@@ -32,7 +32,7 @@ def test_structure_and_leaves_match_default_collate():
     want = default_collate([{k: v for k, v in s.items() if k not in ("points",)} | {"meta": {
         k: v for k, v in s["meta"].items() if k != "tokens"}} for s in batch])
     # Leaves default_collate can collate (fixed shapes) agree exactly, with its dtypes.
-    for path in (("meta", "id"), ("meta", "weight"), ("meta", "flag"), ("image",)):
+    for path in (("meta", "id"), ("meta", "weight"), ("meta", "flag"), ("image",), ("label", 1)):
         g, w = got, want
         for p in path:
             g, w = g[p], w[p]
@@ -43,9 +43,8 @@ def test_structure_and_leaves_match_default_collate():
     assert got["label"][0].tolist() == [0, 1, 2]
     # Ragged leaves: RaggedTensors whose members are the samples' tensors (numpy converted as default_collate).
     for key, members in (("points", [s["points"] for s in batch]),
-                         ("tokens", [torch.as_tensor(s["meta"]["tokens"]) for s in batch]),
-                         ("label", [s["label"][1] for s in batch])):
-        ragged = {"points": got["points"], "tokens": got["meta"]["tokens"], "label": got["label"][1]}[key]
+                         ("tokens", [torch.as_tensor(s["meta"]["tokens"]) for s in batch])):
+        ragged = {"points": got["points"], "tokens": got["meta"]["tokens"]}[key]
         assert isinstance(ragged, RaggedTensor), key
         for b, m in enumerate(members):
             assert torch.equal(ragged[b], m), key
@@ -56,6 +55,22 @@ def test_ragged_dims_by_key_at_any_depth_and_zero_stacks():
     got = RaggedCollate(ragged_dims={"grid": 2, "image": 0})(batch)
     assert got["outer"]["grid"].ragged_dims == 2 and got["outer"]["grid"].shape_per_tensor.tolist() == [[1, 2], [2, 3]]
     assert torch.equal(got["image"], torch.ones(2, 3, 2))
+
+
+def test_equal_shapes_stack_by_default_and_either_way_can_be_forced():
+    batch = [{"image": torch.full((3, 8, 8), float(i)), "points": torch.ones(i + 2, 3), "ids": torch.arange(4)}
+             for i in range(3)]
+    got = torch_ragged.collate(batch)
+    assert torch.equal(got["image"], default_collate([s["image"] for s in batch]))  # as default_collate
+    assert torch.equal(got["ids"], torch.arange(4).expand(3, 4))
+    assert isinstance(got["points"], RaggedTensor) and got["points"].lengths.tolist() == [2, 3, 4]
+    forced = RaggedCollate(ragged_dims={"ids": 1})(batch)  # ragged even where this batch's sizes agree
+    assert isinstance(forced["ids"], RaggedTensor) and forced["ids"].lengths.tolist() == [4, 4, 4]
+    assert isinstance(forced["image"], torch.Tensor)  # unnamed fields keep the default
+    everything = RaggedCollate(ragged_dims=1)(batch)
+    assert all(isinstance(everything[k], RaggedTensor) for k in ("image", "points", "ids"))
+    with pytest.raises(ValueError, match="torch_ragged.RaggedCollate: ragged_dims must be None"):
+        RaggedCollate(ragged_dims=-1)
 
 
 def test_default_collate_fields_in_a_dataloader_with_workers():
