@@ -778,9 +778,10 @@ C10_HOST_DEVICE void gather_dot_entry(const scalar_t* a, const scalar_t* b, cons
 //     segment goes on past the chunk), cut into runs where a segment starts. That scan is this scan
 //     again, one level up (items = the chunks below), until one chunk holds every item.
 // So an output folds its chunk's rows onto the carry (or onto the identity in a segment's first
-// chunk): ((carry (+) x_a) (+) x_a+1) ... The GPU runs
-// these bodies with one thread per (chunk, column): the tails level by level upwards, then the
-// rows level by level downwards; the CPU runs them per chunk (segment_scan_cpu.cpp).
+// chunk): ((carry (+) x_a) (+) x_a+1) ... The GPU runs these bodies with one thread per (chunk,
+// column): the tails level by level upwards, then the rows level by level downwards; the CPU runs
+// them per chunk (scan_cpu.cpp), except cummax / cummin, which are exact: any order gives their
+// result, and the CPU walks each segment directly.
 
 // One level of a scan: `items` rows cut into segments by first_idx (num_segments + 1 entries), and
 // per chunk the segments of its first and last rows (ScanPlan fills them on the host, scan.h).
