@@ -89,17 +89,18 @@ template <template <typename> class Rule>
 at::Tensor value_scan_cuda(std::string_view op, const at::Tensor& data, const at::Tensor& first_idx,
                            SegmentDtypes dtypes, bool promote_integers, bool reverse,
                            bool exclusive) {
-  const ScanInput in = scan_input(op, data, first_idx, dtypes, promote_integers, reverse);
+  const ScanInput in = scan_input(op, data, first_idx, dtypes, promote_integers);
   const c10::cuda::CUDAGuard guard(in.data.device());
   at::Tensor out = at::empty(in.data.sizes(), in.data.options());
   if (out.numel() == 0) return out;
-  const at::Tensor plan = upload_plan(in.plan, in.data.device());
+  const ScanPlan plan = scan_plan(in.offsets, in.width, reverse);
+  const at::Tensor on_device = upload_plan(plan, in.data.device());
   const ScanOrder order = ScanOrder::of(in.data.size(0), reverse);
   dispatch_value_scan<Rule<float>::kFloatingOnly>(in.data.scalar_type(), [&](auto zero) {
     using scalar_t = decltype(zero);
     using Scan = Rule<scalar_t>;
     scan_on_gpu<Scan>(
-        in.plan, plan.const_data_ptr<int64_t>(), in.width, in.data,
+        plan, on_device.const_data_ptr<int64_t>(), in.width, in.data,
         LoadScanRows<Scan, scalar_t>{in.data.const_data_ptr<scalar_t>(), in.width, order},
         WriteScanValues<Scan, scalar_t>{out.mutable_data_ptr<scalar_t>(), in.width, order},
         exclusive);
@@ -129,18 +130,19 @@ template <bool kMax>
 std::tuple<at::Tensor, at::Tensor> cum_extremum_cuda(const at::Tensor& data,
                                                      const at::Tensor& first_idx, bool reverse) {
   const ScanInput in = scan_input(kMax ? "segment_cummax" : "segment_cummin", data, first_idx,
-                                  SegmentDtypes::kOrdered, false, reverse);
+                                  SegmentDtypes::kOrdered, false);
   const c10::cuda::CUDAGuard guard(in.data.device());
   at::Tensor values = at::empty(in.data.sizes(), in.data.options());
   at::Tensor arg = at::empty(in.data.sizes(), in.data.options().dtype(at::kLong));
   if (values.numel() == 0) return {values, arg};
-  const at::Tensor plan = upload_plan(in.plan, in.data.device());
+  const ScanPlan plan = scan_plan(in.offsets, in.width, reverse);
+  const at::Tensor on_device = upload_plan(plan, in.data.device());
   const ScanOrder order = ScanOrder::of(in.data.size(0), reverse);
   AT_DISPATCH_V2(
       in.data.scalar_type(), "segment_cum_extremum_cuda", AT_WRAP([&] {
         using Scan = ExtremumScan<scalar_t, kMax>;
         scan_on_gpu<Scan>(
-            in.plan, plan.const_data_ptr<int64_t>(), in.width, in.data,
+            plan, on_device.const_data_ptr<int64_t>(), in.width, in.data,
             LoadScanRows<Scan, scalar_t>{in.data.const_data_ptr<scalar_t>(), in.width, order},
             WriteScanValueAndRow<scalar_t>{values.mutable_data_ptr<scalar_t>(),
                                            arg.mutable_data_ptr<int64_t>(), in.width, order},

@@ -17,6 +17,8 @@
 #include <torch/library.h>
 #include <torch_ragged/segment.h>
 
+#include <type_traits>
+
 #include "common/autograd.h"
 #include "common/checks.h"
 #include "common/missing_kernels.h"
@@ -60,17 +62,16 @@ TORCH_LIBRARY_IMPL(torch_ragged, CompositeExplicitAutograd, m) {
 }
 
 ScanInput scan_input(std::string_view op, const at::Tensor& data, const at::Tensor& first_idx,
-                     SegmentDtypes dtypes, bool promote_integers, bool reverse) {
+                     SegmentDtypes dtypes, bool promote_integers) {
   at::Tensor values = data;
   if (promote_integers && data.defined() &&
       at::isIntegralType(data.scalar_type(), /*includeBool=*/true)) {
     values = data.to(at::kLong);
   }
   check_segment_args(op, values, first_idx, dtypes);
-  const std::vector<int64_t> offsets = checked_first_idx(op, first_idx, std::nullopt);
+  std::vector<int64_t> offsets = checked_first_idx(op, first_idx, std::nullopt);
   check_last_offset_is_rows(op, offsets.back(), values.size(0));
-  const int64_t width = row_width(values);
-  return ScanInput{values.contiguous(), width, scan_plan(offsets, width, reverse)};
+  return ScanInput{values.contiguous(), row_width(values), std::move(offsets)};
 }
 
 // ---- typed dispatcher calls ----
@@ -288,53 +289,51 @@ class SegmentLogcumsumexp : public torch::autograd::Function<SegmentLogcumsumexp
   }
 };
 
-at::Tensor segment_cumsum_autograd(const at::Tensor& data, const at::Tensor& first_idx,
-                                   bool reverse, bool exclusive) {
-  check_defined("segment_cumsum", "data", data);
-  check_defined("segment_cumsum", "first_idx", first_idx);
+// A scan's Autograd kernel: the op itself below autograd when no graph is recorded (no node, no
+// saved tensors), else Function's node. `call` is the op's typed dispatcher call.
+template <typename Function, typename Call, typename... Flags>
+auto scan_autograd(std::string_view op, const Call& call, const at::Tensor& data,
+                   const at::Tensor& first_idx, Flags... flags) {
+  check_defined(op, "data", data);
+  check_defined(op, "first_idx", first_idx);
+  using Result = decltype(call(data, first_idx, flags...));
   if (!records_graph(data)) {
     at::AutoDispatchBelowAutograd guard;
-    return ops::segment_cumsum(data, first_idx, reverse, exclusive);
+    return call(data, first_idx, flags...);
   }
-  return SegmentCumsum::apply(data, first_idx, reverse, exclusive);
+  if constexpr (std::is_same_v<Result, at::Tensor>) {
+    return Function::apply(data, first_idx, flags...);
+  } else {  // (values, arg)
+    const variable_list out = Function::apply(data, first_idx, flags...);
+    return Result{out[0], out[1]};
+  }
+}
+
+at::Tensor segment_cumsum_autograd(const at::Tensor& data, const at::Tensor& first_idx,
+                                   bool reverse, bool exclusive) {
+  return scan_autograd<SegmentCumsum>("segment_cumsum", ops::segment_cumsum, data, first_idx,
+                                      reverse, exclusive);
 }
 
 at::Tensor segment_cumprod_autograd(const at::Tensor& data, const at::Tensor& first_idx,
                                     bool reverse, bool exclusive) {
-  check_defined("segment_cumprod", "data", data);
-  check_defined("segment_cumprod", "first_idx", first_idx);
-  if (!records_graph(data)) {
-    at::AutoDispatchBelowAutograd guard;
-    return ops::segment_cumprod(data, first_idx, reverse, exclusive);
-  }
-  return SegmentCumprod::apply(data, first_idx, reverse, exclusive);
+  return scan_autograd<SegmentCumprod>("segment_cumprod", ops::segment_cumprod, data, first_idx,
+                                       reverse, exclusive);
 }
 
 template <bool kMax>
 std::tuple<at::Tensor, at::Tensor> segment_cum_extremum_autograd(const at::Tensor& data,
                                                                  const at::Tensor& first_idx,
                                                                  bool reverse) {
-  const char* op = kMax ? "segment_cummax" : "segment_cummin";
-  check_defined(op, "data", data);
-  check_defined(op, "first_idx", first_idx);
-  if (!records_graph(data)) {
-    at::AutoDispatchBelowAutograd guard;
-    return kMax ? ops::segment_cummax(data, first_idx, reverse)
-                : ops::segment_cummin(data, first_idx, reverse);
-  }
-  const variable_list out = SegmentCumExtremum<kMax>::apply(data, first_idx, reverse);
-  return {out[0], out[1]};
+  return scan_autograd<SegmentCumExtremum<kMax>>(kMax ? "segment_cummax" : "segment_cummin",
+                                                 kMax ? ops::segment_cummax : ops::segment_cummin,
+                                                 data, first_idx, reverse);
 }
 
 at::Tensor segment_logcumsumexp_autograd(const at::Tensor& data, const at::Tensor& first_idx,
                                          bool reverse) {
-  check_defined("segment_logcumsumexp", "data", data);
-  check_defined("segment_logcumsumexp", "first_idx", first_idx);
-  if (!records_graph(data)) {
-    at::AutoDispatchBelowAutograd guard;
-    return ops::segment_logcumsumexp(data, first_idx, reverse);
-  }
-  return SegmentLogcumsumexp::apply(data, first_idx, reverse);
+  return scan_autograd<SegmentLogcumsumexp>("segment_logcumsumexp", ops::segment_logcumsumexp, data,
+                                            first_idx, reverse);
 }
 
 }  // namespace

@@ -151,13 +151,14 @@ void dispatch_value_scan(at::ScalarType type, const Body& body) {
 }
 
 // A scan's checked input: data contiguous (integers and bool as int64 where `promote_integers`,
-// as torch.cumsum / cumprod), first_idx on the host, and the plan.
+// as torch.cumsum / cumprod), its row width, and first_idx read on the host (the plan's offsets;
+// the CPU's cummax / cummin walk them directly).
 struct ScanInput {
   at::Tensor data;
   int64_t width = 0;
-  ScanPlan plan;
+  std::vector<int64_t> offsets;
 };
 ScanInput scan_input(std::string_view op, const at::Tensor& data, const at::Tensor& first_idx,
-                     SegmentDtypes dtypes, bool promote_integers, bool reverse);
+                     SegmentDtypes dtypes, bool promote_integers);
 
 }  // namespace torch_ragged

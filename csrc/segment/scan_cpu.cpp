@@ -159,7 +159,7 @@ template <template <typename> class Rule>
 at::Tensor value_scan_cpu(std::string_view op, const at::Tensor& data, const at::Tensor& first_idx,
                           SegmentDtypes dtypes, bool promote_integers, bool reverse,
                           bool exclusive) {
-  const ScanInput in = scan_input(op, data, first_idx, dtypes, promote_integers, reverse);
+  const ScanInput in = scan_input(op, data, first_idx, dtypes, promote_integers);
   at::Tensor out = at::empty(in.data.sizes(), in.data.options());
   if (out.numel() == 0) return out;
   const ScanOrder order = ScanOrder::of(in.data.size(0), reverse);
@@ -167,7 +167,7 @@ at::Tensor value_scan_cpu(std::string_view op, const at::Tensor& data, const at:
     using scalar_t = decltype(zero);
     using Scan = Rule<scalar_t>;
     scan_on_cpu<Scan>(
-        in.plan, in.width,
+        scan_plan(in.offsets, in.width, reverse), in.width,
         LoadScanRows<Scan, scalar_t>{in.data.const_data_ptr<scalar_t>(), in.width, order},
         WriteScanValues<Scan, scalar_t>{out.mutable_data_ptr<scalar_t>(), in.width, order},
         exclusive);
@@ -231,17 +231,14 @@ void cum_extremum_of_segments(const scalar_t* data, int64_t width,
 template <bool kMax>
 std::tuple<at::Tensor, at::Tensor> cum_extremum_cpu(const at::Tensor& data,
                                                     const at::Tensor& first_idx, bool reverse) {
-  constexpr std::string_view op = kMax ? "segment_cummax" : "segment_cummin";
-  check_segment_args(op, data, first_idx, SegmentDtypes::kOrdered);
-  const std::vector<int64_t> offsets = checked_first_idx(op, first_idx, std::nullopt);
-  check_last_offset_is_rows(op, offsets.back(), data.size(0));
-  const at::Tensor in = data.contiguous();
-  at::Tensor values = at::empty(in.sizes(), in.options());
-  at::Tensor arg = at::empty(in.sizes(), in.options().dtype(at::kLong));
+  const ScanInput in = scan_input(kMax ? "segment_cummax" : "segment_cummin", data, first_idx,
+                                  SegmentDtypes::kOrdered, false);
+  at::Tensor values = at::empty(in.data.sizes(), in.data.options());
+  at::Tensor arg = at::empty(in.data.sizes(), in.data.options().dtype(at::kLong));
   if (values.numel() == 0) return {values, arg};
-  AT_DISPATCH_V2(in.scalar_type(), "segment_cum_extremum_cpu", AT_WRAP([&] {
+  AT_DISPATCH_V2(in.data.scalar_type(), "segment_cum_extremum_cpu", AT_WRAP([&] {
                    cum_extremum_of_segments<scalar_t, kMax>(
-                       in.const_data_ptr<scalar_t>(), row_width(in), offsets, reverse,
+                       in.data.const_data_ptr<scalar_t>(), in.width, in.offsets, reverse,
                        values.mutable_data_ptr<scalar_t>(), arg.mutable_data_ptr<int64_t>());
                  }),
                  AT_EXPAND(AT_ALL_TYPES), AT_EXPAND(AT_BAREBONES_UNSIGNED_TYPES), at::kBool,

@@ -553,7 +553,6 @@ class RaggedTensor:
             rows = self._first_idx[:-1] + key if key >= 0 else self._first_idx[1:] + key  # one op
             picked = values.index_select(0, rows.to(values.device))
             return picked[(slice(None), *feature_key)] if feature_key else picked
-        starts = self._first_idx[:-1].to("cpu", torch.long)
         if not isinstance(key, slice):
             raise _error(TypeError, where, f"the ragged dim takes an int or a slice, got {_describe(key)}")
         step = 1 if key.step is None else key.step
@@ -567,21 +566,18 @@ class RaggedTensor:
 
         start = bound(key.start, torch.zeros_like(lengths))
         stop = torch.maximum(bound(key.stop, lengths), start)
-        if step == 1:  # each member's kept rows are one run: the runs as segments, picked by one kernel
-            bounds = torch.stack([starts + start, starts + stop], 1).view(-1)
-            runs = torch.cat([bounds.new_zeros(1), bounds, bounds.new_full((1,), values.shape[0])])
-            kept, _ = _ops.ragged_index_select(values, runs, torch.arange(1, 2 * len(lengths), 2),
-                                               int((stop - start).sum()))
-            shapes = (stop - start).unsqueeze(1)
-        else:
-            rows = values.shape[0]
-            first_idx = self._first_idx.to(values.device)
-            offset = _ops.segment_arange(first_idx, rows) - _ops.segment_expand(start.to(values.device), first_idx,
-                                                                                 rows)
-            count = stop - start
-            keep = (offset >= 0) & (offset < _ops.segment_expand(count.to(values.device), first_idx, rows))
-            kept = values[keep & (offset % step == 0)]
-            shapes = ((count + step - 1) // step).unsqueeze(1)
+        # Each member's rows start..stop-1 are one run: the runs as segments of the packed rows (the others
+        # between them), picked by one kernel; a step > 1 then keeps every step-th row of each run.
+        starts = lengths.cumsum(0) - lengths  # first_idx[:-1] from the host lengths (no device read)
+        bounds = torch.stack([starts + start, starts + stop], 1).view(-1)
+        runs = torch.cat([bounds.new_zeros(1), bounds, bounds.new_full((1,), values.shape[0])])
+        counts = stop - start
+        kept, kept_first_idx = _ops.ragged_index_select(values, runs, torch.arange(1, 2 * len(lengths), 2),
+                                                        int(counts.sum()))
+        if step > 1:
+            kept = kept[(_ops.segment_arange(kept_first_idx, kept.shape[0]) % step == 0).to(kept.device)]
+            counts = (counts + step - 1) // step
+        shapes = counts.unsqueeze(1)
         first_idx = _first_idx_of(shapes).to(self._first_idx.device)
         return RaggedTensor(kept[(slice(None), *feature_key)], first_idx, shapes, validate=False)
 
@@ -850,9 +846,8 @@ class RaggedTensor:
             values, indices = torch_op(self.values, self._one_dim(where, dim, dims))
             return self.with_values(values), self.with_values(indices)
         values, packed_row = segment_op(self.values, self._first_idx, False)
-        rows = self.values.shape[0]
         first_idx = self._first_idx.to(packed_row.device)
-        member_start = torch.arange(rows, device=packed_row.device) - _ops.segment_arange(first_idx, rows)
+        member_start = _ops.segment_expand(first_idx[:-1], first_idx, packed_row.shape[0])  # each row's
         row_in_member = packed_row - member_start.view([-1] + [1] * (packed_row.dim() - 1))
         return self.with_values(values), self.with_values(row_in_member)
 
