@@ -18,8 +18,10 @@
 #include <torch_ragged/segment.h>
 
 #include <algorithm>
+#include <limits>
 #include <sstream>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -55,7 +57,7 @@ using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 using OptionalSize = std::optional<c10::SymInt>;
 
-constexpr std::string_view kReductions[] = {"sum", "add", "mean", "max", "min"};
+constexpr std::string_view kReductions[] = {"sum", "add", "mean", "mul", "max", "min"};
 
 bool is_extremum(std::string_view reduce) { return reduce == "max" || reduce == "min"; }
 
@@ -102,15 +104,15 @@ std::pair<int64_t, int64_t> key_range(const at::Tensor& keys) {
 
 // The rows of src grouped by position: positions (runs,) int64 ascending, permutation (rows,)
 // grouped position -> src row (undefined: the identity), first_idx (runs + 1,) over grouped rows.
+// positions undefined: every position 0 .. dim_size - 1 has a group (empty where no row goes).
 struct Groups {
   at::Tensor positions, permutation, first_idx;
   int64_t dim_size = 0;
 };
 
-// One int64 key per row of src along dim, each checked to lie in [0, dim_size), and dim_size
+// The keys (one int64 entry each, any shape) checked to lie in [0, dim_size), and dim_size
 // (given, or the largest key + 1).
-std::pair<at::Tensor, int64_t> checked_keys(std::string_view op, const at::Tensor& src,
-                                            const at::Tensor& index, int64_t dim,
+std::pair<at::Tensor, int64_t> checked_keys(std::string_view op, const at::Tensor& index,
                                             const OptionalSize& dim_size) {
   int64_t size = 0;
   if (dim_size.has_value()) {
@@ -118,8 +120,7 @@ std::pair<at::Tensor, int64_t> checked_keys(std::string_view op, const at::Tenso
     TORCH_CHECK_VALUE(size >= 0, "torch_ragged.", op, ": dim_size must be a non-negative int, got ",
                       size);
   }
-  at::Tensor keys =
-      one_index_per_row(op, src, index, dim, /*check_rows_agree=*/true).to(at::kLong).contiguous();
+  at::Tensor keys = index.to(at::kLong).contiguous();
   if (keys.numel() > 0) {
     const auto [lo, hi] = key_range(keys);
     TORCH_CHECK_VALUE(lo >= 0, "torch_ragged.", op, ": index must be non-negative, got ", lo);
@@ -130,10 +131,23 @@ std::pair<at::Tensor, int64_t> checked_keys(std::string_view op, const at::Tenso
   return {keys, size};
 }
 
-Groups group_rows(std::string_view op, const GroupingBackend& backend, const at::Tensor& src,
-                  const at::Tensor& index, int64_t dim, const OptionalSize& dim_size) {
+// row_index: one entry per row of src along dim (row_index_or_undefined). every_position: a
+// group for each position, empty ones included, where the backend groups keys from a range not
+// much larger than their count in one counting pass (cheaper than sorting them; the same grouped
+// order, stable, so the same sums).
+Groups group_rows(std::string_view op, const GroupingBackend& backend, const at::Tensor& row_index,
+                  const OptionalSize& dim_size, bool every_position = false) {
   Groups groups;
-  const auto [keys, size] = checked_keys(op, src, index, dim, dim_size);
+  const auto [keys, size] = checked_keys(op, row_index, dim_size);
+  if (every_position && backend.group_small_keys != nullptr && keys.numel() > 0 &&
+      size <= 4 * keys.numel() + 4096) {
+    if (std::optional<KeyGroups> grouped = backend.group_small_keys(keys, size)) {
+      groups.dim_size = size;
+      groups.permutation = std::move(grouped->permutation);
+      groups.first_idx = std::move(grouped->first_idx);
+      return groups;
+    }
+  }
   groups.dim_size = size;
   const int64_t rows = keys.numel();
   if (rows == 0) {
@@ -181,7 +195,7 @@ at::Tensor sum_or_mean(const GroupingBackend& backend, const Groups& groups, con
   if (mean) {
     std::vector<int64_t> column(std::max<int64_t>(rows.dim(), 1), 1);
     column[0] = -1;
-    const at::Tensor counts = groups.first_idx.diff().view(column);
+    const at::Tensor counts = groups.first_idx.diff().clamp_min(1).view(column);  // empty: 0 / 1
     if (at::isFloatingType(rows.scalar_type()) || at::isComplexType(rows.scalar_type())) {
       sums = sums / counts.to(sums.scalar_type());
     } else {  // the quotient of the 64-bit sum fits src's dtype again (|mean| <= max |row|),
@@ -190,18 +204,35 @@ at::Tensor sum_or_mean(const GroupingBackend& backend, const Groups& groups, con
     }
   }
   if (rows.scalar_type() == at::kBool) sums = sums.ne(0);
+  if (!groups.positions.defined()) return dim_back(sums.to(src.scalar_type()), dim).contiguous();
   at::Tensor out = empty_output("scatter", "the output", scattered_sizes(src, dim, groups.dim_size),
                                 src.options())
                        .zero_();
   return out.index_copy_(dim, groups.positions, dim_back(sums.to(src.scalar_type()), dim));
 }
 
+// Each group's product in src's order, copied to its position along dim of an output of ones
+// (torch_scatter's scatter_mul: positions no row reaches hold 1). The products come from the
+// grouped rows' segment_cumprod (its last row per group), so they accumulate in op-math and round
+// once, as the by-keys pass of the CPU does for the dtypes it takes.
+at::Tensor product(const Groups& groups, const at::Tensor& src, int64_t dim) {
+  const at::Tensor rows = dim_first(src, dim);
+  at::Tensor out = empty_output("scatter", "the output", scattered_sizes(src, dim, groups.dim_size),
+                                src.options())
+                       .fill_(1);
+  if (rows.size(0) == 0) return out;
+  const at::Tensor grouped =
+      groups.permutation.defined() ? rows.index_select(0, groups.permutation) : rows;
+  const int64_t runs = groups.first_idx.numel() - 1;
+  const at::Tensor products = ops::segment_cumprod(grouped, groups.first_idx, false, false)
+                                  .index_select(0, groups.first_idx.narrow(0, 1, runs).sub(1));
+  return out.index_copy_(dim, groups.positions, dim_back(products.to(src.scalar_type()), dim));
+}
+
 }  // namespace
 
-at::Tensor one_index_per_row(std::string_view op, const at::Tensor& src, const at::Tensor& index,
-                             int64_t dim, bool check_rows_agree) {
-  const c10::SymInt rows = src.sym_size(dim);
-  if (index.dim() == 1 && index.sym_size(0) == rows) return index;
+at::Tensor index_like_src(std::string_view op, const at::Tensor& src, const at::Tensor& index,
+                          int64_t dim) {
   at::Tensor aligned = index;
   if (index.dim() > 0 && index.dim() < src.dim()) {
     std::vector<c10::SymInt> shape(index.sym_sizes().begin(), index.sym_sizes().end());
@@ -214,19 +245,87 @@ at::Tensor one_index_per_row(std::string_view op, const at::Tensor& src, const a
     expandable = aligned.sym_size(d) == 1 || aligned.sym_size(d) == src.sym_size(d);
   }
   TORCH_CHECK_VALUE(expandable, "torch_ragged.", op, ": index must be 1-D with src.size(", dim,
-                    ") = ", rows, " entries or broadcast to src's shape ",
+                    ") = ", src.sym_size(dim), " entries or broadcast to src's shape ",
                     shape_tuple(src.sym_sizes()), ", got ", shape_tuple(index.sym_sizes()));
+  return aligned.expand_symint(src.sym_sizes());
+}
+
+bool is_row_index(const at::Tensor& src, const at::Tensor& index, int64_t dim) {
+  return index.dim() == 1 && index.sym_size(0) == src.sym_size(dim);
+}
+
+at::Tensor row_index_or_undefined(std::string_view op, const at::Tensor& src,
+                                  const at::Tensor& index, int64_t dim) {
+  if (is_row_index(src, index, dim)) return index;
+  const c10::SymInt rows = src.sym_size(dim);
   const at::Tensor per_row =
-      aligned.expand_symint(src.sym_sizes()).movedim(dim, 0).reshape_symint({rows, -1});
+      index_like_src(op, src, index, dim).movedim(dim, 0).reshape_symint({rows, -1});
   if (per_row.sym_size(1) == 0) return at::zeros_symint({rows}, index.options());
   const at::Tensor first = per_row.select(1, 0);
-  if (check_rows_agree && !is_symbolic(per_row)) {
-    TORCH_CHECK_VALUE(at::equal(per_row, first.unsqueeze(1).expand_as(per_row)), "torch_ragged.",
-                      op, ": index must be the same for every element of a row along dim ", dim,
-                      " (one group per row); different indices per column are not supported");
-  }
-  return first;
+  const bool agree = at::equal(per_row, first.unsqueeze(1).expand_as(per_row));
+  return agree ? first : at::Tensor();
 }
+
+namespace {
+
+// A per-element index (index_like_src) as one flat scatter: src's elements in lines along dim
+// (one line per position of the other dims, dim moved last), element j of line l keyed
+// l * dim_size + index. The flat result (lines * dim_size,) is the output with dim moved last.
+struct FlatLines {
+  at::Tensor values, keys;
+  int64_t lines = 0, length = 0, dim_size = 0;
+  std::vector<int64_t> moved_sizes;  // the output's sizes with dim moved last
+};
+
+FlatLines flat_lines(std::string_view op, const at::Tensor& src, const at::Tensor& full_index,
+                     int64_t dim, const OptionalSize& dim_size) {
+  FlatLines flat;
+  const auto [keys, size] = checked_keys(op, full_index.movedim(dim, -1), dim_size);
+  flat.length = src.size(dim);
+  flat.dim_size = size;
+  flat.lines = 1;
+  for (int64_t d = 0; d < src.dim(); ++d) {
+    if (d == dim) continue;
+    flat.lines *= src.size(d);
+    flat.moved_sizes.push_back(src.size(d));
+  }
+  flat.moved_sizes.push_back(size);
+  TORCH_CHECK_VALUE(size == 0 || flat.lines <= std::numeric_limits<int64_t>::max() / size,
+                    "torch_ragged.", op, ": the output's ", flat.lines, " x ", size,
+                    " elements overflow int64");
+  const at::Tensor line_start = at::arange(flat.lines, keys.options()).mul_(size).unsqueeze(1);
+  flat.keys = keys.view({flat.lines, flat.length}).add(line_start).view(-1);
+  flat.values = src.movedim(dim, -1).reshape({flat.lines * flat.length});
+  return flat;
+}
+
+at::Tensor unflatten_lines(const FlatLines& flat, const at::Tensor& result, int64_t dim) {
+  return result.view(flat.moved_sizes).movedim(-1, dim).contiguous();
+}
+
+// A per-element index (index_like_src) folded by the backend's fold_elements ("max", "min",
+// "mul"), in src's layout: (values, arg), or nullopt where the backend has none or does not take
+// src's dtype (the flat lines then).
+std::optional<std::tuple<at::Tensor, at::Tensor>> fold_per_element(
+    const GroupingBackend& backend, std::string_view op, std::string_view fold,
+    const at::Tensor& src, const at::Tensor& full_index, int64_t dim, const OptionalSize& dim_size,
+    bool with_arg) {
+  if (backend.fold_elements == nullptr) return std::nullopt;
+  const at::Tensor rows = dim_first(src, dim).contiguous();
+  const int64_t count = rows.size(0);
+  const int64_t width = c10::multiply_integers(rows.sizes().begin() + 1, rows.sizes().end());
+  const auto [keys, size] = checked_keys(op, dim_first(full_index, dim), dim_size);
+  auto folded = backend.fold_elements(op, fold, rows.view({count, width}),
+                                      keys.view({count, width}), size, with_arg);
+  if (!folded.has_value()) return std::nullopt;
+  std::vector<int64_t> first_sizes(rows.sizes().begin(), rows.sizes().end());
+  first_sizes[0] = size;
+  const auto& [values, arg] = *folded;
+  return std::make_tuple(dim_back(values.view(first_sizes), dim).contiguous(),
+                         with_arg ? dim_back(arg.view(first_sizes), dim).contiguous() : arg);
+}
+
+}  // namespace
 
 at::Tensor scatter_with(const GroupingBackend& backend, const at::Tensor& src,
                         const at::Tensor& index, int64_t dim, const OptionalSize& dim_size,
@@ -235,8 +334,8 @@ at::Tensor scatter_with(const GroupingBackend& backend, const at::Tensor& src,
   const bool known =
       std::find(std::begin(kReductions), std::end(kReductions), reduce) != std::end(kReductions);
   TORCH_CHECK_VALUE(known,
-                    "torch_ragged.scatter: reduce must be one of sum, add, mean, max, min, "
-                    "got '",
+                    "torch_ragged.scatter: reduce must be one of sum, add, mean, mul, max, "
+                    "min, got '",
                     reduce, "'");
   if (is_extremum(reduce)) {
     return std::get<0>(as_op(op, [&] {
@@ -245,7 +344,26 @@ at::Tensor scatter_with(const GroupingBackend& backend, const at::Tensor& src,
     }));
   }
   const int64_t d = checked_dim(op, src, index, dim);
-  const Groups groups = group_rows(op, backend, src, index, d, dim_size);
+  const at::Tensor row_index = row_index_or_undefined(op, src, index, d);
+  if (!row_index.defined()) {
+    const at::Tensor full_index = index_like_src(op, src, index, d);
+    if (reduce == "mul") {
+      if (auto folded = fold_per_element(backend, op, "mul", src, full_index, d, dim_size, false)) {
+        return std::get<0>(*folded);
+      }
+    }
+    const FlatLines flat = flat_lines(op, src, full_index, d, dim_size);
+    const at::Tensor result = scatter_with(backend, flat.values, flat.keys, 0,
+                                           c10::SymInt(flat.lines * flat.dim_size), reduce);
+    return unflatten_lines(flat, result, d);
+  }
+  if (reduce == "mul" && backend.product_by_keys != nullptr) {
+    const auto [keys, size] = checked_keys(op, row_index, dim_size);
+    if (std::optional<at::Tensor> out = backend.product_by_keys(src, keys, d, size)) return *out;
+  }
+  const Groups groups =
+      group_rows(op, backend, row_index, dim_size, /*every_position=*/reduce != "mul");
+  if (reduce == "mul") return product(groups, src, d);
   return sum_or_mean(backend, groups, src, d, reduce == "mean");
 }
 
@@ -256,8 +374,28 @@ std::tuple<at::Tensor, at::Tensor> scatter_extremum_with(const GroupingBackend& 
                                                          bool with_arg) {
   const std::string_view op = is_max ? "scatter_max" : "scatter_min";
   const int64_t d = checked_dim(op, src, index, dim);
+  const at::Tensor row_index = row_index_or_undefined(op, src, index, d);
+  if (!row_index.defined()) {
+    const at::Tensor full_index = index_like_src(op, src, index, d);
+    if (auto folded = fold_per_element(backend, op, is_max ? "max" : "min", src, full_index, d,
+                                       dim_size, with_arg)) {
+      return *folded;
+    }
+    const FlatLines flat = flat_lines(op, src, full_index, d, dim_size);
+    auto [values, arg] = scatter_extremum_with(backend, is_max, flat.values, flat.keys, 0,
+                                               c10::SymInt(flat.lines * flat.dim_size), with_arg);
+    if (with_arg) {  // flat rows l * length + j back to j; unreached (lines * length) to length
+      const at::Tensor line_start =
+          at::arange(flat.lines, arg.options()).mul_(flat.length).unsqueeze(1);
+      const at::Tensor flat_arg = arg.view({flat.lines, flat.dim_size});
+      arg =
+          flat_arg.sub(line_start).masked_fill_(flat_arg == flat.lines * flat.length, flat.length);
+      arg = unflatten_lines(flat, arg, d);
+    }
+    return {unflatten_lines(flat, values, d), arg};
+  }
   if (backend.extremum_by_keys != nullptr) {
-    const auto [keys, size] = checked_keys(op, src, index, d, dim_size);
+    const auto [keys, size] = checked_keys(op, row_index, dim_size);
     const at::Tensor rows = dim_first(src, d).contiguous();
     const int64_t width = c10::multiply_integers(rows.sizes().begin() + 1, rows.sizes().end());
     auto [values, arg] = backend.extremum_by_keys(op, is_max, rows.view({rows.size(0), width}),
@@ -267,7 +405,7 @@ std::tuple<at::Tensor, at::Tensor> scatter_extremum_with(const GroupingBackend& 
     return {dim_back(values.view(first_sizes), d).contiguous(),
             with_arg ? dim_back(arg.view(first_sizes), d).contiguous() : arg};
   }
-  const Groups groups = group_rows(op, backend, src, index, d, dim_size);
+  const Groups groups = group_rows(op, backend, row_index, dim_size);
   const at::Tensor rows = dim_first(src, d);
   const std::vector<int64_t> out_sizes = scattered_sizes(src, d, groups.dim_size);
   at::Tensor out = empty_output(op, "the output", out_sizes, src.options()).zero_();
@@ -310,14 +448,17 @@ inline void fold_row(const scalar_t* __restrict x, scalar_t* __restrict best,
   }
 }
 
-// Rows in order, each compared into its position (ExtremumReducer::beats, the segment core's rule:
-// the earlier row keeps a tie, the first NaN wins). A position's first row is copied whole (no
-// per-element "empty yet?" test); `arg` is written only when asked for (scatter(reduce="max") has
-// none). Threads split the positions; each reads every key and only its positions' rows, so the
-// result does not depend on the thread count.
-template <typename scalar_t, bool kMax>
-void extremum_rows_in_order(const scalar_t* src, const int64_t* keys, int64_t rows, int64_t width,
-                            int64_t dim_size, scalar_t* out, int64_t* arg) {
+enum class RowFold { kMax, kMin, kProduct };
+
+// Rows in order, each folded into its position: max / min by ExtremumReducer::beats, the segment
+// core's rule (the earlier row keeps a tie, the first NaN wins), products in src's order (the
+// grouped route's, so the same bits). A position's first row is copied whole (no per-element
+// "empty yet?" test); `arg` is written only when asked for (scatter(reduce="max") has none).
+// Threads split the positions; each reads every key and only its positions' rows, so the result
+// does not depend on the thread count. Positions no row reaches: 0, or 1 for products.
+template <typename scalar_t, RowFold kFold>
+void fold_rows_in_order(const scalar_t* src, const int64_t* keys, int64_t rows, int64_t width,
+                        int64_t dim_size, scalar_t* out, int64_t* arg) {
   std::vector<uint8_t> reached_flags(dim_size, 0);
   uint8_t* const reached = reached_flags.data();
   const int64_t threads = rows * width < (int64_t{1} << 15) ? 1 : at::get_num_threads();
@@ -335,17 +476,89 @@ void extremum_rows_in_order(const scalar_t* src, const int64_t* keys, int64_t ro
         if (best_row != nullptr) std::fill(best_row, best_row + width, row);
         continue;
       }
-      if (best_row == nullptr) {
-        fold_row<scalar_t, kMax, false>(x, best, nullptr, row, width);
+      if constexpr (kFold == RowFold::kProduct && std::is_same_v<scalar_t, bool>) {
+        for (int64_t c = 0; c < width; ++c) best[c] = best[c] && x[c];
+      } else if constexpr (kFold == RowFold::kProduct) {
+        for (int64_t c = 0; c < width; ++c) best[c] = best[c] * x[c];
+      } else if (best_row == nullptr) {
+        fold_row<scalar_t, kFold == RowFold::kMax, false>(x, best, nullptr, row, width);
       } else {
-        fold_row<scalar_t, kMax, true>(x, best, best_row, row, width);
+        fold_row<scalar_t, kFold == RowFold::kMax, true>(x, best, best_row, row, width);
       }
     }
-    for (int64_t position = lo; position < hi; ++position) {  // positions no row reaches: 0
+    const scalar_t unreached = kFold == RowFold::kProduct ? scalar_t(1) : scalar_t(0);
+    for (int64_t position = lo; position < hi; ++position) {
       if (!reached[position])
-        std::fill(out + position * width, out + (position + 1) * width, scalar_t(0));
+        std::fill(out + position * width, out + (position + 1) * width, unreached);
     }
   });
+}
+
+// fold_rows_in_order for an index per element: keys (rows, width), each (position, column) folding
+// its column's elements in row order (the same rule and order, so the flat grouping's bits).
+// Threads split the columns.
+template <typename scalar_t, RowFold kFold>
+void fold_elements_in_order(const scalar_t* src, const int64_t* keys, int64_t rows, int64_t width,
+                            int64_t dim_size, scalar_t* out, int64_t* arg) {
+  std::vector<uint8_t> reached_flags(dim_size * width, 0);
+  uint8_t* const reached = reached_flags.data();
+  const int64_t threads = rows * width < (int64_t{1} << 15) ? 1 : at::get_num_threads();
+  at::parallel_for(0, width, (width + threads - 1) / threads, [=](int64_t lo, int64_t hi) {
+    for (int64_t row = 0; row < rows; ++row) {
+      for (int64_t c = lo; c < hi; ++c) {
+        const int64_t element = row * width + c, at = keys[element] * width + c;
+        if (!reached[at]) {
+          reached[at] = 1;
+          out[at] = src[element];
+          if (arg != nullptr) arg[at] = row;
+        } else if constexpr (kFold == RowFold::kProduct && std::is_same_v<scalar_t, bool>) {
+          out[at] = out[at] && src[element];
+        } else if constexpr (kFold == RowFold::kProduct) {
+          out[at] = out[at] * src[element];
+        } else if (arg == nullptr) {
+          fold_row<scalar_t, kFold == RowFold::kMax, false>(src + element, out + at, nullptr, row,
+                                                            1);
+        } else {
+          fold_row<scalar_t, kFold == RowFold::kMax, true>(src + element, out + at, arg + at, row,
+                                                           1);
+        }
+      }
+    }
+    const scalar_t unreached = kFold == RowFold::kProduct ? scalar_t(1) : scalar_t(0);
+    for (int64_t position = 0; position < dim_size; ++position) {
+      for (int64_t c = lo; c < hi; ++c) {
+        if (!reached[position * width + c]) out[position * width + c] = unreached;
+      }
+    }
+  });
+}
+
+std::optional<std::tuple<at::Tensor, at::Tensor>> fold_elements_cpu(
+    std::string_view op, std::string_view fold, const at::Tensor& rows, const at::Tensor& keys,
+    int64_t dim_size, bool with_arg) {
+  const at::ScalarType dtype = rows.scalar_type();
+  const bool product = fold == "mul";
+  if (product ? (dtype == at::kHalf || dtype == at::kBFloat16 || at::isComplexType(dtype))
+              : !has_kernels_for(SegmentDtypes::kOrdered, dtype)) {
+    return std::nullopt;  // the flat grouping names the dtype or rounds as the grouped route does
+  }
+  const int64_t count = rows.size(0), width = rows.size(1);
+  at::Tensor out = empty_output(op, "the output", {dim_size, width}, rows.options());
+  at::Tensor arg;
+  if (with_arg) {
+    arg = empty_output(op, "arg", {dim_size, width}, rows.options().dtype(at::kLong)).fill_(count);
+  }
+  AT_DISPATCH_V2(
+      dtype, "scatter_fold_elements_cpu", AT_WRAP([&] {
+        const auto run = product         ? &fold_elements_in_order<scalar_t, RowFold::kProduct>
+                         : fold == "max" ? &fold_elements_in_order<scalar_t, RowFold::kMax>
+                                         : &fold_elements_in_order<scalar_t, RowFold::kMin>;
+        run(rows.const_data_ptr<scalar_t>(), keys.const_data_ptr<int64_t>(), count, width, dim_size,
+            out.mutable_data_ptr<scalar_t>(), with_arg ? arg.mutable_data_ptr<int64_t>() : nullptr);
+      }),
+      AT_EXPAND(AT_ALL_TYPES), AT_EXPAND(AT_BAREBONES_UNSIGNED_TYPES), at::kBool, at::kHalf,
+      at::kBFloat16);
+  return std::make_tuple(out, arg);
 }
 
 std::tuple<at::Tensor, at::Tensor> extremum_by_keys_cpu(std::string_view op, bool is_max,
@@ -364,8 +577,8 @@ std::tuple<at::Tensor, at::Tensor> extremum_by_keys_cpu(std::string_view op, boo
     arg = empty_output(op, "arg", {dim_size, width}, rows.options().dtype(at::kLong)).fill_(count);
   }
   AT_DISPATCH_V2(rows.scalar_type(), "scatter_extremum_cpu", AT_WRAP([&] {
-                   const auto run = is_max ? &extremum_rows_in_order<scalar_t, true>
-                                           : &extremum_rows_in_order<scalar_t, false>;
+                   const auto run = is_max ? &fold_rows_in_order<scalar_t, RowFold::kMax>
+                                           : &fold_rows_in_order<scalar_t, RowFold::kMin>;
                    run(rows.const_data_ptr<scalar_t>(), keys.const_data_ptr<int64_t>(), count,
                        width, dim_size, out.mutable_data_ptr<scalar_t>(),
                        with_arg ? arg.mutable_data_ptr<int64_t>() : nullptr);
@@ -375,8 +588,35 @@ std::tuple<at::Tensor, at::Tensor> extremum_by_keys_cpu(std::string_view op, boo
   return {out, arg};
 }
 
-const GroupingBackend kCpuGrouping{&cpu::sort_keys, &cpu::run_offsets, &cpu::segment_gather_sum,
-                                   &extremum_by_keys_cpu};
+// Half and bfloat16 products round at every row here but once on the grouped route (op-math
+// accumulation): those take the grouped route.
+std::optional<at::Tensor> product_by_keys_cpu(const at::Tensor& src, const at::Tensor& keys,
+                                              int64_t dim, int64_t dim_size) {
+  const at::ScalarType dtype = src.scalar_type();
+  if (dtype == at::kHalf || dtype == at::kBFloat16 ||
+      !(at::isIntegralType(dtype, /*includeBool=*/true) || at::isFloatingType(dtype) ||
+        at::isComplexType(dtype))) {
+    return std::nullopt;
+  }
+  const at::Tensor rows = dim_first(src, dim).contiguous();
+  const int64_t count = rows.size(0);
+  const int64_t width = c10::multiply_integers(rows.sizes().begin() + 1, rows.sizes().end());
+  std::vector<int64_t> first_sizes(rows.sizes().begin(), rows.sizes().end());
+  first_sizes[0] = dim_size;
+  at::Tensor out = empty_output("scatter", "the output", first_sizes, rows.options());
+  AT_DISPATCH_V2(dtype, "scatter_product_cpu", AT_WRAP([&] {
+                   fold_rows_in_order<scalar_t, RowFold::kProduct>(
+                       rows.const_data_ptr<scalar_t>(), keys.const_data_ptr<int64_t>(), count,
+                       width, dim_size, out.mutable_data_ptr<scalar_t>(), nullptr);
+                 }),
+                 AT_EXPAND(AT_ALL_TYPES_AND_COMPLEX), AT_EXPAND(AT_BAREBONES_UNSIGNED_TYPES),
+                 at::kBool);
+  return dim_back(out, dim).contiguous();
+}
+
+const GroupingBackend kCpuGrouping{
+    &cpu::sort_keys,      &cpu::run_offsets,  &cpu::segment_gather_sum, &extremum_by_keys_cpu,
+    &product_by_keys_cpu, &fold_elements_cpu, &cpu::group_small_keys};
 
 at::Tensor scatter_cpu(const at::Tensor& src, const at::Tensor& index, int64_t dim,
                        OptionalSize dim_size, c10::string_view reduce) {
@@ -417,6 +657,39 @@ at::Tensor along(const at::Tensor& v, int64_t dim, int64_t rank) {
   return v.view(shape);
 }
 
+// The index as the backward passes read it: 1-D per row as given (index_select), else broadcast
+// to src (gather: right whether or not it names one position per row).
+struct SavedIndex {
+  at::Tensor index;
+  bool per_row;
+};
+
+SavedIndex saved_index(const at::Tensor& src, const at::Tensor& index, int64_t dim) {
+  if (is_row_index(src, index, dim)) return {index, true};
+  return {index_like_src("scatter", src, index, dim), false};
+}
+
+// grad_out read at each element's position: grad_src's shape.
+at::Tensor read_positions(const at::Tensor& grad_out, const at::Tensor& index, bool per_row,
+                          int64_t dim) {
+  // index_select of a strided grad_out (sum().backward()'s expanded ones) takes a per-element
+  // path ~4x slower than making it contiguous first (the output is the larger tensor)
+  return per_row ? grad_out.contiguous().index_select(dim, index) : grad_out.gather(dim, index);
+}
+
+// Elements per output position, in int64 (exact, deterministic), shaped to divide grad_out.
+at::Tensor counts_per_position(const at::Tensor& grad_out, const at::Tensor& index, bool per_row,
+                               int64_t dim) {
+  if (per_row) {
+    const at::Tensor counts =
+        at::zeros_symint({grad_out.sym_size(dim)}, index.options().dtype(at::kLong))
+            .index_add_(0, index, at::ones_like(index, at::kLong));
+    return along(counts, dim, grad_out.dim());
+  }
+  return at::zeros_symint(grad_out.sym_sizes(), index.options().dtype(at::kLong))
+      .scatter_add_(dim, index.to(at::kLong), at::ones_like(index, at::kLong));
+}
+
 class ScatterSumOrMean : public torch::autograd::Function<ScatterSumOrMean> {
  public:
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& src, const at::Tensor& index,
@@ -426,27 +699,85 @@ class ScatterSumOrMean : public torch::autograd::Function<ScatterSumOrMean> {
     at::Tensor out = call_scatter(src, index, dim, dim_size, reduce);
     // the op checked its arguments
     const int64_t d = dim < 0 ? dim + src.dim() : dim;
-    ctx->save_for_backward({one_index_per_row("scatter", src, index, d, false)});
+    const SavedIndex saved = saved_index(src, index, d);
+    ctx->save_for_backward({saved.index});
+    ctx->saved_data["per_row"] = saved.per_row;
     ctx->saved_data["dim"] = d;
     ctx->saved_data["mean"] = reduce == "mean";
     return out;
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     if (all_undefined(grads)) return undefined_grads<ScatterSumOrMean>();
-    const at::Tensor row_index = ctx->get_saved_variables()[0];
+    const at::Tensor index = ctx->get_saved_variables()[0];
+    const bool per_row = ctx->saved_data["per_row"].toBool();
     const int64_t dim = ctx->saved_data["dim"].toInt();
     at::Tensor grad = grads[0];
     if (ctx->saved_data["mean"].toBool()) {
-      // rows per position, counted in int64 (exact, deterministic); unreached positions send
-      // nothing, clamping keeps their division finite
-      const at::Tensor counts =
-          at::zeros_symint({grad.sym_size(dim)}, row_index.options().dtype(at::kLong))
-              .index_add_(0, row_index, at::ones_like(row_index, at::kLong))
-              .clamp_min_(1);
-      grad = grad / along(counts.to(grad.scalar_type()), dim, grad.dim());
+      // unreached positions send nothing: clamping keeps their division finite
+      const at::Tensor counts = counts_per_position(grad, index, per_row, dim).clamp_min_(1);
+      grad = grad / counts.to(grad.scalar_type());
     }
-    return {grad.index_select(dim, row_index), at::Tensor(), at::Tensor(), at::Tensor(),
+    return {read_positions(grad, index, per_row, dim), at::Tensor(), at::Tensor(), at::Tensor(),
             at::Tensor()};
+  }
+};
+
+// reduce="mul": d out / d src_i = the product of the other elements at i's position: out / src_i
+// where src holds no zero (one device read decides, as torch's prod backward), else computed
+// without dividing by zero: P = the product of the position's nonzero
+// elements, Z = the product of its zero elements (1 without any); a nonzero element gets
+// Z * P / src_i, a zero element P when it is the only zero there, else 0. Built from
+// differentiable ops (this op included), so it is differentiable in turn -- twice exactly where a
+// position holds at most one zero (Z carries d/d(that zero) = 1); with more, torch's
+// scatter_reduce refuses the double backward and so does this.
+class ScatterProduct : public torch::autograd::Function<ScatterProduct> {
+ public:
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& src, const at::Tensor& index,
+                            int64_t dim, OptionalSize dim_size) {
+    keep_undefined_grads(ctx);
+    at::AutoDispatchBelowADInplaceOrView guard;
+    at::Tensor out = call_scatter(src, index, dim, dim_size, "mul");
+    const int64_t d = dim < 0 ? dim + src.dim() : dim;
+    const SavedIndex saved = saved_index(src, index, d);
+    ctx->save_for_backward({src, index, saved.index, out});
+    ctx->saved_data["per_row"] = saved.per_row;
+    ctx->saved_data["dim"] = d;
+    ctx->saved_data["dim_size"] = out.sym_size(d);
+    return out;
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    if (all_undefined(grads)) return undefined_grads<ScatterProduct>();
+    const variable_list saved = ctx->get_saved_variables();
+    const at::Tensor &src = saved[0], &index = saved[1], &read_index = saved[2];
+    const bool per_row = ctx->saved_data["per_row"].toBool();
+    const int64_t dim = ctx->saved_data["dim"].toInt();
+    const c10::SymInt dim_size = ctx->saved_data["dim_size"].toSymInt();
+    const auto at_positions = [&](const at::Tensor& t) {
+      return read_positions(t, read_index, per_row, dim);
+    };
+    const at::Tensor is_zero = src == 0;
+    if (!is_zero.any().item<bool>()) {  // one read, as torch's prod backward: no zero, out / src
+      const at::Tensor out = saved[3].is_complex() ? saved[3].conj() : saved[3];
+      return {at_positions(grads[0] * out) / (src.is_complex() ? src.conj() : src), at::Tensor(),
+              at::Tensor(), at::Tensor()};
+    }
+    const at::Tensor zeros_here =
+        at_positions(call_scatter(is_zero.to(at::kLong), index, dim, dim_size, "sum"));
+    if (at::GradMode::is_enabled()) {  // a double backward may follow
+      TORCH_CHECK_VALUE(!zeros_here.gt(1).any().item<bool>(),
+                        "torch_ragged.scatter: the double backward of reduce=\"mul\" is not "
+                        "supported where more than one zero of src reaches the same position (as "
+                        "torch's scatter_reduce prod)");
+    }
+    const at::Tensor nonzero = at::where(is_zero, at::ones_like(src), src);
+    const at::Tensor product_of_nonzero =
+        at_positions(call_scatter(nonzero, index, dim, dim_size, "mul"));
+    const at::Tensor product_of_zeros = at_positions(
+        call_scatter(at::where(is_zero, src, at::ones_like(src)), index, dim, dim_size, "mul"));
+    at::Tensor others = at::where(is_zero, at::where(zeros_here == 1, product_of_nonzero, 0),
+                                  product_of_zeros * product_of_nonzero / nonzero);
+    if (others.is_complex()) others = others.conj();
+    return {at_positions(grads[0]) * others, at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
 
@@ -491,6 +822,7 @@ at::Tensor scatter_autograd(const at::Tensor& src, const at::Tensor& index, int6
       return ScatterExtremum::apply(reduce == "max", src, index, dim, dim_size)[0];
     });
   }
+  if (reduce == "mul") return ScatterProduct::apply(src, index, dim, dim_size);
   return ScatterSumOrMean::apply(src, index, dim, dim_size, reduce);
 }
 
@@ -532,6 +864,21 @@ TORCH_LIBRARY_IMPL(torch_ragged, CUDA, m) { register_missing_cuda(m, kKernelOps)
 TORCH_LIBRARY_IMPL(torch_ragged, CompositeExplicitAutograd, m) {
   register_missing_tensor_errors(m, kKernelOps);
 }
+
+namespace ops {
+
+at::Tensor scatter(const at::Tensor& src, const at::Tensor& index, int64_t dim,
+                   OptionalSize dim_size, c10::string_view reduce) {
+  return call_scatter(src, index, dim, std::move(dim_size), reduce);
+}
+
+std::tuple<at::Tensor, at::Tensor> scatter_extremum(bool is_max, const at::Tensor& src,
+                                                    const at::Tensor& index, int64_t dim,
+                                                    OptionalSize dim_size) {
+  return call_scatter_extremum(is_max, src, index, dim, std::move(dim_size));
+}
+
+}  // namespace ops
 
 // ---- Public C++ API ----
 

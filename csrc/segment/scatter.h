@@ -31,6 +31,20 @@ struct GroupingBackend {
                                                          const at::Tensor& rows,
                                                          const at::Tensor& keys, int64_t dim_size,
                                                          bool with_arg) = nullptr;
+  // Optional: reduce="mul" of src by keys (one per row along dim, in [0, dim_size)) without
+  // grouping, the product of each position's rows in src's order (the grouped route's bits);
+  // nullopt where the backend does not take src's dtype.
+  std::optional<at::Tensor> (*product_by_keys)(const at::Tensor& src, const at::Tensor& keys,
+                                               int64_t dim, int64_t dim_size) = nullptr;
+  // Optional: max / min / mul (fold: "max", "min", "mul") of the elements of rows (n, width) by an
+  // index per element, keys (n, width) in [0, dim_size), each (position, column) folding its
+  // elements in row order: the flat grouping's bits (index_like_src's general case) without it ->
+  // (values, arg) (dim_size, width), arg undefined unless with_arg; nullopt for a dtype not taken.
+  std::optional<std::tuple<at::Tensor, at::Tensor>> (*fold_elements)(
+      std::string_view op, std::string_view fold, const at::Tensor& rows, const at::Tensor& keys,
+      int64_t dim_size, bool with_arg) = nullptr;
+  // Optional: sort.h's group_small_keys (keys grouped by one counting pass over [0, num_keys)).
+  std::optional<KeyGroups> (*group_small_keys)(const at::Tensor& keys, int64_t num_keys) = nullptr;
 };
 
 // The kernels of the scatter / scatter_max / scatter_min ops (schemas in scatter.cpp).
@@ -43,12 +57,15 @@ std::tuple<at::Tensor, at::Tensor> scatter_extremum_with(const GroupingBackend& 
                                                          const std::optional<c10::SymInt>& dim_size,
                                                          bool with_arg = true);
 
-// The index as one int64 entry per row of src along dim (src.size(dim),): a 1-D index as given,
-// or an index broadcast to src (torch_scatter's broadcast: a 1-D index lines up with dim, one of
-// more dims with src's leading dims, then it is expanded over the dims it lacks). check_rows_agree
-// refuses an index whose entries differ across the other dims (a device read); the backward passes
-// skip it (the forward checked).
-at::Tensor one_index_per_row(std::string_view op, const at::Tensor& src, const at::Tensor& index,
-                             int64_t dim, bool check_rows_agree);
+// index broadcast to src's shape, a view (torch_scatter's broadcast: a 1-D index lines up with
+// dim, one of more dims with src's leading dims, then it is expanded over the dims it lacks).
+at::Tensor index_like_src(std::string_view op, const at::Tensor& src, const at::Tensor& index,
+                          int64_t dim);
+// Whether index is 1-D with one entry per row of src along dim (no device read).
+bool is_row_index(const at::Tensor& src, const at::Tensor& index, int64_t dim);
+// The index as one entry per row of src along dim when it names one position per row (1-D, or the
+// same along the other dims: a device read), else undefined (an index per element).
+at::Tensor row_index_or_undefined(std::string_view op, const at::Tensor& src,
+                                  const at::Tensor& index, int64_t dim);
 
 }  // namespace torch_ragged

@@ -48,4 +48,11 @@ std::tuple<at::Tensor, at::Tensor> segment_cummin(const at::Tensor& data,
 at::Tensor segment_logcumsumexp(const at::Tensor& data, const at::Tensor& first_idx, bool reverse);
 at::Tensor segment_arange(const at::Tensor& first_idx, std::optional<c10::SymInt> num_rows);
 
+at::Tensor scatter(const at::Tensor& src, const at::Tensor& index, int64_t dim,
+                   std::optional<c10::SymInt> dim_size, c10::string_view reduce);
+// scatter_max (is_max) or scatter_min.
+std::tuple<at::Tensor, at::Tensor> scatter_extremum(bool is_max, const at::Tensor& src,
+                                                    const at::Tensor& index, int64_t dim,
+                                                    std::optional<c10::SymInt> dim_size);
+
 }  // namespace torch_ragged::ops

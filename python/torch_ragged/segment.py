@@ -281,15 +281,18 @@ def scatter(src: torch.Tensor, index: torch.Tensor, dim: int = -1, dim_size: int
             reduce: str = "sum") -> torch.Tensor:
     """torch_scatter's ``scatter``: ``out[index[i]] (+)= src[i]`` along ``dim``, by an unsorted index.
 
-    ``index`` has one entry per row of ``src`` along ``dim``: 1-D, or broadcast to ``src`` as torch_scatter broadcasts
-    it (a 1-D index lines up with ``dim``, one of more dims with ``src``'s leading dims, then it is expanded over the
-    dims it lacks), equal across the other dims; int64 or int32 (a sequence of ints is taken too); the output has
-    ``dim_size`` rows along ``dim`` (default ``index.max() + 1``). ``reduce``: ``"sum"`` (or ``"add"``), ``"mean"``,
-    ``"max"``, ``"min"``; positions no row reaches are 0. The rows are grouped by a stable radix sort of the index and
-    each group is reduced in src's order by the segment core (sums read the rows in place through the sort's
-    permutation): deterministic on every device, differentiable (max / min: the gradient goes to the row holding
-    the extremum, the first on ties). Integer means are the 64-bit sum over the count, rounded toward minus
-    infinity as torch_scatter's.
+    ``index`` gives each element of ``src`` its position along ``dim``: 1-D with one entry per row along ``dim``,
+    or broadcast to ``src`` as torch_scatter broadcasts it (a 1-D index lines up with ``dim``, one of more dims
+    with ``src``'s leading dims, then it is expanded over the dims it lacks), where it may differ from element to
+    element (each line along ``dim`` is then scattered on its own); int64 or int32 (a sequence of ints is taken
+    too). The output has ``dim_size`` rows along ``dim`` (default ``index.max() + 1``). ``reduce``: ``"sum"``
+    (or ``"add"``), ``"mean"``, ``"mul"``, ``"max"``, ``"min"``; positions nothing reaches are 0 (1 for
+    ``"mul"``). The elements are grouped by a stable sort of the index (none where it is already sorted, on the
+    CPU) and each group is reduced in src's order by the segment core: deterministic on every device,
+    differentiable (max / min: the gradient goes to the element holding the extremum, the first on ties; mul:
+    correct with zeros, as torch's prod). Integer means are the 64-bit sum over the count, rounded toward minus
+    infinity as torch_scatter's. torch_scatter's own signatures (``out=``, ``scatter_mul``, ``segment_csr``, ...):
+    `torch_ragged.scatter_compat`.
 
     The op ``torch.ops.torch_ragged.scatter`` (the same arguments) is what this calls: TorchScript, torch.compile
     (``fullgraph=True``) and torch.export take either; without ``dim_size`` the output size comes from the data.
@@ -559,8 +562,8 @@ def _scattered(op: str, src, index, dim: int, dim_size):
 
 @register_fake("torch_ragged::scatter")
 def _scatter_fake(src, index, dim=-1, dim_size=None, reduce="sum"):
-    if reduce not in ("sum", "add", "mean", "max", "min"):
-        raise ValueError(f"torch_ragged.scatter: reduce must be one of sum, add, mean, max, min, got {reduce!r}")
+    if reduce not in ("sum", "add", "mean", "mul", "max", "min"):
+        raise ValueError(f"torch_ragged.scatter: reduce must be one of sum, add, mean, mul, max, min, got {reduce!r}")
     return _scattered("scatter", src, index, dim, dim_size)
 
 

@@ -155,8 +155,13 @@ def test_an_index_with_fewer_dims_than_src_broadcasts_as_torch_scatter():
     for row, p in enumerate(per_row.tolist()):
         loop[:, p] += src[:, row]
     assert torch.equal(expected, loop)
-    with pytest.raises(ValueError, match="torch_ragged.scatter: index must be the same for every element"):
-        torch_ragged.scatter(src, torch.tensor([[1, 0, 1, 2], [0, 0, 1, 2]]), dim=1)  # differs across dim 0
+    # an index that differs across dim 0: each line along dim 1 scattered on its own
+    per_line = torch.tensor([[1, 0, 1, 2], [0, 0, 1, 2]])
+    loop = torch.zeros(2, 3, 3)
+    for line in range(2):
+        for row, p in enumerate(per_line[line].tolist()):
+            loop[line, p] += src[line, row]
+    assert torch.equal(torch_ragged.scatter(src, per_line, dim=1), loop)
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -214,8 +219,10 @@ def test_bad_input_is_named():
         torch_ragged.scatter(src, torch.tensor([0, 1, 0, 1]), dim=0, reduce="prod")
     with pytest.raises(ValueError, match=r"torch_ragged.scatter: index must be 1-D with src.size\(0\) = 4 entries"):
         torch_ragged.scatter(src, torch.tensor([0, 1, 0]), dim=0)
-    with pytest.raises(ValueError, match="torch_ragged.scatter: index must be the same for every element of a row"):
-        torch_ragged.scatter(src, torch.tensor([[0, 1, 0], [1, 1, 1], [0, 0, 0], [1, 1, 1]]), dim=0)
+    with pytest.raises(ValueError, match="torch_ragged.scatter: index must be non-negative, got -1"):
+        torch_ragged.scatter(src, torch.tensor([[0, 1, 0], [1, -1, 1], [0, 0, 0], [1, 1, 1]]), dim=0)  # per element
+    with pytest.raises(ValueError, match="torch_ragged.scatter_max: index holds 7, out of range for dim_size 2"):
+        torch_ragged.scatter_max(src, torch.tensor([[0, 1, 0], [1, 7, 1], [0, 0, 0], [1, 1, 1]]), dim=0, dim_size=2)
     with pytest.raises(TypeError, match="torch_ragged.scatter: index must hold integers"):
         torch_ragged.scatter(src, torch.tensor([0.0, 1.0, 0.0, 1.0]), dim=0)
     with pytest.raises(IndexError, match="torch_ragged.scatter_max: dim 2 is out of range for a 2-D src"):
