@@ -60,7 +60,7 @@ def _list_ops() -> None:
 _load_library()
 _list_ops()
 
-from . import _fake, batch, container, distributed, segment, sparse, tiles  # noqa: E402,F401  (_fake registers the fake kernels)
+from . import _fake, batch, container, distributed, scatter_compat, segment, sparse, tiles  # noqa: E402,F401  (_fake registers the fake kernels)
 from .batch import *  # noqa: E402,F403  (re-exports batch.__all__)
 from .container import LazyStack, MemberExtremum, RaggedCollate, RaggedTensor, collate  # noqa: E402
 from .pad import pad  # noqa: E402

@@ -18,7 +18,7 @@ import torch
 import torch_ragged
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-MODULES = ["batch", "segment", "sparse", "pad", "container", "tiles", "distributed"]
+MODULES = ["batch", "segment", "sparse", "pad", "container", "tiles", "distributed", "scatter_compat"]
 BLOCK = re.compile(r"```python\n(.*?)```", re.S)  # "```python sketch" does not match
 PAGES = [page for page in (ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))) if BLOCK.search(page.read_text())]
 FLAGS = doctest.NORMALIZE_WHITESPACE | doctest.ELLIPSIS

@@ -19,6 +19,33 @@ def leaf(*shape, device="cpu"):
     return torch.randn(*shape, generator=generator, dtype=torch.float64).to(device).requires_grad_(True)
 
 
+def compat_samples():
+    """torch_ragged.scatter_compat's ops (composites of the segment core's): torch_scatter's argument order."""
+    index = torch.tensor([2, 0, 2, 4, 0, 2])
+    per_element = torch.tensor([[0, 1, 0, 1, 2], [2, 2, 0, 1, 0]])
+    indptr = torch.tensor([[0, 2, 2, 5], [1, 1, 3, 4]])
+    return [
+        (ops.compat_scatter, (leaf(6, 3), index, 0, None, None, "mean")),
+        (ops.compat_scatter, (leaf(2, 5), per_element, -1, leaf(2, 3), None, "mul")),
+        (ops.compat_scatter_arg, (leaf(6, 3), index, 0, leaf(5, 3), 5, "max")),
+        (ops.compat_scatter_arg, (leaf(2, 5), per_element, 1, None, 4, "min")),
+        (ops.compat_segment_csr, (leaf(2, 5, 3), indptr, None, "sum")),
+        (ops.compat_segment_csr, (leaf(6), torch.tensor(FIRST_IDX), None, "mean")),
+        (ops.compat_segment_csr_arg, (leaf(2, 5, 3), indptr, None, "max")),
+        (ops.compat_gather_csr, (leaf(4, 2), torch.tensor(FIRST_IDX), None)),
+        (ops.compat_gather_csr, (leaf(2, 3), indptr, leaf(2, 5))),
+        (ops.compat_gather_coo, (leaf(5, 2), torch.tensor([0, 0, 3, 4, 4, 1]), None)),
+        (ops.compat_gather_coo, (leaf(2, 5, 2), per_element, None)),
+        (ops.compat_scatter_std, (leaf(6, 3), index, 0, None, None, True)),
+        (ops.compat_scatter_logsumexp, (leaf(6, 3), index, 0, None, 6, 1e-12)),
+        (ops.compat_scatter_logsumexp, (leaf(2, 5), per_element, 1, leaf(2, 3), None, 0.0)),
+        # softmax's result does not show the positions' count: without dim_size it is data-dependent and
+        # torch.export refuses the unbacked size it cannot return (eager takes None: test_scatter_compat.py)
+        (ops.compat_scatter_softmax, (leaf(6, 3), index, 0, 5)),
+        (ops.compat_scatter_log_softmax, (leaf(2, 5), per_element, -1, 3)),
+    ]
+
+
 def segment_samples():
     first_idx = torch.tensor(FIRST_IDX)
     data = leaf(6, 3)
@@ -43,6 +70,10 @@ def segment_samples():
         (ops.scatter, (data, torch.tensor([1, 1, 0, 1, 3, 0]), 0, 4, "max")),
         (ops.scatter_max, (data, torch.tensor([2, 0, 2, 4, 0, 2]), 0, None)),
         (ops.scatter_min, (leaf(6), torch.tensor([1, 1, 0, 1, 3, 0]), -1, 5)),
+        (ops.scatter, (data, torch.tensor([2, 0, 2, 4, 0, 2]), 0, 5, "mul")),
+        (ops.scatter, (leaf(2, 5), torch.tensor([[0, 1, 0, 1, 2], [2, 2, 0, 1, 0]]), 1, 3, "sum")),  # per element
+        (ops.scatter_max, (leaf(2, 5), torch.tensor([[0, 1, 0, 1, 2], [2, 2, 0, 1, 0]]), 1, 4)),
+        *compat_samples(),
         (ops.segment_cumsum, (data, first_idx, False, False)),
         (ops.segment_cumsum, (data, first_idx, True, True)),
         (ops.segment_cumprod, (data, first_idx, True, False)),
