@@ -77,13 +77,16 @@ COVERED_ELSEWHERE = {
     "built_with_cuda": "build information",
     "cuda_version": "build information",
     "cmake_prefix_path": "build information",
+    "scatter_add": "scatter_compat's alias of scatter_sum (the same op call): the `scatter_compat.scatter_sum` rows",
+    "segment_add_csr": "scatter_compat's alias of segment_sum_csr: the `scatter_compat.segment_sum_csr` rows",
+    "segment_add_coo": "scatter_compat's alias of segment_sum_coo: the `scatter_compat.segment_sum_coo` rows",
 }
 
 
 def census_rows_for(public_name: str, module: str) -> list:
     """The CASES rows timing a public name: ``name``, ``name <variant>`` (``pad reflect``) or ``Class.method``; the
-    sparse module's names carry a ``sparse.`` prefix."""
-    key = f"sparse.{public_name}" if module == "sparse" else public_name
+    sparse and scatter_compat modules' names carry their module's prefix (``sparse.mm``)."""
+    key = f"{module}.{public_name}" if module in ("sparse", "scatter_compat") else public_name
     return [row for row in CASES if row == key or row.startswith((key + " ", key + ".", key + "[", key + " @"))]
 
 
@@ -298,6 +301,169 @@ _scatter("scatter mean", "scatter", "mean", "mean")
 _scatter("scatter max", "scatter", "max", "amax")
 _scatter("scatter_max", "scatter_max", "max", "amax")
 _scatter("scatter_min", "scatter_min", "min", "amin")
+
+
+# ---- torch_ragged.scatter_compat (torch_scatter's API): torch's own ops, as torch_scatter calls them or as a
+# user without torch_scatter writes them ----
+
+
+def _compat(row, call, baseline, differentiable=True, sorted_index=False, per_element=False, tolerance=None):
+    """A scatter_compat row: `call(ts, src, index, groups)` against `baseline(src, full_index, groups)` (index
+    broadcast to src), on _scatter_inputs (sorted for the segment_*_coo rows; one index per element when asked)."""
+    @case(f"scatter_compat.{row}", differentiable=differentiable)
+    def build(n, device, grad):
+        import torch_ragged.scatter_compat as ts
+
+        src, index, groups = _scatter_inputs(n, device, grad)
+        if sorted_index:
+            index = index.sort().values
+        full = index.view(-1, 1).expand_as(src)
+        if per_element:  # every column its own index: torch_scatter's general case
+            full = torch.randint(0, groups, src.shape, generator=_generator(5)).to(device)
+            index = full
+        return Pair(baseline.__doc__, lambda: baseline(src, full, groups), lambda: call(ts, src, index, groups),
+                    (src,), tolerance=tolerance or {})
+
+
+def _reduce_onto(start, torch_reduce):
+    def baseline(src, full, groups):
+        return start((groups, src.shape[1]), device=src.device).scatter_reduce(0, full, src, torch_reduce,
+                                                                               include_self=False)
+
+    baseline.__doc__ = f"Tensor.scatter_reduce({torch_reduce}, include_self=False)"
+    return baseline
+
+
+def _scatter_add_baseline(src, full, groups):
+    """zeros().scatter_add_ (torch_scatter's own scatter_sum)"""
+    return torch.zeros(groups, src.shape[1], device=src.device).scatter_add_(0, full, src)
+
+
+_compat("scatter_sum", lambda ts, s, i, g: ts.scatter_sum(s, i, 0, dim_size=g), _scatter_add_baseline)
+_compat("scatter_sum [per element]", lambda ts, s, i, g: ts.scatter_sum(s, i, 0, dim_size=g), _scatter_add_baseline,
+        per_element=True)
+_compat("scatter", lambda ts, s, i, g: ts.scatter(s, i, 0, dim_size=g, reduce="mean"),
+        _reduce_onto(torch.zeros, "mean"))
+_compat("scatter_mean", lambda ts, s, i, g: ts.scatter_mean(s, i, 0, dim_size=g), _reduce_onto(torch.zeros, "mean"))
+_compat("scatter_mul", lambda ts, s, i, g: ts.scatter_mul(s, i, 0, dim_size=g), _reduce_onto(torch.ones, "prod"),
+        tolerance=REORDERED_SUMS)
+_compat("scatter_mul [per element]", lambda ts, s, i, g: ts.scatter_mul(s, i, 0, dim_size=g),
+        _reduce_onto(torch.ones, "prod"), per_element=True, tolerance=REORDERED_SUMS)
+_compat("scatter_max", lambda ts, s, i, g: ts.scatter_max(s, i, 0, dim_size=g)[0], _reduce_onto(torch.zeros, "amax"))
+_compat("scatter_max [per element]", lambda ts, s, i, g: ts.scatter_max(s, i, 0, dim_size=g)[0],
+        _reduce_onto(torch.zeros, "amax"), per_element=True)
+_compat("scatter_min", lambda ts, s, i, g: ts.scatter_min(s, i, 0, dim_size=g)[0], _reduce_onto(torch.zeros, "amin"))
+_compat("segment_coo", lambda ts, s, i, g: ts.segment_coo(s, i, dim_size=g, reduce="max"),
+        _reduce_onto(torch.zeros, "amax"), sorted_index=True)
+_compat("segment_sum_coo", lambda ts, s, i, g: ts.segment_sum_coo(s, i, dim_size=g), _scatter_add_baseline,
+        sorted_index=True)
+_compat("segment_mean_coo", lambda ts, s, i, g: ts.segment_mean_coo(s, i, dim_size=g),
+        _reduce_onto(torch.zeros, "mean"), sorted_index=True)
+_compat("segment_max_coo", lambda ts, s, i, g: ts.segment_max_coo(s, i, dim_size=g)[0],
+        _reduce_onto(torch.zeros, "amax"), sorted_index=True)
+_compat("segment_min_coo", lambda ts, s, i, g: ts.segment_min_coo(s, i, dim_size=g)[0],
+        _reduce_onto(torch.zeros, "amin"), sorted_index=True)
+
+
+def _softmax_baseline(log):
+    def baseline(src, full, groups):
+        maxima = torch.zeros(groups, src.shape[1], device=src.device).scatter_reduce(
+            0, full, src.detach(), "amax", include_self=False)
+        shifted = src - maxima.gather(0, full)
+        sums = torch.zeros_like(maxima).scatter_add_(0, full, shifted.exp())
+        return shifted - sums.log().gather(0, full) if log else shifted.exp() / sums.gather(0, full)
+
+    baseline.__doc__ = "scatter_reduce(amax) + gather + scatter_add_ (torch_scatter's composite in torch ops)"
+    return baseline
+
+
+def _logsumexp_baseline(src, full, groups):
+    """scatter_reduce(amax) + gather + scatter_add_ + log (torch_scatter's composite in torch ops)"""
+    maxima = torch.zeros(groups, src.shape[1], device=src.device).scatter_reduce(
+        0, full, src.detach(), "amax", include_self=False)
+    sums = torch.zeros_like(maxima).scatter_add_(0, full, (src - maxima.gather(0, full)).exp())
+    return (sums.log() + maxima).nan_to_num(neginf=0.0)  # positions nothing reaches: 0
+
+
+def _std_baseline(src, full, groups):
+    """scatter_add_ x3 + gather (torch_scatter's composite in torch ops)"""
+    zeros = torch.zeros(groups, src.shape[1], device=src.device)
+    counts = zeros.scatter_add(0, full, torch.ones_like(src))
+    mean = zeros.scatter_add(0, full, src) / counts.clamp(min=1)
+    deviation = src - mean.gather(0, full)
+    variance = zeros.scatter_add(0, full, deviation * deviation) / (counts - 1).clamp(min=1)
+    positive = variance > 0  # sqrt at 0 would send NaN gradients back (torch_scatter's do)
+    return torch.where(positive, torch.where(positive, variance, 1).sqrt(), 0)
+
+
+_compat("scatter_softmax", lambda ts, s, i, g: ts.scatter_softmax(s, i, 0, dim_size=g), _softmax_baseline(False),
+        tolerance=REORDERED_SUMS)
+_compat("scatter_log_softmax", lambda ts, s, i, g: ts.scatter_log_softmax(s, i, 0, dim_size=g),
+        _softmax_baseline(True), tolerance=REORDERED_SUMS)
+_compat("scatter_logsumexp", lambda ts, s, i, g: ts.scatter_logsumexp(s, i, 0, dim_size=g, eps=0.0),
+        _logsumexp_baseline, tolerance=REORDERED_SUMS)
+_compat("scatter_std", lambda ts, s, i, g: ts.scatter_std(s, i, 0, dim_size=g), _std_baseline,
+        tolerance=REORDERED_SUMS)
+
+
+def _csr(row, call, torch_reduce, arg=False):
+    """A segment_csr row against torch.segment_reduce(offsets=indptr): torch's own CSR reduction."""
+    @case(f"scatter_compat.{row}", differentiable=True)
+    def build(n, device, grad):
+        import torch_ragged.scatter_compat as ts
+
+        p = packed(n, device, grad=grad)
+        # (packed members are never empty: no `initial` needed, which torch would fold into every segment)
+        return Pair(f"torch.segment_reduce({torch_reduce}, offsets=indptr)",
+                    lambda: torch.segment_reduce(p.values, torch_reduce, offsets=p.first_idx),
+                    lambda: call(ts, p.values, p.first_idx), (p.values,), tolerance=REORDERED_SUMS)
+
+
+_csr("segment_csr", lambda ts, v, f: ts.segment_csr(v, f), "sum")
+_csr("segment_sum_csr", lambda ts, v, f: ts.segment_sum_csr(v, f), "sum")
+_csr("segment_mean_csr", lambda ts, v, f: ts.segment_mean_csr(v, f), "mean")
+_csr("segment_max_csr", lambda ts, v, f: ts.segment_max_csr(v, f)[0], "max")
+_csr("segment_min_csr", lambda ts, v, f: ts.segment_min_csr(v, f)[0], "min")
+
+
+@case("scatter_compat.gather_csr", differentiable=True)
+def _compat_gather_csr(n, device, grad):
+    import torch_ragged.scatter_compat as ts
+
+    p = packed(n, device)
+    values = torch.randn(len(p.lengths), *p.values.shape[1:], generator=_generator(6)).to(device).requires_grad_(grad)
+    total = int(p.first_idx[-1])
+    return Pair("repeat_interleave(src, indptr.diff())",
+                lambda: values.repeat_interleave(p.lengths, dim=0, output_size=total),
+                lambda: ts.gather_csr(values, p.first_idx), (values,))
+
+
+@case("scatter_compat.gather_coo", differentiable=True)
+def _compat_gather_coo(n, device, grad):
+    import torch_ragged.scatter_compat as ts
+
+    src, index, groups = _scatter_inputs(n, device, grad)
+    index = index.sort().values % src.shape[0]
+    return Pair("index_select", lambda: src.index_select(0, index), lambda: ts.gather_coo(src, index), (src,))
+
+
+@case("scatter_compat.softmax", differentiable=True)
+def _compat_pyg_softmax(n, device, grad):
+    import torch_ragged.scatter_compat as ts
+
+    p = packed(n, device, grad=grad)
+    ids = torch.repeat_interleave(torch.arange(len(p.lengths), device=device), p.lengths)
+    full = ids.view(-1, *([1] * (p.values.dim() - 1))).expand_as(p.values)
+    groups = len(p.lengths)
+
+    def pyg_route():  # PyG's softmax by ptr / index in torch ops: amax, gather, exp, scatter_add_, divide
+        maxima = torch.zeros(groups, *p.values.shape[1:], device=device).scatter_reduce(
+            0, full, p.values.detach(), "amax", include_self=False)
+        exps = (p.values - maxima.gather(0, full)).exp()
+        return exps / torch.zeros_like(maxima).scatter_add_(0, full, exps).gather(0, full)
+
+    return Pair("PyG's softmax in torch ops (scatter_reduce amax, gather, scatter_add_)", pyg_route,
+                lambda: ts.softmax(p.values, ptr=p.first_idx), (p.values,), tolerance=REORDERED_SUMS)
 
 # ---------------------------------------------------------------------------------------------------------------
 # batch family (Kaolin's API)

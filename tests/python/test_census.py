@@ -18,7 +18,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 bench_census = pytest.importorskip("bench_census")
 
-MODULES = ["segment", "batch", "sparse", "pad", "tiles", "container", "distributed"]
+MODULES = ["segment", "batch", "sparse", "pad", "tiles", "container", "distributed", "scatter_compat"]
 
 
 def public_names():
