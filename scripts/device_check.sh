@@ -107,7 +107,7 @@ timed 150 "$PYTHON" -m pytest -q -p no:cacheprovider "${PARALLEL[@]}" -rfEs -k "
   tests/python/test_tiles.py tests/python/test_sparse_compressed.py tests/python/test_sparse_spgemm.py \
   tests/python/test_sparse_accelerate.py tests/python/test_scatter.py tests/python/test_sparse_elementwise.py \
   tests/python/test_sequences.py tests/python/test_container_layers.py tests/python/test_segment_scan.py \
-  >"$OUT/test_cuda.log" 2>&1 &
+  tests/python/test_scatter_compat.py >"$OUT/test_cuda.log" 2>&1 &
 TESTS_PID=$!
 
 step "compute-sanitizer memcheck"
@@ -126,7 +126,8 @@ else
     -rfE -k "cuda and not two_to_the_31 and not opcheck and not synchronise and not empty_output and not one_grid" \
     tests/python/test_cuda.py tests/python/test_segment.py tests/python/test_ragged_index_select.py \
     tests/python/test_tiles.py tests/python/test_sparse_spgemm.py tests/python/test_sparse_compressed.py \
-    tests/python/test_pad.py tests/python/test_sparse.py tests/python/test_segment_scan.py >"$OUT/memcheck.log" 2>&1 &
+    tests/python/test_pad.py tests/python/test_sparse.py tests/python/test_segment_scan.py \
+    tests/python/test_scatter.py >"$OUT/memcheck.log" 2>&1 &
   MEMCHECK_PID=$!
 fi
 
