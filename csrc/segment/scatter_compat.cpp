@@ -428,19 +428,24 @@ at::Tensor compat_scatter_logsumexp_body(const at::Tensor& src, const at::Tensor
   check_index(op, src, index);
   check_floating(op, src);
   const OptionalSize size = size_along_dim(op, src, out, d, dim_size);
-  auto [maxima, arg] = ops::scatter_extremum(true, src.detach(), index, d, size);
-  const at::Tensor reached = arg.ne(c10::Scalar(src.sym_size(d)));
-  if (out.has_value()) {
-    maxima = at::where(reached, at::maximum(maxima, out->detach()), out->detach());
+  at::Tensor maxima;
+  if (out.has_value()) {  // out's value joins its position's maximum where something reaches it
+    auto [values, arg] = ops::scatter_extremum(true, src.detach(), index, d, size);
+    const at::Tensor reached = arg.ne(c10::Scalar(src.sym_size(d)));
+    maxima = at::where(reached, at::maximum(values, out->detach()), out->detach());
+  } else {
+    maxima = ops::scatter(src.detach(), index, d, size, "max");
   }
   const at::Tensor shift = at::where(maxima.isfinite(), maxima, 0);
-  at::Tensor sums =
-      ops::scatter((src - at_positions(shift, index, src, d)).exp(), index, d, size, "sum");
+  at::Tensor sums = ops::scatter((src - at_positions(shift, index, src, d)).exp(), index, d,
+                                 maxima.sym_size(d), "sum");
   if (out.has_value()) sums = sums + (*out - shift).exp();
-  const at::Tensor result = (sums + eps).log() + shift;
   const at::Tensor all_minus_infinity = maxima.isneginf();
-  const at::Tensor exact = at::where(all_minus_infinity, maxima, result);
-  return out.has_value() ? exact : at::where(reached, exact, 0);
+  const at::Tensor exact = at::where(all_minus_infinity, maxima, (sums + eps).log() + shift);
+  if (out.has_value()) return exact;
+  // a position something reaches sums exp(0) = 1 for its maximum at least (or inf / NaN), unless
+  // all its elements are -inf: a zero sum with a finite maximum is a position nothing reaches
+  return at::where(sums.eq(0).logical_and(all_minus_infinity.logical_not()), 0, exact);
 }
 
 // softmax per position: exp(x - the position's max) over their sum (torch.softmax's values,

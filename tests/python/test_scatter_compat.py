@@ -480,3 +480,30 @@ def test_bad_input_is_named():
         ts.gather_coo(torch.randn(3), torch.zeros(1, 2, dtype=torch.long))
     with pytest.raises(IndexError, match="torch_ragged.compat_scatter_std: dim 3 is out of range for a 2-D src"):
         ts.scatter_std(src, torch.tensor([0, 1, 0, 1]), 3)
+
+
+def test_torch_scatters_documented_examples():
+    """The examples of torch_scatter's docstrings (scatter, segment_coo, segment_csr: src (10, 6, 64) and an index
+    broadcast in the first and last dims), their shapes as documented and their values against loops."""
+    g = torch.Generator().manual_seed(11)
+    src = torch.randn(10, 6, 64, generator=g, dtype=torch.float64)
+    index = torch.tensor([0, 1, 0, 1, 2, 1])
+    out = ts.scatter(src, index, dim=1, reduce="sum")
+    assert out.shape == (10, 3, 64)
+    loop = torch.zeros(10, 3, 64, dtype=torch.float64)
+    for j, p in enumerate(index.tolist()):
+        loop[:, p] += src[:, j]
+    torch.testing.assert_close(out, loop)
+
+    sorted_index = torch.tensor([0, 0, 1, 1, 1, 2]).view(1, -1)  # broadcasting in the first and last dim
+    out = ts.segment_coo(src, sorted_index, reduce="sum")
+    assert out.shape == (10, 3, 64)
+    expected = torch.stack([src[:, 0:2].sum(1), src[:, 2:5].sum(1), src[:, 5:6].sum(1)], dim=1)
+    torch.testing.assert_close(out, expected)
+    indptr = torch.tensor([0, 2, 5, 6]).view(1, -1)
+    out = ts.segment_csr(src, indptr, reduce="sum")
+    assert out.shape == (10, 3, 64)
+    torch.testing.assert_close(out, expected)
+    # gather_* undo the segment layouts: each segment's value back at its rows
+    torch.testing.assert_close(ts.gather_csr(out, indptr), out.index_select(1, sorted_index.view(-1)))
+    torch.testing.assert_close(ts.gather_coo(out, sorted_index), out.index_select(1, sorted_index.view(-1)))
