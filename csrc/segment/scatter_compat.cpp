@@ -16,11 +16,13 @@
 
 #include <ATen/ATen.h>
 #include <torch/library.h>
+#include <torch_ragged/scatter_compat.h>
 
 #include <string>
 #include <vector>
 
 #include "common/checks.h"
+#include "common/op_handle.h"
 #include "segment/scatter.h"
 #include "segment/segment_ops.h"
 
@@ -515,3 +517,133 @@ TORCH_LIBRARY_IMPL(torch_ragged, CompositeImplicitAutograd, m) {
 }
 
 }  // namespace torch_ragged
+
+// ---- Public C++ API (torch_ragged/scatter_compat.h): each function calls its op ----
+
+namespace torch_ragged::scatter_compat {
+
+namespace {
+
+using OptionalSize = std::optional<c10::SymInt>;
+using OptionalTensor = std::optional<at::Tensor>;
+using Pair = std::tuple<at::Tensor, at::Tensor>;
+
+OptionalSize sym(std::optional<int64_t> n) {
+  if (!n.has_value()) return std::nullopt;
+  return c10::SymInt(*n);
+}
+c10::string_view view(std::string_view s) { return c10::string_view(s.data(), s.size()); }
+
+// torch_scatter writes its result into `out` when one is given, and returns it.
+at::Tensor into(const OptionalTensor& out, const at::Tensor& result) {
+  return out.has_value() ? out->copy_(result) : result;
+}
+Pair into(const OptionalTensor& out, const Pair& result) {
+  return {into(out, std::get<0>(result)), std::get<1>(result)};
+}
+
+Pair scatter_arg(const at::Tensor& src, const at::Tensor& index, int64_t dim,
+                 const OptionalTensor& out, std::optional<int64_t> dim_size,
+                 std::string_view reduce) {
+  static auto op =
+      op_handle<Pair(const at::Tensor&, const at::Tensor&, int64_t, const OptionalTensor&,
+                     OptionalSize, c10::string_view)>("torch_ragged::compat_scatter_arg");
+  return into(out, op.call(src, index, dim, out, sym(dim_size), view(reduce)));
+}
+
+Pair segment_csr_arg(const at::Tensor& src, const at::Tensor& indptr, const OptionalTensor& out,
+                     std::string_view reduce) {
+  static auto op = op_handle<Pair(const at::Tensor&, const at::Tensor&, const OptionalTensor&,
+                                  c10::string_view)>("torch_ragged::compat_segment_csr_arg");
+  return into(out, op.call(src, indptr, out, view(reduce)));
+}
+
+}  // namespace
+
+at::Tensor scatter(const at::Tensor& src, const at::Tensor& index, int64_t dim,
+                   const OptionalTensor& out, std::optional<int64_t> dim_size,
+                   std::string_view reduce) {
+  static auto op =
+      op_handle<at::Tensor(const at::Tensor&, const at::Tensor&, int64_t, const OptionalTensor&,
+                           OptionalSize, c10::string_view)>("torch_ragged::compat_scatter");
+  return into(out, op.call(src, index, dim, out, sym(dim_size), view(reduce)));
+}
+
+Pair scatter_max(const at::Tensor& src, const at::Tensor& index, int64_t dim,
+                 const OptionalTensor& out, std::optional<int64_t> dim_size) {
+  return scatter_arg(src, index, dim, out, dim_size, "max");
+}
+
+Pair scatter_min(const at::Tensor& src, const at::Tensor& index, int64_t dim,
+                 const OptionalTensor& out, std::optional<int64_t> dim_size) {
+  return scatter_arg(src, index, dim, out, dim_size, "min");
+}
+
+at::Tensor segment_csr(const at::Tensor& src, const at::Tensor& indptr, const OptionalTensor& out,
+                       std::string_view reduce) {
+  static auto op = op_handle<at::Tensor(const at::Tensor&, const at::Tensor&, const OptionalTensor&,
+                                        c10::string_view)>("torch_ragged::compat_segment_csr");
+  return into(out, op.call(src, indptr, out, view(reduce)));
+}
+
+Pair segment_max_csr(const at::Tensor& src, const at::Tensor& indptr, const OptionalTensor& out) {
+  return segment_csr_arg(src, indptr, out, "max");
+}
+
+Pair segment_min_csr(const at::Tensor& src, const at::Tensor& indptr, const OptionalTensor& out) {
+  return segment_csr_arg(src, indptr, out, "min");
+}
+
+at::Tensor segment_coo(const at::Tensor& src, const at::Tensor& index, const OptionalTensor& out,
+                       std::optional<int64_t> dim_size, std::string_view reduce) {
+  return scatter(src, index, index.dim() - 1, out, dim_size, reduce);
+}
+
+at::Tensor gather_csr(const at::Tensor& src, const at::Tensor& indptr, const OptionalTensor& out) {
+  static auto op =
+      op_handle<at::Tensor(const at::Tensor&, const at::Tensor&, const OptionalTensor&)>(
+          "torch_ragged::compat_gather_csr");
+  return into(out, op.call(src, indptr, out));
+}
+
+at::Tensor gather_coo(const at::Tensor& src, const at::Tensor& index, const OptionalTensor& out) {
+  static auto op =
+      op_handle<at::Tensor(const at::Tensor&, const at::Tensor&, const OptionalTensor&)>(
+          "torch_ragged::compat_gather_coo");
+  return into(out, op.call(src, index, out));
+}
+
+at::Tensor scatter_std(const at::Tensor& src, const at::Tensor& index, int64_t dim,
+                       const OptionalTensor& out, std::optional<int64_t> dim_size, bool unbiased) {
+  static auto op =
+      op_handle<at::Tensor(const at::Tensor&, const at::Tensor&, int64_t, const OptionalTensor&,
+                           OptionalSize, bool)>("torch_ragged::compat_scatter_std");
+  return into(out, op.call(src, index, dim, out, sym(dim_size), unbiased));
+}
+
+at::Tensor scatter_logsumexp(const at::Tensor& src, const at::Tensor& index, int64_t dim,
+                             const OptionalTensor& out, std::optional<int64_t> dim_size,
+                             double eps) {
+  static auto op =
+      op_handle<at::Tensor(const at::Tensor&, const at::Tensor&, int64_t, const OptionalTensor&,
+                           OptionalSize, double)>("torch_ragged::compat_scatter_logsumexp");
+  return into(out, op.call(src, index, dim, out, sym(dim_size), eps));
+}
+
+at::Tensor scatter_softmax(const at::Tensor& src, const at::Tensor& index, int64_t dim,
+                           std::optional<int64_t> dim_size) {
+  static auto op =
+      op_handle<at::Tensor(const at::Tensor&, const at::Tensor&, int64_t, OptionalSize)>(
+          "torch_ragged::compat_scatter_softmax");
+  return op.call(src, index, dim, sym(dim_size));
+}
+
+at::Tensor scatter_log_softmax(const at::Tensor& src, const at::Tensor& index, int64_t dim,
+                               std::optional<int64_t> dim_size) {
+  static auto op =
+      op_handle<at::Tensor(const at::Tensor&, const at::Tensor&, int64_t, OptionalSize)>(
+          "torch_ragged::compat_scatter_log_softmax");
+  return op.call(src, index, dim, sym(dim_size));
+}
+
+}  // namespace torch_ragged::scatter_compat

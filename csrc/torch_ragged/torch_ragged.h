@@ -9,6 +9,7 @@
 #include <torch_ragged/export.h>
 #include <torch_ragged/pad.h>
 #include <torch_ragged/ragged_tensor.h>
+#include <torch_ragged/scatter_compat.h>
 #include <torch_ragged/segment.h>
 #include <torch_ragged/sparse.h>
 #include <torch_ragged/tiles.h>

@@ -94,4 +94,41 @@ TEST(Segment, ScatterReducesEachPositionsRowsInOrder) {
   }
 }
 
+// torch_ragged::scatter_compat, torch_scatter's API from C++: its test_scatter.py table (an index
+// per element along dim 1) and test_segment.py's, written out by hand there.
+TEST(ScatterCompat, TorchScattersTablesFromCpp) {
+  namespace ts = torch_ragged::scatter_compat;
+  const auto src = torch::tensor({1., 5., 3., 7., 9., 11., 2., 4., 8., 6., 10., 12.}).view({2, 6});
+  const auto index = longs({0, 1, 0, 1, 1, 3, 0, 0, 1, 0, 1, 2}).view({2, 6});
+  EXPECT_TRUE(torch::equal(ts::scatter(src, index, 1, std::nullopt, std::nullopt, "mul"),
+                           torch::tensor({3., 315., 1., 11., 48., 80., 12., 1.}).view({2, 4})));
+  auto [values, arg] = ts::scatter_max(src, index, 1);
+  EXPECT_TRUE(
+      torch::equal(values, torch::tensor({3., 9., 0., 11., 6., 10., 12., 0.}).view({2, 4})));
+  EXPECT_TRUE(torch::equal(arg, longs({2, 4, 6, 5, 3, 4, 5, 6}).view({2, 4})));
+  // out: sums are added to its values, and out is what comes back
+  const auto out = torch::full({2, 4}, -2.);
+  const auto returned = ts::scatter(src, index, 1, out);
+  EXPECT_TRUE(returned.is_same(out));
+  EXPECT_TRUE(
+      torch::equal(out, torch::tensor({2., 19., -2., 9., 10., 16., 10., -2.}).view({2, 4})));
+  const auto rows = torch::tensor({1., 2., 3., 4., 5., 6.});
+  const auto indptr = longs({0, 2, 5, 5, 6});
+  EXPECT_TRUE(torch::equal(ts::segment_csr(rows, indptr), torch::tensor({3., 12., 0., 6.})));
+  EXPECT_TRUE(torch::equal(std::get<1>(ts::segment_max_csr(rows, indptr)), longs({1, 4, 6, 5})));
+  EXPECT_TRUE(torch::equal(ts::gather_csr(torch::tensor({10., 20., 30., 40.}), indptr),
+                           torch::tensor({10., 10., 20., 20., 20., 40.})));
+  EXPECT_TRUE(torch::equal(
+      ts::segment_coo(rows, longs({0, 0, 1, 1, 1, 3}), std::nullopt, std::nullopt, "mean"),
+      torch::tensor({1.5, 4., 0., 6.})));
+  try {
+    ts::segment_csr(rows, torch::tensor({0., 6.}));
+    FAIL() << "expected an error";
+  } catch (const c10::TypeError& e) {
+    EXPECT_NE(
+        std::string(e.what()).find("torch_ragged.compat_segment_csr: indptr must hold integers"),
+        std::string::npos);
+  }
+}
+
 }  // namespace
