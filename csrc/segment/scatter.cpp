@@ -174,10 +174,10 @@ std::vector<int64_t> scattered_sizes(const at::Tensor& src, int64_t dim, int64_t
   return out;
 }
 
-// Each group's sum (reduce sum / add) or mean, copied to its position along dim of a zero output
-// (contiguous, as torch's reductions give).
-at::Tensor sum_or_mean(const GroupingBackend& backend, const Groups& groups, const at::Tensor& src,
-                       int64_t dim, bool mean) {
+// The rows (dim first) in the dtype their sums run in: bool sums are or-ed (a sum of counts, then
+// != 0); integer means sum in 64 bits (a sum in a narrow dtype would wrap first: 256 int8 ones sum
+// to 0).
+at::Tensor rows_to_sum(const at::Tensor& src, int64_t dim, bool mean) {
   const at::Tensor rows = dim_first(src, dim);
   // as segment_mean: a mean of bools has no meaning torch gives it (torch.mean refuses them)
   TORCH_CHECK_TYPE(
@@ -187,28 +187,59 @@ at::Tensor sum_or_mean(const GroupingBackend& backend, const Groups& groups, con
   const bool narrow_int = !at::isFloatingType(rows.scalar_type()) &&
                           !at::isComplexType(rows.scalar_type()) &&
                           rows.scalar_type() != at::kLong && rows.scalar_type() != at::kUInt64;
-  // bool sums are or-ed (a sum of counts, then != 0); integer means sum in 64 bits (a sum in a
-  // narrow dtype would wrap first: 256 int8 ones sum to 0).
   const bool widen = rows.scalar_type() == at::kBool || (mean && narrow_int);
-  at::Tensor sums = backend.segment_gather_sum(widen ? rows.to(at::kLong) : rows,
-                                               groups.permutation, at::Tensor(), groups.first_idx);
+  return widen ? rows.to(at::kLong) : rows;
+}
+
+// Per-group sums (groups, ...) and row counts (groups,) int64 to the output: means divided, bools
+// or-ed, each group at its position along dim of a zero output (positions undefined: every
+// position has a group) -- contiguous, as torch's reductions give.
+at::Tensor finish_sums(at::Tensor sums, const at::Tensor& counts, const at::Tensor& positions,
+                       int64_t dim_size, const at::Tensor& src, int64_t dim, bool mean) {
   if (mean) {
-    std::vector<int64_t> column(std::max<int64_t>(rows.dim(), 1), 1);
+    std::vector<int64_t> column(std::max<int64_t>(sums.dim(), 1), 1);
     column[0] = -1;
-    const at::Tensor counts = groups.first_idx.diff().clamp_min(1).view(column);  // empty: 0 / 1
-    if (at::isFloatingType(rows.scalar_type()) || at::isComplexType(rows.scalar_type())) {
-      sums = sums / counts.to(sums.scalar_type());
+    const at::Tensor divisor = counts.clamp_min(1).view(column);  // empty: 0 / 1
+    if (at::isFloatingType(src.scalar_type()) || at::isComplexType(src.scalar_type())) {
+      sums = sums / divisor.to(sums.scalar_type());
     } else {  // the quotient of the 64-bit sum fits src's dtype again (|mean| <= max |row|),
               // rounded toward minus infinity as torch_scatter's
-      sums = sums.div(counts, "floor");
+      sums = sums.div(divisor, "floor");
     }
   }
-  if (rows.scalar_type() == at::kBool) sums = sums.ne(0);
-  if (!groups.positions.defined()) return dim_back(sums.to(src.scalar_type()), dim).contiguous();
-  at::Tensor out = empty_output("scatter", "the output", scattered_sizes(src, dim, groups.dim_size),
-                                src.options())
-                       .zero_();
-  return out.index_copy_(dim, groups.positions, dim_back(sums.to(src.scalar_type()), dim));
+  if (src.scalar_type() == at::kBool) sums = sums.ne(0);
+  if (!positions.defined()) return dim_back(sums.to(src.scalar_type()), dim).contiguous();
+  at::Tensor out =
+      empty_output("scatter", "the output", scattered_sizes(src, dim, dim_size), src.options())
+          .zero_();
+  return out.index_copy_(dim, positions, dim_back(sums.to(src.scalar_type()), dim));
+}
+
+// Each group's sum (reduce sum / add) or mean.
+at::Tensor sum_or_mean(const GroupingBackend& backend, const Groups& groups, const at::Tensor& src,
+                       int64_t dim, bool mean) {
+  const at::Tensor sums = backend.segment_gather_sum(
+      rows_to_sum(src, dim, mean), groups.permutation, at::Tensor(), groups.first_idx);
+  return finish_sums(sums, groups.first_idx.diff(), groups.positions, groups.dim_size, src, dim,
+                     mean);
+}
+
+// Sums of few rows without grouping them (the backend's sums_in_order, the grouped route's bits
+// for them), or nullopt.
+std::optional<at::Tensor> few_rows_sum_or_mean(std::string_view op, const GroupingBackend& backend,
+                                               const at::Tensor& src, const at::Tensor& row_index,
+                                               int64_t dim, const OptionalSize& dim_size,
+                                               bool mean) {
+  const int64_t count = src.size(dim);
+  if (backend.sums_in_order == nullptr || count == 0) return std::nullopt;
+  const int64_t width = src.numel() / count;
+  if (count > (int64_t{1} << chunk_bits(width))) return std::nullopt;
+  const auto [keys, size] = checked_keys(op, row_index, dim_size);
+  const at::Tensor rows = rows_to_sum(src, dim, mean).contiguous();
+  auto [sums, counts] = backend.sums_in_order(rows.view({count, width}), keys, size);
+  std::vector<int64_t> first_sizes(rows.sizes().begin(), rows.sizes().end());
+  first_sizes[0] = size;
+  return finish_sums(sums.view(first_sizes), counts, at::Tensor(), size, src, dim, mean);
 }
 
 // Each group's product in src's order, copied to its position along dim of an output of ones
@@ -344,6 +375,7 @@ at::Tensor scatter_with(const GroupingBackend& backend, const at::Tensor& src,
     }));
   }
   const int64_t d = checked_dim(op, src, index, dim);
+  const bool mean = reduce == "mean";
   const at::Tensor row_index = row_index_or_undefined(op, src, index, d);
   if (!row_index.defined()) {
     const at::Tensor full_index = index_like_src(op, src, index, d);
@@ -361,10 +393,14 @@ at::Tensor scatter_with(const GroupingBackend& backend, const at::Tensor& src,
     const auto [keys, size] = checked_keys(op, row_index, dim_size);
     if (std::optional<at::Tensor> out = backend.product_by_keys(src, keys, d, size)) return *out;
   }
+  if (reduce != "mul") {
+    if (auto out = few_rows_sum_or_mean(op, backend, src, row_index, d, dim_size, mean))
+      return *out;
+  }
   const Groups groups =
       group_rows(op, backend, row_index, dim_size, /*every_position=*/reduce != "mul");
   if (reduce == "mul") return product(groups, src, d);
-  return sum_or_mean(backend, groups, src, d, reduce == "mean");
+  return sum_or_mean(backend, groups, src, d, mean);
 }
 
 std::tuple<at::Tensor, at::Tensor> scatter_extremum_with(const GroupingBackend& backend,
@@ -588,6 +624,35 @@ std::tuple<at::Tensor, at::Tensor> extremum_by_keys_cpu(std::string_view op, boo
   return {out, arg};
 }
 
+// Rows (count, width) summed by keys, each position's rows in order from 0 in the segment core's
+// accumulator (sum_acc_t), cast once: a segment inside one chunk of the reduction tree is summed
+// exactly so (segment_index.h), so for count <= 2^chunk_bits(width) these are its bits.
+std::pair<at::Tensor, at::Tensor> sums_in_order_cpu(const at::Tensor& rows, const at::Tensor& keys,
+                                                    int64_t dim_size) {
+  const int64_t count = rows.size(0), width = rows.size(1);
+  at::Tensor sums = at::empty({dim_size, width}, rows.options());
+  at::Tensor counts = at::zeros({dim_size}, keys.options());
+  int64_t* const row_counts = counts.mutable_data_ptr<int64_t>();
+  const int64_t* const key = keys.const_data_ptr<int64_t>();
+  AT_DISPATCH_V2(rows.scalar_type(), "scatter_sums_in_order_cpu", AT_WRAP([&] {
+                   using acc_t = sum_acc_t<scalar_t>;
+                   std::vector<acc_t> acc(dim_size * width, acc_t(0));
+                   const scalar_t* x = rows.const_data_ptr<scalar_t>();
+                   for (int64_t row = 0; row < count; ++row) {
+                     acc_t* a = acc.data() + key[row] * width;
+                     for (int64_t c = 0; c < width; ++c)
+                       a[c] += static_cast<acc_t>(x[row * width + c]);
+                     ++row_counts[key[row]];
+                   }
+                   scalar_t* out = sums.mutable_data_ptr<scalar_t>();
+                   for (int64_t i = 0; i < dim_size * width; ++i)
+                     out[i] = static_cast<scalar_t>(acc[i]);
+                 }),
+                 AT_EXPAND(AT_ALL_TYPES_AND_COMPLEX), AT_EXPAND(AT_BAREBONES_UNSIGNED_TYPES),
+                 at::kHalf, at::kBFloat16);
+  return {sums, counts};
+}
+
 // Half and bfloat16 products round at every row here but once on the grouped route (op-math
 // accumulation): those take the grouped route.
 std::optional<at::Tensor> product_by_keys_cpu(const at::Tensor& src, const at::Tensor& keys,
@@ -616,7 +681,7 @@ std::optional<at::Tensor> product_by_keys_cpu(const at::Tensor& src, const at::T
 
 const GroupingBackend kCpuGrouping{
     &cpu::sort_keys,      &cpu::run_offsets,  &cpu::segment_gather_sum, &extremum_by_keys_cpu,
-    &product_by_keys_cpu, &fold_elements_cpu, &cpu::group_small_keys};
+    &product_by_keys_cpu, &fold_elements_cpu, &cpu::group_small_keys,   &sums_in_order_cpu};
 
 at::Tensor scatter_cpu(const at::Tensor& src, const at::Tensor& index, int64_t dim,
                        OptionalSize dim_size, c10::string_view reduce) {

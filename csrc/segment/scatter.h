@@ -45,6 +45,12 @@ struct GroupingBackend {
       int64_t dim_size, bool with_arg) = nullptr;
   // Optional: sort.h's group_small_keys (keys grouped by one counting pass over [0, num_keys)).
   std::optional<KeyGroups> (*group_small_keys)(const at::Tensor& keys, int64_t num_keys) = nullptr;
+  // Optional: sums of rows (count, width) by keys in [0, dim_size), every position's rows added in
+  // order from 0 in the segment core's accumulator -> (sums (dim_size, width), counts (dim_size,)
+  // int64): the grouped route's bits when count <= 2^chunk_bits(width) (every group then lies in
+  // one chunk of the reduction tree, summed row by row); used only then (per-call cost).
+  std::pair<at::Tensor, at::Tensor> (*sums_in_order)(const at::Tensor& rows, const at::Tensor& keys,
+                                                     int64_t dim_size) = nullptr;
 };
 
 // The kernels of the scatter / scatter_max / scatter_min ops (schemas in scatter.cpp).

@@ -341,3 +341,27 @@ def test_sums_group_the_rows_stably_before_the_segment_core_sums_them(rows):
     order = torch.sort(index, stable=True).indices
     first_idx = torch_ragged.get_first_idx(torch.bincount(index, minlength=3))
     assert torch.equal(torch_ragged.scatter(src, index, dim_size=3), torch_ragged.segment_sum(src[order], first_idx))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16], ids=str)
+def test_sums_are_segment_sums_of_the_stably_grouped_rows_bit_for_bit(dtype):
+    """Whatever route a scatter sum takes (few rows summed in order without grouping, a counting pass, a radix
+    sort, an index per element), its bits are segment_sum's over the rows grouped by a stable sort of the index --
+    the fixed order the GPU computes too."""
+    g = torch.Generator().manual_seed(8)
+    for rows, width, positions in [(5, 3, 4), (31, 1, 3), (32, 7, 9), (33, 2, 2), (300, 16, 40), (2000, 3, 5000)]:
+        src = (torch.randn(rows, width, generator=g) * 1000).to(dtype)
+        index = torch.randint(0, positions, (rows,), generator=g)
+        order = torch.sort(index, stable=True).indices
+        first_idx = torch.cat([torch.zeros(1, dtype=torch.long), torch.bincount(index, minlength=positions).cumsum(0)])
+        expected = torch_ragged.segment_sum(src[order], first_idx)
+        assert torch.equal(torch_ragged.scatter(src, index, 0, positions), expected)
+        # an index per element: every line along dim one run of the flat order, keyed line * positions + index
+        per_element = index.view(1, -1).expand(width, rows).clone()
+        per_element[0] = per_element[0].flip(0)  # lines differ
+        keys = (per_element + torch.arange(width).view(-1, 1) * positions).reshape(-1)
+        order = torch.sort(keys, stable=True).indices
+        first_idx = torch.cat([torch.zeros(1, dtype=torch.long),
+                               torch.bincount(keys, minlength=width * positions).cumsum(0)])
+        flat = torch_ragged.segment_sum(src.t().reshape(-1)[order], first_idx).view(width, positions)
+        assert torch.equal(torch_ragged.scatter(src.t(), per_element, 1, positions), flat)
