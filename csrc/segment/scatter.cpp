@@ -630,7 +630,7 @@ std::tuple<at::Tensor, at::Tensor> extremum_by_keys_cpu(std::string_view op, boo
 std::pair<at::Tensor, at::Tensor> sums_in_order_cpu(const at::Tensor& rows, const at::Tensor& keys,
                                                     int64_t dim_size) {
   const int64_t count = rows.size(0), width = rows.size(1);
-  at::Tensor sums = at::empty({dim_size, width}, rows.options());
+  at::Tensor sums = empty_output("scatter", "the output", {dim_size, width}, rows.options());
   at::Tensor counts = at::zeros({dim_size}, keys.options());
   int64_t* const row_counts = counts.mutable_data_ptr<int64_t>();
   const int64_t* const key = keys.const_data_ptr<int64_t>();

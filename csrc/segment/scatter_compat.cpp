@@ -286,10 +286,8 @@ std::tuple<at::Tensor, at::Tensor> compat_segment_csr_arg_body(const at::Tensor&
   const bool is_max = is_max_reduce(op, reduce);
   const CsrLayout layout = reduction_layout(op, src, indptr);
   if (out.has_value()) check_out(op, src, *out, layout.dim, layout.segments);
-  auto [values, arg] = as_op(op, [&] {
-    return is_max ? ops::segment_max(layout.rows, layout.first_idx)
-                  : ops::segment_min(layout.rows, layout.first_idx);
-  });
+  auto [values, arg] = is_max ? ops::segment_max(layout.rows, layout.first_idx)
+                              : ops::segment_min(layout.rows, layout.first_idx);
   // arg: rows of the flattened batches back to rows of src along dim; empty segments (-1) hold
   // src.size(dim), as torch_scatter's
   const at::Tensor packed_arg = batch_segments(layout, arg);
@@ -310,10 +308,8 @@ at::Tensor compat_segment_csr_body(const at::Tensor& src, const at::Tensor& indp
                     ": reduce must be one of sum, add, mean, max, min, got '", reduce, "'");
   const CsrLayout layout = reduction_layout(op, src, indptr);
   if (out.has_value()) check_out(op, src, *out, layout.dim, layout.segments);
-  const at::Tensor per_segment = as_op(op, [&] {
-    return reduce == "mean" ? ops::segment_mean(layout.rows, layout.first_idx)
-                            : ops::segment_sum(layout.rows, layout.first_idx);
-  });
+  const at::Tensor per_segment = reduce == "mean" ? ops::segment_mean(layout.rows, layout.first_idx)
+                                                  : ops::segment_sum(layout.rows, layout.first_idx);
   return batch_segments(layout, per_segment).reshape(layout.result_sizes);
 }
 
@@ -343,10 +339,8 @@ at::Tensor compat_gather_csr_body(const at::Tensor& src, const at::Tensor& indpt
   if (layout.batches == 1 && !out.has_value()) {  // indptr's last entry ends the output
     const at::Tensor first_idx =
         at::cat({at::zeros({1}, layout.indptr.options()), layout.indptr.reshape(-1)});
-    const at::Tensor expanded = as_op(op, [&] {
-      return ops::segment_expand(at::cat({gap, values}, 1).view({layout.segments + 1, -1}),
-                                 first_idx, std::nullopt);
-    });
+    const at::Tensor expanded = ops::segment_expand(
+        at::cat({gap, values}, 1).view({layout.segments + 1, -1}), first_idx, std::nullopt);
     sizes[layout.dim] = expanded.sym_size(0);
     return expanded.view_symint(sizes);
   }
@@ -358,11 +352,9 @@ at::Tensor compat_gather_csr_body(const at::Tensor& src, const at::Tensor& indpt
   const at::Tensor first_idx =
       at::cat({at::cat({start, layout.indptr.add(start)}, 1).view(-1),
                at::full({1}, layout.batches * length, layout.indptr.options())});
-  const at::Tensor expanded = as_op(op, [&] {
-    return ops::segment_expand(
-        at::cat({gap, values, gap}, 1).view({layout.batches * (layout.segments + 2), -1}),
-        first_idx, c10::SymInt(layout.batches * length));
-  });
+  const at::Tensor expanded = ops::segment_expand(
+      at::cat({gap, values, gap}, 1).view({layout.batches * (layout.segments + 2), -1}), first_idx,
+      c10::SymInt(layout.batches * length));
   sizes[layout.dim] = length;
   return expanded.view_symint(sizes);
 }
