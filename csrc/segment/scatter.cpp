@@ -821,14 +821,16 @@ class ScatterProduct : public torch::autograd::Function<ScatterProduct> {
       return read_positions(t, read_index, per_row, dim);
     };
     const at::Tensor is_zero = src == 0;
-    if (!is_zero.any().item<bool>()) {  // one read, as torch's prod backward: no zero, out / src
+    // no zero (one read, as torch's prod backward): out / src; traced (no data to read): the
+    // zero-safe form, right either way
+    if (!is_symbolic(src) && !is_zero.any().item<bool>()) {
       const at::Tensor out = saved[3].is_complex() ? saved[3].conj() : saved[3];
       return {at_positions(grads[0] * out) / (src.is_complex() ? src.conj() : src), at::Tensor(),
               at::Tensor(), at::Tensor()};
     }
     const at::Tensor zeros_here =
         at_positions(call_scatter(is_zero.to(at::kLong), index, dim, dim_size, "sum"));
-    if (at::GradMode::is_enabled()) {  // a double backward may follow
+    if (at::GradMode::is_enabled() && !is_symbolic(src)) {  // a double backward may follow
       TORCH_CHECK_VALUE(!zeros_here.gt(1).any().item<bool>(),
                         "torch_ragged.scatter: the double backward of reduce=\"mul\" is not "
                         "supported where more than one zero of src reaches the same position (as "

@@ -167,7 +167,9 @@ struct CountingPass {
     if (!fits.load()) return false;
     bucket_first.resize(buckets + 1);
     // Keys in each range of buckets, then each range's first position, then the slots within it.
-    const Chunks ranges{buckets, std::min<int64_t>(buckets, chunks.count * 4)};
+    // one chunk (few keys): one range, so that a tiny call does not wake the thread pool
+    const Chunks ranges{buckets,
+                        std::min<int64_t>(buckets, chunks.count == 1 ? 1 : chunks.count * 4)};
     std::vector<int64_t> range_first(ranges.count + 1, 0);
     at::parallel_for(0, ranges.count, 1, [&](int64_t first, int64_t last) {
       for (int64_t r = first; r < last; ++r) {
