@@ -289,6 +289,8 @@ at::Tensor row_index_or_undefined(std::string_view op, const at::Tensor& src,
                                   const at::Tensor& index, int64_t dim) {
   if (is_row_index(src, index, dim)) return index;
   const c10::SymInt rows = src.sym_size(dim);
+  if (rows == 0)
+    return at::zeros({0}, index.options());  // no rows: nothing to group (and no -1 to infer)
   const at::Tensor per_row =
       index_like_src(op, src, index, dim).movedim(dim, 0).reshape_symint({rows, -1});
   if (per_row.sym_size(1) == 0) return at::zeros_symint({rows}, index.options());

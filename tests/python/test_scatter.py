@@ -365,3 +365,13 @@ def test_sums_are_segment_sums_of_the_stably_grouped_rows_bit_for_bit(dtype):
                                torch.bincount(keys, minlength=width * positions).cumsum(0)])
         flat = torch_ragged.segment_sum(src.t().reshape(-1)[order], first_idx).view(width, positions)
         assert torch.equal(torch_ragged.scatter(src.t(), per_element, 1, positions), flat)
+
+
+@pytest.mark.parametrize("shape", [(0, 3, 4), (2, 0, 4), (2, 3, 0)])
+@pytest.mark.parametrize("reduce", ["sum", "mean", "mul", "max", "min"])
+def test_an_index_per_element_with_an_empty_dim(shape, reduce):
+    """No rows along dim (or none beside it): every position is unreached -- 0, or 1 for mul."""
+    src, index = torch.randn(*shape), torch.zeros(*shape, dtype=torch.long)
+    out = torch_ragged.scatter(src, index, 1, 2, reduce=reduce)
+    expected = (torch.ones if reduce == "mul" else torch.zeros)(shape[0], 2, shape[2])
+    assert torch.equal(out, expected)
