@@ -131,14 +131,13 @@ std::pair<at::Tensor, int64_t> checked_keys(std::string_view op, const at::Tenso
   return {keys, size};
 }
 
-// row_index: one entry per row of src along dim (row_index_or_undefined). every_position: a
-// group for each position, empty ones included, where the backend groups keys from a range not
-// much larger than their count in one counting pass (cheaper than sorting them; the same grouped
-// order, stable, so the same sums).
-Groups group_rows(std::string_view op, const GroupingBackend& backend, const at::Tensor& row_index,
-                  const OptionalSize& dim_size, bool every_position = false) {
+// keys: checked_keys' (one per row of src along dim, in [0, size)). every_position: a group for
+// each position, empty ones included, where the backend groups keys from a range not much larger
+// than their count in one counting pass (cheaper than sorting them; the same grouped order,
+// stable, so the same sums).
+Groups group_rows(const GroupingBackend& backend, const at::Tensor& keys, int64_t size,
+                  bool every_position = false) {
   Groups groups;
-  const auto [keys, size] = checked_keys(op, row_index, dim_size);
   if (every_position && backend.group_small_keys != nullptr && keys.numel() > 0 &&
       size <= 4 * keys.numel() + 4096) {
     if (std::optional<KeyGroups> grouped = backend.group_small_keys(keys, size)) {
@@ -173,6 +172,26 @@ std::vector<int64_t> scattered_sizes(const at::Tensor& src, int64_t dim, int64_t
   out[dim] = dim_size;
   return out;
 }
+
+// src with dim first as (count, width) rows, and a (dim_size, width) result back in src's layout
+// (dim_size rows along dim, contiguous).
+struct RowLayout {
+  at::Tensor rows;
+  std::vector<int64_t> sizes;  // rows' sizes before flattening (dim first)
+  int64_t dim = 0;
+
+  RowLayout(const at::Tensor& src, int64_t d) : dim(d) {
+    const at::Tensor first = dim_first(src, d).contiguous();
+    sizes.assign(first.sizes().begin(), first.sizes().end());
+    const int64_t width = c10::multiply_integers(sizes.begin() + 1, sizes.end());
+    rows = first.view({first.size(0), width});
+  }
+  at::Tensor back(const at::Tensor& result, int64_t dim_size) const {
+    std::vector<int64_t> result_sizes = sizes;
+    result_sizes[0] = dim_size;
+    return dim_back(result.view(result_sizes), dim).contiguous();
+  }
+};
 
 // The rows (dim first) in the dtype their sums run in: bool sums are or-ed (a sum of counts, then
 // != 0); integer means sum in 64 bits (a sum in a narrow dtype would wrap first: 256 int8 ones sum
@@ -226,17 +245,14 @@ at::Tensor sum_or_mean(const GroupingBackend& backend, const Groups& groups, con
 
 // Sums of few rows without grouping them (the backend's sums_in_order, the grouped route's bits
 // for them), or nullopt.
-std::optional<at::Tensor> few_rows_sum_or_mean(std::string_view op, const GroupingBackend& backend,
-                                               const at::Tensor& src, const at::Tensor& row_index,
-                                               int64_t dim, const OptionalSize& dim_size,
-                                               bool mean) {
+std::optional<at::Tensor> few_rows_sum_or_mean(const GroupingBackend& backend,
+                                               const at::Tensor& src, const at::Tensor& keys,
+                                               int64_t size, int64_t dim, bool mean) {
   const int64_t count = src.size(dim);
   if (backend.sums_in_order == nullptr || count == 0) return std::nullopt;
-  const int64_t width = src.numel() / count;
-  if (count > (int64_t{1} << chunk_bits(width))) return std::nullopt;
-  const auto [keys, size] = checked_keys(op, row_index, dim_size);
+  if (count > (int64_t{1} << chunk_bits(src.numel() / count))) return std::nullopt;
   const at::Tensor rows = rows_to_sum(src, dim, mean).contiguous();
-  auto [sums, counts] = backend.sums_in_order(rows.view({count, width}), keys, size);
+  auto [sums, counts] = backend.sums_in_order(rows.view({count, -1}), keys, size);
   std::vector<int64_t> first_sizes(rows.sizes().begin(), rows.sizes().end());
   first_sizes[0] = size;
   return finish_sums(sums.view(first_sizes), counts, at::Tensor(), size, src, dim, mean);
@@ -344,18 +360,65 @@ std::optional<std::tuple<at::Tensor, at::Tensor>> fold_per_element(
     const at::Tensor& src, const at::Tensor& full_index, int64_t dim, const OptionalSize& dim_size,
     bool with_arg) {
   if (backend.fold_elements == nullptr) return std::nullopt;
-  const at::Tensor rows = dim_first(src, dim).contiguous();
-  const int64_t count = rows.size(0);
-  const int64_t width = c10::multiply_integers(rows.sizes().begin() + 1, rows.sizes().end());
+  const RowLayout layout(src, dim);
   const auto [keys, size] = checked_keys(op, dim_first(full_index, dim), dim_size);
-  auto folded = backend.fold_elements(op, fold, rows.view({count, width}),
-                                      keys.view({count, width}), size, with_arg);
+  auto folded =
+      backend.fold_elements(op, fold, layout.rows, keys.view(layout.rows.sizes()), size, with_arg);
   if (!folded.has_value()) return std::nullopt;
-  std::vector<int64_t> first_sizes(rows.sizes().begin(), rows.sizes().end());
-  first_sizes[0] = size;
   const auto& [values, arg] = *folded;
-  return std::make_tuple(dim_back(values.view(first_sizes), dim).contiguous(),
-                         with_arg ? dim_back(arg.view(first_sizes), dim).contiguous() : arg);
+  return std::make_tuple(layout.back(values, size), with_arg ? layout.back(arg, size) : arg);
+}
+
+// reduce (sum / add / mean / mul) of src's rows along dim by checked keys (checked_keys': one per
+// row, in [0, size)). The flat lines of a per-element index come here directly: their keys are
+// valid by construction, so nothing is checked (or read from a GPU) twice.
+at::Tensor scatter_by_keys(const GroupingBackend& backend, const at::Tensor& src,
+                           const at::Tensor& keys, int64_t size, int64_t dim,
+                           std::string_view reduce) {
+  if (reduce == "mul") {
+    if (backend.product_by_keys != nullptr) {
+      const RowLayout layout(src, dim);
+      if (std::optional<at::Tensor> out = backend.product_by_keys(layout.rows, keys, size)) {
+        return layout.back(*out, size);
+      }
+    }
+    return product(group_rows(backend, keys, size), src, dim);
+  }
+  const bool mean = reduce == "mean";
+  if (auto out = few_rows_sum_or_mean(backend, src, keys, size, dim, mean)) return *out;
+  return sum_or_mean(backend, group_rows(backend, keys, size, /*every_position=*/true), src, dim,
+                     mean);
+}
+
+// scatter_max / scatter_min of src's rows along dim by checked keys (as scatter_by_keys).
+std::tuple<at::Tensor, at::Tensor> extremum_by_keys(const GroupingBackend& backend,
+                                                    std::string_view op, bool is_max,
+                                                    const at::Tensor& src, const at::Tensor& keys,
+                                                    int64_t size, int64_t dim, bool with_arg) {
+  if (backend.extremum_by_keys != nullptr) {
+    const RowLayout layout(src, dim);
+    auto [values, arg] = backend.extremum_by_keys(op, is_max, layout.rows, keys, size, with_arg);
+    return {layout.back(values, size), with_arg ? layout.back(arg, size) : arg};
+  }
+  const Groups groups = group_rows(backend, keys, size);
+  const at::Tensor rows = dim_first(src, dim);
+  const std::vector<int64_t> out_sizes = scattered_sizes(src, dim, groups.dim_size);
+  at::Tensor out = empty_output(op, "the output", out_sizes, src.options()).zero_();
+  // arg: positions no row reaches hold src.size(dim), as torch_scatter's
+  at::Tensor source_row =
+      empty_output(op, "arg", out_sizes, src.options().dtype(at::kLong)).fill_(rows.size(0));
+  if (rows.size(0) > 0) {
+    const bool grouped_in_place = !groups.permutation.defined();
+    const at::Tensor grouped = grouped_in_place ? rows : rows.index_select(0, groups.permutation);
+    auto [values, arg] = as_op(op, [&] {
+      return is_max ? ops::segment_max(grouped, groups.first_idx)
+                    : ops::segment_min(grouped, groups.first_idx);
+    });
+    out.index_copy_(dim, groups.positions, dim_back(values, dim));
+    const at::Tensor source = grouped_in_place ? arg : at::take(groups.permutation, arg);
+    source_row.index_copy_(dim, groups.positions, dim_back(source, dim));
+  }
+  return {out, source_row};
 }
 
 }  // namespace
@@ -377,32 +440,21 @@ at::Tensor scatter_with(const GroupingBackend& backend, const at::Tensor& src,
     }));
   }
   const int64_t d = checked_dim(op, src, index, dim);
-  const bool mean = reduce == "mean";
   const at::Tensor row_index = row_index_or_undefined(op, src, index, d);
-  if (!row_index.defined()) {
-    const at::Tensor full_index = index_like_src(op, src, index, d);
-    if (reduce == "mul") {
-      if (auto folded = fold_per_element(backend, op, "mul", src, full_index, d, dim_size, false)) {
-        return std::get<0>(*folded);
-      }
-    }
-    const FlatLines flat = flat_lines(op, src, full_index, d, dim_size);
-    const at::Tensor result = scatter_with(backend, flat.values, flat.keys, 0,
-                                           c10::SymInt(flat.lines * flat.dim_size), reduce);
-    return unflatten_lines(flat, result, d);
-  }
-  if (reduce == "mul" && backend.product_by_keys != nullptr) {
+  if (row_index.defined()) {
     const auto [keys, size] = checked_keys(op, row_index, dim_size);
-    if (std::optional<at::Tensor> out = backend.product_by_keys(src, keys, d, size)) return *out;
+    return scatter_by_keys(backend, src, keys, size, d, reduce);
   }
-  if (reduce != "mul") {
-    if (auto out = few_rows_sum_or_mean(op, backend, src, row_index, d, dim_size, mean))
-      return *out;
+  const at::Tensor full_index = index_like_src(op, src, index, d);
+  if (reduce == "mul") {
+    if (auto folded = fold_per_element(backend, op, "mul", src, full_index, d, dim_size, false)) {
+      return std::get<0>(*folded);
+    }
   }
-  const Groups groups =
-      group_rows(op, backend, row_index, dim_size, /*every_position=*/reduce != "mul");
-  if (reduce == "mul") return product(groups, src, d);
-  return sum_or_mean(backend, groups, src, d, mean);
+  const FlatLines flat = flat_lines(op, src, full_index, d, dim_size);
+  return unflatten_lines(
+      flat, scatter_by_keys(backend, flat.values, flat.keys, flat.lines * flat.dim_size, 0, reduce),
+      d);
 }
 
 std::tuple<at::Tensor, at::Tensor> scatter_extremum_with(const GroupingBackend& backend,
@@ -413,55 +465,26 @@ std::tuple<at::Tensor, at::Tensor> scatter_extremum_with(const GroupingBackend& 
   const std::string_view op = is_max ? "scatter_max" : "scatter_min";
   const int64_t d = checked_dim(op, src, index, dim);
   const at::Tensor row_index = row_index_or_undefined(op, src, index, d);
-  if (!row_index.defined()) {
-    const at::Tensor full_index = index_like_src(op, src, index, d);
-    if (auto folded = fold_per_element(backend, op, is_max ? "max" : "min", src, full_index, d,
-                                       dim_size, with_arg)) {
-      return *folded;
-    }
-    const FlatLines flat = flat_lines(op, src, full_index, d, dim_size);
-    auto [values, arg] = scatter_extremum_with(backend, is_max, flat.values, flat.keys, 0,
-                                               c10::SymInt(flat.lines * flat.dim_size), with_arg);
-    if (with_arg) {  // flat rows l * length + j back to j; unreached (lines * length) to length
-      const at::Tensor line_start =
-          at::arange(flat.lines, arg.options()).mul_(flat.length).unsqueeze(1);
-      const at::Tensor flat_arg = arg.view({flat.lines, flat.dim_size});
-      arg =
-          flat_arg.sub(line_start).masked_fill_(flat_arg == flat.lines * flat.length, flat.length);
-      arg = unflatten_lines(flat, arg, d);
-    }
-    return {unflatten_lines(flat, values, d), arg};
-  }
-  if (backend.extremum_by_keys != nullptr) {
+  if (row_index.defined()) {
     const auto [keys, size] = checked_keys(op, row_index, dim_size);
-    const at::Tensor rows = dim_first(src, d).contiguous();
-    const int64_t width = c10::multiply_integers(rows.sizes().begin() + 1, rows.sizes().end());
-    auto [values, arg] = backend.extremum_by_keys(op, is_max, rows.view({rows.size(0), width}),
-                                                  keys, size, with_arg);
-    std::vector<int64_t> first_sizes(rows.sizes().begin(), rows.sizes().end());
-    first_sizes[0] = size;  // (dim_size, the other dims in order): dim moved back below
-    return {dim_back(values.view(first_sizes), d).contiguous(),
-            with_arg ? dim_back(arg.view(first_sizes), d).contiguous() : arg};
+    return extremum_by_keys(backend, op, is_max, src, keys, size, d, with_arg);
   }
-  const Groups groups = group_rows(op, backend, row_index, dim_size);
-  const at::Tensor rows = dim_first(src, d);
-  const std::vector<int64_t> out_sizes = scattered_sizes(src, d, groups.dim_size);
-  at::Tensor out = empty_output(op, "the output", out_sizes, src.options()).zero_();
-  // arg: positions no row reaches hold src.size(dim), as torch_scatter's
-  at::Tensor source_row =
-      empty_output(op, "arg", out_sizes, src.options().dtype(at::kLong)).fill_(rows.size(0));
-  if (rows.size(0) > 0) {
-    const bool grouped_in_place = !groups.permutation.defined();
-    const at::Tensor grouped = grouped_in_place ? rows : rows.index_select(0, groups.permutation);
-    auto [values, arg] = as_op(op, [&] {
-      return is_max ? ops::segment_max(grouped, groups.first_idx)
-                    : ops::segment_min(grouped, groups.first_idx);
-    });
-    out.index_copy_(d, groups.positions, dim_back(values, d));
-    const at::Tensor source = grouped_in_place ? arg : at::take(groups.permutation, arg);
-    source_row.index_copy_(d, groups.positions, dim_back(source, d));
+  const at::Tensor full_index = index_like_src(op, src, index, d);
+  if (auto folded = fold_per_element(backend, op, is_max ? "max" : "min", src, full_index, d,
+                                     dim_size, with_arg)) {
+    return *folded;
   }
-  return {out, source_row};
+  const FlatLines flat = flat_lines(op, src, full_index, d, dim_size);
+  auto [values, arg] = extremum_by_keys(backend, op, is_max, flat.values, flat.keys,
+                                        flat.lines * flat.dim_size, 0, with_arg);
+  if (with_arg) {  // flat rows l * length + j back to j; unreached (lines * length) to length
+    const at::Tensor line_start =
+        at::arange(flat.lines, arg.options()).mul_(flat.length).unsqueeze(1);
+    const at::Tensor flat_arg = arg.view({flat.lines, flat.dim_size});
+    arg = flat_arg.sub(line_start).masked_fill_(flat_arg == flat.lines * flat.length, flat.length);
+    arg = unflatten_lines(flat, arg, d);
+  }
+  return {unflatten_lines(flat, values, d), arg};
 }
 
 namespace {
@@ -657,20 +680,16 @@ std::pair<at::Tensor, at::Tensor> sums_in_order_cpu(const at::Tensor& rows, cons
 
 // Half and bfloat16 products round at every row here but once on the grouped route (op-math
 // accumulation): those take the grouped route.
-std::optional<at::Tensor> product_by_keys_cpu(const at::Tensor& src, const at::Tensor& keys,
-                                              int64_t dim, int64_t dim_size) {
-  const at::ScalarType dtype = src.scalar_type();
+std::optional<at::Tensor> product_by_keys_cpu(const at::Tensor& rows, const at::Tensor& keys,
+                                              int64_t dim_size) {
+  const at::ScalarType dtype = rows.scalar_type();
   if (dtype == at::kHalf || dtype == at::kBFloat16 ||
       !(at::isIntegralType(dtype, /*includeBool=*/true) || at::isFloatingType(dtype) ||
         at::isComplexType(dtype))) {
     return std::nullopt;
   }
-  const at::Tensor rows = dim_first(src, dim).contiguous();
-  const int64_t count = rows.size(0);
-  const int64_t width = c10::multiply_integers(rows.sizes().begin() + 1, rows.sizes().end());
-  std::vector<int64_t> first_sizes(rows.sizes().begin(), rows.sizes().end());
-  first_sizes[0] = dim_size;
-  at::Tensor out = empty_output("scatter", "the output", first_sizes, rows.options());
+  const int64_t count = rows.size(0), width = rows.size(1);
+  at::Tensor out = empty_output("scatter", "the output", {dim_size, width}, rows.options());
   AT_DISPATCH_V2(dtype, "scatter_product_cpu", AT_WRAP([&] {
                    fold_rows_in_order<scalar_t, RowFold::kProduct>(
                        rows.const_data_ptr<scalar_t>(), keys.const_data_ptr<int64_t>(), count,
@@ -678,7 +697,7 @@ std::optional<at::Tensor> product_by_keys_cpu(const at::Tensor& src, const at::T
                  }),
                  AT_EXPAND(AT_ALL_TYPES_AND_COMPLEX), AT_EXPAND(AT_BAREBONES_UNSIGNED_TYPES),
                  at::kBool);
-  return dim_back(out, dim).contiguous();
+  return out;
 }
 
 const GroupingBackend kCpuGrouping{

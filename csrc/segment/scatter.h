@@ -31,11 +31,11 @@ struct GroupingBackend {
                                                          const at::Tensor& rows,
                                                          const at::Tensor& keys, int64_t dim_size,
                                                          bool with_arg) = nullptr;
-  // Optional: reduce="mul" of src by keys (one per row along dim, in [0, dim_size)) without
-  // grouping, the product of each position's rows in src's order (the grouped route's bits);
-  // nullopt where the backend does not take src's dtype.
-  std::optional<at::Tensor> (*product_by_keys)(const at::Tensor& src, const at::Tensor& keys,
-                                               int64_t dim, int64_t dim_size) = nullptr;
+  // Optional: reduce="mul" of rows (rows, width) by keys (rows,) in [0, dim_size) without
+  // grouping, the product of each position's rows in order (the grouped route's bits) ->
+  // (dim_size, width); nullopt where the backend does not take the dtype.
+  std::optional<at::Tensor> (*product_by_keys)(const at::Tensor& rows, const at::Tensor& keys,
+                                               int64_t dim_size) = nullptr;
   // Optional: max / min / mul (fold: "max", "min", "mul") of the elements of rows (n, width) by an
   // index per element, keys (n, width) in [0, dim_size), each (position, column) folding its
   // elements in row order: the flat grouping's bits (index_like_src's general case) without it ->
