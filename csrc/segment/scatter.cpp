@@ -763,6 +763,16 @@ at::Tensor read_positions(const at::Tensor& grad_out, const at::Tensor& index, b
   return per_row ? grad_out.contiguous().index_select(dim, index) : grad_out.gather(dim, index);
 }
 
+}  // namespace
+
+at::Tensor read_at_positions(const at::Tensor& values, const at::Tensor& src,
+                             const at::Tensor& index, int64_t dim) {
+  const SavedIndex read = saved_index(src, index, dim);
+  return read_positions(values, read.index, read.per_row, dim);
+}
+
+namespace {
+
 // Elements per output position, in int64 (exact, deterministic), shaped to divide grad_out.
 at::Tensor counts_per_position(const at::Tensor& grad_out, const at::Tensor& index, bool per_row,
                                int64_t dim) {

@@ -71,6 +71,10 @@ at::Tensor index_like_src(std::string_view op, const at::Tensor& src, const at::
 bool is_row_index(const at::Tensor& src, const at::Tensor& index, int64_t dim);
 // The index as one entry per row of src along dim when it names one position per row (1-D, or the
 // same along the other dims: a device read), else undefined (an index per element).
+// values (src's shape with dim_size along dim) read at each element's position along dim: src's
+// shape (index_select by a 1-D row index, else gather by the index broadcast to src).
+at::Tensor read_at_positions(const at::Tensor& values, const at::Tensor& src,
+                             const at::Tensor& index, int64_t dim);
 at::Tensor row_index_or_undefined(std::string_view op, const at::Tensor& src,
                                   const at::Tensor& index, int64_t dim);
 

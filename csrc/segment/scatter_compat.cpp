@@ -123,14 +123,6 @@ void check_floating(const std::string& op, const at::Tensor& src) {
                    " needs a floating-point src, got ", src.scalar_type());
 }
 
-// values (dim_size along dim) read at each element's position: src's shape. The index as the
-// scatter took it: 1-D per row (index_select), else broadcast to src (gather).
-at::Tensor at_positions(const at::Tensor& values, const at::Tensor& index, const at::Tensor& src,
-                        int64_t dim) {
-  if (is_row_index(src, index, dim)) return values.index_select(dim, index);
-  return values.gather(dim, index_like_src("scatter", src, index, dim).to(at::kLong));
-}
-
 bool is_max_reduce(const std::string& op, c10::string_view reduce) {
   TORCH_CHECK_VALUE(reduce == "max" || reduce == "min", "torch_ragged.", op,
                     ": reduce must be max or min, got '", reduce, "'");
@@ -400,7 +392,7 @@ at::Tensor compat_scatter_std_body(const at::Tensor& src, const at::Tensor& inde
   const at::Tensor counts =
       ops::scatter(at::ones_like(src, at::kLong), index, d, sums.sym_size(d), "sum");
   const at::Tensor mean = sums / counts.clamp_min(1).to(src.scalar_type());
-  const at::Tensor deviation = src - at_positions(mean, index, src, d);
+  const at::Tensor deviation = src - read_at_positions(mean, src, index, d);
   at::Tensor squares = ops::scatter(deviation * deviation, index, d, sums.sym_size(d), "sum");
   if (out.has_value()) squares = squares + *out;  // torch_scatter sums the squares into out
   const at::Tensor variance =
@@ -431,7 +423,7 @@ at::Tensor compat_scatter_logsumexp_body(const at::Tensor& src, const at::Tensor
     maxima = ops::scatter(src.detach(), index, d, size, "max");
   }
   const at::Tensor shift = at::where(maxima.isfinite(), maxima, 0);
-  at::Tensor sums = ops::scatter((src - at_positions(shift, index, src, d)).exp(), index, d,
+  at::Tensor sums = ops::scatter((src - read_at_positions(shift, src, index, d)).exp(), index, d,
                                  maxima.sym_size(d), "sum");
   if (out.has_value()) sums = sums + (*out - shift).exp();
   const at::Tensor all_minus_infinity = maxima.isneginf();
@@ -450,11 +442,11 @@ at::Tensor softmax_parts(const std::string& op, const at::Tensor& src, const at:
   check_index(op, src, index);
   check_floating(op, src);
   const at::Tensor maxima = ops::scatter(src.detach(), index, d, dim_size, "max");
-  const at::Tensor shifted = src - at_positions(maxima, index, src, d);
+  const at::Tensor shifted = src - read_at_positions(maxima, src, index, d);
   const at::Tensor exps = shifted.exp();
   const at::Tensor sums = ops::scatter(exps, index, d, maxima.sym_size(d), "sum");
-  if (log) return shifted - at_positions(sums.log(), index, src, d);
-  return exps / at_positions(sums, index, src, d);
+  if (log) return shifted - read_at_positions(sums.log(), src, index, d);
+  return exps / read_at_positions(sums, src, index, d);
 }
 
 at::Tensor compat_scatter_softmax_body(const at::Tensor& src, const at::Tensor& index, int64_t dim,
