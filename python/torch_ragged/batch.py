@@ -9,7 +9,6 @@ Sequences as ``pad_sequence`` takes them: 1-D members of different lengths are s
 (``list_to_padded([a, b])`` gives ``(B, longest)`` and ``(B, 1)`` lengths; Kaolin refuses such lists, and 1-D
 members of one length keep its reading, one row each, with the same padded tensor), a 1-D packed tensor has one
 scalar per row, ``shape_per_tensor`` may be the members' lengths ``(B,)``, and ``padding_value`` defaults to 0.
-See docs/batch.md.
 """
 
 from collections.abc import Sequence
@@ -92,6 +91,10 @@ def _shape_per_tensor_arg(op: str, shape_per_tensor):
 def get_shape_per_tensor(tensor_list: Sequence[torch.Tensor]) -> torch.Tensor:
     """Shape of each tensor except its last dim, as a (B, ndim - 1) LongTensor.
 
+    Args:
+        tensor_list: the members: a list of B tensors of shapes ``(*s_b, C)``, one dtype and device, the same last dim
+            ``C`` (1-D members of different lengths are sequences of scalars).
+
     >>> get_shape_per_tensor([torch.zeros((1, 3, 4, 2)), torch.ones((2, 5, 3, 2))])
     tensor([[1, 3, 4],
             [2, 5, 3]])
@@ -102,6 +105,11 @@ def get_shape_per_tensor(tensor_list: Sequence[torch.Tensor]) -> torch.Tensor:
 def fill_max_shape(shape_per_tensor: torch.Tensor, partial_max_shape=None) -> torch.Tensor:
     """Replaces the -1 / None entries of partial_max_shape with the largest size in that dim.
 
+    Args:
+        shape_per_tensor: (B, k) int64 tensor on the CPU: each member's shape without the last dim (``(B,)`` lengths for
+            one ragged dim).
+        partial_max_shape: k sizes, ``None`` or -1 where the largest member size is wanted (``None``: all of them).
+
     >>> fill_max_shape(torch.LongTensor([[2, 3, 5], [3, 4, 2]]), (6, -1, -1))
     tensor([6, 4, 5])
     """
@@ -111,6 +119,10 @@ def fill_max_shape(shape_per_tensor: torch.Tensor, partial_max_shape=None) -> to
 
 def list_to_packed(tensor_list: Sequence[torch.Tensor]):
     """Reshapes each tensor to (-1, last_dim) and concatenates: returns (packed, shape_per_tensor).
+
+    Args:
+        tensor_list: the members: a list of B tensors of shapes ``(*s_b, C)``, one dtype and device, the same last dim
+            ``C`` (1-D members of different lengths are sequences of scalars).
 
     >>> packed, shape_per_tensor = list_to_packed([torch.LongTensor([[0, 1, 2], [1, 2, 3]]),
     ...                                            torch.LongTensor([[2, 4, 5]])])
@@ -130,6 +142,16 @@ def list_to_padded(tensor_list: Sequence[torch.Tensor], padding_value=0, max_sha
                    padding_side: str = "right"):
     """Pads each tensor to max_shape and stacks them: returns (padded, shape_per_tensor).
 
+    Args:
+        tensor_list: the members: a list of B tensors of shapes ``(*s_b, C)``, one dtype and device, the same last dim
+            ``C`` (1-D members of different lengths are sequences of scalars).
+        padding_value: the value written where no member is (a number the dtype can hold; NaN / inf for floating
+            dtypes).
+        max_shape: sizes of the padded ragged dims (a list of ints, one per ragged dim; None / -1 entries take the
+            largest member size); ``None``: the largest member sizes. Never smaller than a member.
+        padding_side: ``"right"`` (members start at index 0 of each ragged dim, the default) or ``"left"`` (members end
+            at the last index).
+
     >>> padded, _ = list_to_padded([torch.LongTensor([[0, 1, 2], [1, 2, 3]]),
     ...                             torch.LongTensor([[2, 4, 5]])], -1, [3])
     >>> padded[1]
@@ -148,6 +170,14 @@ def list_to_padded(tensor_list: Sequence[torch.Tensor], padding_value=0, max_sha
 def packed_to_list(packed_tensor: torch.Tensor, shape_per_tensor: torch.Tensor, first_idx: torch.Tensor):
     """Views of the packed tensor, one per sub-tensor, each shaped ``(*shape, last_dim)``.
 
+    Args:
+        packed_tensor: (rows, C) tensor, or (rows,) for scalar rows: the members reshaped to ``(-1, C)`` and
+            concatenated.
+        shape_per_tensor: (B, k) int64 tensor on the CPU: each member's shape without the last dim (``(B,)`` lengths for
+            one ragged dim).
+        first_idx: (B + 1,) int64 (int32 accepted) tensor or list: segment b is rows ``first_idx[b]:first_idx[b + 1]``;
+            starts at 0, never decreases, ends at the row count.
+
     >>> [t.shape for t in packed_to_list(torch.arange(16).reshape(8, 2), torch.LongTensor([[3], [4], [1]]),
     ...                                  torch.LongTensor([0, 3, 7, 8]))]
     [torch.Size([3, 2]), torch.Size([4, 2]), torch.Size([1, 2])]
@@ -162,6 +192,20 @@ def packed_to_list(packed_tensor: torch.Tensor, shape_per_tensor: torch.Tensor, 
 def packed_to_padded(packed_tensor: torch.Tensor, shape_per_tensor: torch.Tensor, first_idx: torch.Tensor,
                      padding_value=0, max_shape=None, padding_side: str = "right") -> torch.Tensor:
     """Converts a packed tensor into a padded one ``(B, *max_shape, last_dim)``.
+
+    Args:
+        packed_tensor: (rows, C) tensor, or (rows,) for scalar rows: the members reshaped to ``(-1, C)`` and
+            concatenated.
+        shape_per_tensor: (B, k) int64 tensor on the CPU: each member's shape without the last dim (``(B,)`` lengths for
+            one ragged dim).
+        first_idx: (B + 1,) int64 (int32 accepted) tensor or list: segment b is rows ``first_idx[b]:first_idx[b + 1]``;
+            starts at 0, never decreases, ends at the row count.
+        padding_value: the value written where no member is (a number the dtype can hold; NaN / inf for floating
+            dtypes).
+        max_shape: sizes of the padded ragged dims (a list of ints, one per ragged dim; None / -1 entries take the
+            largest member size); ``None``: the largest member sizes. Never smaller than a member.
+        padding_side: ``"right"`` (members start at index 0 of each ragged dim, the default) or ``"left"`` (members end
+            at the last index).
 
     >>> packed_to_padded(torch.arange(6.).reshape(3, 2), torch.LongTensor([[2], [1]]),
     ...                  torch.LongTensor([0, 2, 3]), 0., padding_side="left")[1]
@@ -180,6 +224,14 @@ def packed_to_padded(packed_tensor: torch.Tensor, shape_per_tensor: torch.Tensor
 def padded_to_list(padded_tensor: torch.Tensor, shape_per_tensor: torch.Tensor, padding_side: str = "right"):
     """Views of the padded tensor, one per sub-tensor, padding cut off.
 
+    Args:
+        padded_tensor: (B, M_1, ..., M_k, C) tensor (or without ``C`` for scalar rows): the members padded to a common
+            shape.
+        shape_per_tensor: (B, k) int64 tensor on the CPU: each member's shape without the last dim (``(B,)`` lengths for
+            one ragged dim).
+        padding_side: ``"right"`` (members start at index 0 of each ragged dim, the default) or ``"left"`` (members end
+            at the last index).
+
     >>> padded_to_list(torch.LongTensor([[[0, 1], [-1, -1]]]), torch.LongTensor([[1]]))
     [tensor([[0, 1]])]
     """
@@ -193,6 +245,16 @@ def padded_to_list(padded_tensor: torch.Tensor, shape_per_tensor: torch.Tensor, 
 def padded_to_packed(padded_tensor: torch.Tensor, shape_per_tensor: torch.Tensor, padding_side: str = "right",
                      num_rows=None) -> torch.Tensor:
     """Converts a padded tensor into a packed one; ``num_rows`` (the packed row count) is optional.
+
+    Args:
+        padded_tensor: (B, M_1, ..., M_k, C) tensor (or without ``C`` for scalar rows): the members padded to a common
+            shape.
+        shape_per_tensor: (B, k) int64 tensor on the CPU: each member's shape without the last dim (``(B,)`` lengths for
+            one ragged dim).
+        padding_side: ``"right"`` (members start at index 0 of each ragged dim, the default) or ``"left"`` (members end
+            at the last index).
+        num_rows: the packed row count when known (an int): keeps torch.compile graphs static; checked against
+            ``shape_per_tensor``.
 
     >>> padded_to_packed(torch.LongTensor([[[0, 1], [-1, -1]], [[2, 3], [4, 5]]]), torch.LongTensor([[1], [2]]))
     tensor([[0, 1],
@@ -208,6 +270,12 @@ def padded_to_packed(padded_tensor: torch.Tensor, shape_per_tensor: torch.Tensor
 
 def tile_to_packed(values: torch.Tensor, numel_per_tensor: torch.Tensor, num_rows=None) -> torch.Tensor:
     """Repeats values[b] numel_per_tensor[b] times: (B,) -> (sum, 1) as Kaolin, (B, D...) -> (sum, D...).
+
+    Args:
+        values: (B,) or ``(B, *D)`` tensor: one value (or one row) per member.
+        numel_per_tensor: (B,) integer tensor or list of ints: the row count of each member.
+        num_rows: the total row count ``sum(numel_per_tensor)`` when known (an int): keeps torch.compile graphs static
+            and skips a host read on a GPU.
 
     >>> tile_to_packed(torch.tensor([0., 6.]), torch.LongTensor([1, 2]))
     tensor([[0.],

@@ -6,7 +6,7 @@ differ from member to member (k = 1 for point clouds and token sequences, k = 2 
 and common ``feature`` dims. They live in one packed buffer ``values (rows, *feature)`` with rows = sum_b
 prod(s_b), member b at rows ``first_idx[b]:first_idx[b + 1]``; ``shape_per_tensor (B, k)`` keeps each member's
 ragged sizes (Kaolin's layout). ``first_idx`` and ``shape_per_tensor`` are small int64 tensors kept on the CPU
-(reading them never synchronises a GPU); ``values`` lives on any device. See docs/container.md.
+(reading them never synchronises a GPU); ``values`` lives on any device.
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ from torch.utils.data._utils import collate as torch_collate
 
 from ._checks import checked_extremum, int_list, integer_tensor
 
-__all__ = ["LazyStack", "MemberExtremum", "RaggedCollate", "RaggedTensor", "collate"]
+# The API page lists these in this order: the main class first.
+__all__ = ["RaggedTensor", "MemberExtremum", "LazyStack", "collate", "RaggedCollate"]
 
 _ops = torch.ops.torch_ragged
 
@@ -35,7 +36,13 @@ def _error(kind, where: str, message: str):
 
 class MemberExtremum(NamedTuple):
     """``RaggedTensor.max()`` / ``min()``: each member's extremum and the row holding it, counted from the
-    member's first row (-1 for an empty member). `segment_max` gives packed rows instead (``arg``)."""
+    member's first row (-1 for an empty member). `segment_max` gives packed rows instead (``arg``).
+
+    Args:
+        values: ``(B, *feature)`` tensor: each member's extremum per feature column (0 for an empty member).
+        row_in_member: ``(B, *feature)`` int64 tensor: the row holding it, counted from the member's first row (-1 for
+            an empty member).
+    """
 
     values: torch.Tensor
     row_in_member: torch.Tensor
@@ -211,6 +218,13 @@ class RaggedTensor:
     Elementwise torch functions and operators apply to the values; `sum`, `mean`, `amax`,
     `amin` reduce each member to ``(B, *feature)``; `softmax` / `log_softmax` normalise within
     each member. Everything is differentiable through ``values``.
+
+    Args:
+        values: ``(rows, *feature)`` tensor: the members' rows, packed.
+        first_idx: (B + 1,) int64 tensor on the CPU: member b is rows ``first_idx[b]:first_idx[b + 1]`` of ``values``.
+        shape_per_tensor: (B, k) int64 tensor on the CPU: each member's ragged sizes, whose products are the row
+            counts (``None``: one ragged dim, the row counts).
+        validate: check that the offsets and shapes agree with each other and with ``values``.
     """
 
     def __init__(self, values: torch.Tensor, first_idx: torch.Tensor, shape_per_tensor: torch.Tensor | None = None,
@@ -229,7 +243,12 @@ class RaggedTensor:
 
     @classmethod
     def from_list(cls, tensors: Sequence[torch.Tensor], ragged_dims: int = 1) -> RaggedTensor:
-        """Packs tensors of shapes ``(*s_b, *feature)`` (``ragged_dims`` = len(s_b)) with one copy."""
+        """Packs tensors of shapes ``(*s_b, *feature)`` (``ragged_dims`` = len(s_b)) with one copy.
+
+        Args:
+            tensors: a list of B tensors of shapes ``(*s_b, *feature)``: one dtype, device and feature shape.
+            ragged_dims: how many leading dims differ between members (default 1).
+        """
         where = "RaggedTensor.from_list"
         tensors = list(tensors)
         if not tensors:
@@ -256,7 +275,15 @@ class RaggedTensor:
     def from_padded(cls, padded: torch.Tensor, lengths: torch.Tensor | Sequence, padding_side: str = "right"
                     ) -> RaggedTensor:
         """From ``padded (B, *M, *feature)`` and the members' sizes: ``lengths`` (B,) for one ragged dim, or
-        ``(B, k)`` for k ragged dims (Kaolin's shape_per_tensor)."""
+        ``(B, k)`` for k ragged dims (Kaolin's shape_per_tensor).
+
+        Args:
+            padded: ``(B, *max_shape, *feature)`` tensor: the members padded.
+            lengths: (B,) int64 tensor or list: each member's size along the one ragged dim; or (B, k) for k ragged
+                dims.
+            padding_side: where the members lie in ``padded``: ``"right"`` (from index 0) or ``"left"`` (ending at the
+                last index).
+        """
         where = "RaggedTensor.from_padded"
         shapes = integer_tensor(where, "lengths", lengths).to("cpu", torch.long)
         if shapes.dim() == 1:
@@ -278,7 +305,15 @@ class RaggedTensor:
                     lengths: torch.Tensor | Sequence | None = None,
                     shape_per_tensor: torch.Tensor | None = None) -> RaggedTensor:
         """From ``values (rows, *feature)`` and either ``first_idx`` (B + 1 offsets) or ``lengths`` (B rows
-        each); ``shape_per_tensor (B, k)`` gives members k ragged dims (default: one, of their row counts)."""
+        each); ``shape_per_tensor (B, k)`` gives members k ragged dims (default: one, of their row counts).
+
+        Args:
+            values: ``(rows, *feature)`` tensor: the members' rows, packed.
+            first_idx: (B + 1,) int64 offsets (``None``: from ``shape_per_tensor`` or ``lengths``).
+            lengths: (B,) int64 tensor or list: each member's row count (one ragged dim).
+            shape_per_tensor: (B, k) int64 tensor on the CPU: each member's ragged sizes (``None``: one ragged dim, from
+                ``first_idx``).
+        """
         where = "RaggedTensor.from_packed"
         if (first_idx is None) == (lengths is None):
             raise _error(ValueError, where, "give exactly one of first_idx and lengths")
@@ -291,7 +326,11 @@ class RaggedTensor:
 
     @classmethod
     def from_nested(cls, nested: torch.Tensor) -> RaggedTensor:
-        """From a ``torch.nested`` jagged tensor (layout ``torch.jagged``, ragged dim 1): shares its values."""
+        """From a ``torch.nested`` jagged tensor (layout ``torch.jagged``, ragged dim 1): shares its values.
+
+        Args:
+            nested: a torch.nested tensor of layout torch.jagged whose dim 1 is ragged.
+        """
         where = "RaggedTensor.from_nested"
         if not isinstance(nested, torch.Tensor) or not nested.is_nested or nested.layout != torch.jagged:
             raise _error(TypeError, where, f"nested must be a torch.jagged nested tensor, got {_describe(nested)}")
@@ -361,7 +400,11 @@ class RaggedTensor:
     is_nested = False
 
     def size(self, dim: int | None = None):
-        """``shape`` (``(B, *ragged, *feature)``, -1 where members differ), or its entry ``dim``."""
+        """``shape`` (``(B, *ragged, *feature)``, -1 where members differ), or its entry ``dim``.
+
+        Args:
+            dim: the dim whose size to return (``None``: every size, -1 where the members differ).
+        """
         return self.shape if dim is None else self.shape[dim]
 
     def dim(self) -> int:
@@ -393,7 +436,12 @@ class RaggedTensor:
         return [*self._shape_per_tensor[b].tolist(), *self.feature_shape]
 
     def with_values(self, values: torch.Tensor) -> RaggedTensor:
-        """The same members' structure over new values ``(rows, *any feature)``."""
+        """The same members' structure over new values ``(rows, *any feature)``.
+
+        Args:
+            values: ``(rows, *feature')`` tensor: new values with this layout's row count (the feature shape may
+                change).
+        """
         if not isinstance(values, torch.Tensor) or values.dim() < 1 or values.shape[0] != self.values.shape[0]:
             raise _error(ValueError, "RaggedTensor.with_values", f"values must have {self.values.shape[0]} rows, "
                          f"got {_describe(values)}")
@@ -407,7 +455,15 @@ class RaggedTensor:
 
     def padded(self, padding_value=0, max_shape=None, padding_side: str = "right") -> torch.Tensor:
         """``(B, *max_shape, *feature)``, members at the start (``"right"``) or the end (``"left"``) of every
-        ragged dim; ``max_shape`` entries None / -1 take the largest member's size (never truncates)."""
+        ragged dim; ``max_shape`` entries None / -1 take the largest member's size (never truncates).
+
+        Args:
+            padding_value: the value written where no member is.
+            max_shape: sizes of the padded ragged dims (a list of ints, one per ragged dim; None / -1 entries take the
+                largest member size); ``None``: the largest member sizes. Never smaller than a member.
+            padding_side: ``"right"`` (members start at index 0 of each ragged dim, the default) or ``"left"`` (members
+                end at the last index).
+        """
         values = self.values
         feature = values.shape[1:]
         flat = values.reshape(values.shape[0], math.prod(feature))
@@ -440,7 +496,14 @@ class RaggedTensor:
             min_seqlen=int(lengths.min()) if len(lengths) else 0, max_seqlen=int(lengths.max()) if len(lengths) else 0)
 
     def mask(self, max_shape=None, padding_side: str = "right") -> torch.Tensor:
-        """``(B, *max_shape)`` bool: True where `padded` holds a member's element."""
+        """``(B, *max_shape)`` bool: True where `padded` holds a member's element.
+
+        Args:
+            max_shape: sizes of the padded ragged dims (a list of ints, one per ragged dim; None / -1 entries take the
+                largest member size); ``None``: the largest member sizes. Never smaller than a member.
+            padding_side: ``"right"`` (members start at index 0 of each ragged dim, the default) or ``"left"`` (members
+                end at the last index).
+        """
         where = "RaggedTensor.mask"
         if padding_side not in ("right", "left"):
             raise _error(ValueError, where, f'padding_side must be "right" or "left", got "{padding_side}"')
@@ -465,7 +528,14 @@ class RaggedTensor:
 
     def padding_mask(self, max_shape=None, padding_side: str = "right") -> torch.Tensor:
         """``(B, *max_shape)`` bool: True on **padding** — what ``nn.MultiheadAttention``'s ``key_padding_mask`` and
-        ``nn.TransformerEncoder``'s ``src_key_padding_mask`` want. `mask` is its complement (True on elements)."""
+        ``nn.TransformerEncoder``'s ``src_key_padding_mask`` want. `mask` is its complement (True on elements).
+
+        Args:
+            max_shape: sizes of the padded ragged dims (a list of ints, one per ragged dim; None / -1 entries take the
+                largest member size); ``None``: the largest member sizes. Never smaller than a member.
+            padding_side: ``"right"`` (members start at index 0 of each ragged dim, the default) or ``"left"`` (members
+                end at the last index).
+        """
         return ~self.mask(max_shape, padding_side)
 
     # ---- recurrent layers: torch.nn.utils.rnn.PackedSequence ----
@@ -496,7 +566,11 @@ class RaggedTensor:
     def from_packed_sequence(cls, sequence: torch.nn.utils.rnn.PackedSequence) -> RaggedTensor:
         """The members of a ``PackedSequence`` (an RNN's output, say), in their original order (its
         ``sorted_indices``; none: already in order): the inverse of `to_packed_sequence`, one gather of
-        ``sequence.data``."""
+        ``sequence.data``.
+
+        Args:
+            sequence: a torch.nn.utils.rnn.PackedSequence.
+        """
         where = "RaggedTensor.from_packed_sequence"
         if not isinstance(sequence, torch.nn.utils.rnn.PackedSequence):
             raise _error(TypeError, where, f"sequence must be a PackedSequence, got {_describe(sequence)}")
@@ -525,7 +599,12 @@ class RaggedTensor:
         negative indices allowed). Along the ragged dim (one ragged dim): ``r[:, i]`` is row i of every member,
         ``(B, *feature)`` (negative i counts from each member's end; IndexError naming a member too short);
         ``r[:, a:b]`` (step >= 1) keeps rows a..b-1 of every member, clipped to its length as Python slices are:
-        a RaggedTensor. Keys after those index the feature dims."""
+        a RaggedTensor. Keys after those index the feature dims.
+
+        Args:
+            key: what to take: an int, a slice, a list / 1-D integer or bool tensor of members, or a tuple indexing
+                members then rows / features.
+        """
         if isinstance(key, tuple):
             if len(key) >= 2 and isinstance(key[0], slice):  # r[:, i], r[:, a:b], r[a:b, i, ...]
                 members = self if key[0] == slice(None) else self[key[0]]
@@ -607,7 +686,11 @@ class RaggedTensor:
         return RaggedTensor(values, first_idx, self._shape_per_tensor[start:stop], validate=False)
 
     def index_select(self, index: torch.Tensor) -> RaggedTensor:
-        """Members ``index`` (1-D integer, negatives count from the end, repeats allowed), packed by one kernel."""
+        """Members ``index`` (1-D integer, negatives count from the end, repeats allowed), packed by one kernel.
+
+        Args:
+            index: 1-D integer tensor or list of member positions (negative counts from the end; repeats allowed).
+        """
         self._pack_pending()
         values, first_idx = _ops.ragged_index_select(self._values, self._first_idx, index)
         picks = index.to("cpu", torch.long)
@@ -617,11 +700,19 @@ class RaggedTensor:
     # ---- growing ----
 
     def append(self, member: torch.Tensor) -> None:
-        """Adds a member; it is packed (with every other pending one, in one copy) on the next read."""
+        """Adds a member; it is packed (with every other pending one, in one copy) on the next read.
+
+        Args:
+            member: a tensor of shape ``(*s, *feature)``: the new member.
+        """
         self.extend([member])
 
     def extend(self, members) -> None:
-        """Adds members (tensors, or a RaggedTensor's members); packed in one copy on the next read."""
+        """Adds members (tensors, or a RaggedTensor's members); packed in one copy on the next read.
+
+        Args:
+            members: an iterable of tensors of shape ``(*s, *feature)``, or a RaggedTensor (its members).
+        """
         members = members.list() if isinstance(members, RaggedTensor) else list(members)
         spec = (self.feature_shape, self.dtype, self.device)
         for i, member in enumerate(members):
@@ -642,7 +733,11 @@ class RaggedTensor:
 
     @staticmethod
     def cat(ragged: Sequence[RaggedTensor]) -> RaggedTensor:
-        """Members of several RaggedTensors, in order (one copy of the values)."""
+        """Members of several RaggedTensors, in order (one copy of the values).
+
+        Args:
+            ragged: a sequence of RaggedTensors with the same ragged dims, feature shape, dtype and device.
+        """
         where = "RaggedTensor.cat"
         ragged = list(ragged)
         if not ragged or not all(isinstance(r, RaggedTensor) for r in ragged):
@@ -662,11 +757,21 @@ class RaggedTensor:
 
     def to(self, *args, **kwargs) -> RaggedTensor:
         """The values moved / cast as ``Tensor.to(*args, **kwargs)``; ``first_idx`` and ``shape_per_tensor`` are
-        kept (the kernels accept them on the CPU or beside the values)."""
+        kept (the kernels accept them on the CPU or beside the values).
+
+        Args:
+            *args: torch.Tensor.to's positional arguments (device, dtype, ...).
+            **kwargs: its keyword arguments.
+        """
         return self.with_values(self.values.to(*args, **kwargs))
 
     def cuda(self, *args, **kwargs) -> RaggedTensor:
-        """The values on a CUDA device (see `to`)."""
+        """The values on a CUDA device (see `to`).
+
+        Args:
+            *args: torch.Tensor.cuda's positional arguments (device).
+            **kwargs: its keyword arguments.
+        """
         return self.with_values(self.values.cuda(*args, **kwargs))
 
     def cpu(self) -> RaggedTensor:
@@ -687,7 +792,11 @@ class RaggedTensor:
                             validate=False)
 
     def requires_grad_(self, requires_grad: bool = True) -> RaggedTensor:
-        """Sets ``requires_grad`` on the values, in place; returns this RaggedTensor."""
+        """Sets ``requires_grad`` on the values, in place; returns this RaggedTensor.
+
+        Args:
+            requires_grad: whether autograd records operations on ``values``.
+        """
         self.values.requires_grad_(requires_grad)
         return self
 
@@ -728,33 +837,75 @@ class RaggedTensor:
 
     def sum(self, dim=None, keepdim: bool = False):
         """Each member's sum over its ragged dims, ``(B, *feature)`` (0 for an empty member); with ``dim``
-        naming feature dims, the sum over those dims of every row: a RaggedTensor."""
+        naming feature dims, the sum over those dims of every row: a RaggedTensor.
+
+        Args:
+            dim: an int or a tuple of ints: the ragged dims (``1`` for one ragged dim; ``None``, the default, too) to
+                reduce each member whole, or feature dims only (``-1``) to reduce every row; dim 0 (the members) is
+                refused.
+            keepdim: with feature dims, keep them with size 1 (as torch's reductions).
+        """
         return self._reduce("sum", _ops.segment_sum, dim, keepdim)
 
     def mean(self, dim=None, keepdim: bool = False):
         """Each member's mean over its ragged dims, ``(B, *feature)`` (0 for an empty member), or over
-        feature dims ``dim`` of every row (see `sum`)."""
+        feature dims ``dim`` of every row (see `sum`).
+
+        Args:
+            dim: an int or a tuple of ints: the ragged dims (``1`` for one ragged dim; ``None``, the default, too) to
+                reduce each member whole, or feature dims only (``-1``) to reduce every row; dim 0 (the members) is
+                refused.
+            keepdim: with feature dims, keep them with size 1 (as torch's reductions).
+        """
         return self._reduce("mean", _ops.segment_mean, dim, keepdim)
 
     def amax(self, dim=None, keepdim: bool = False):
         """Each member's max over its ragged dims, ``(B, *feature)`` (0 for an empty member), or over
-        feature dims ``dim`` of every row (see `sum`)."""
+        feature dims ``dim`` of every row (see `sum`).
+
+        Args:
+            dim: an int or a tuple of ints: the ragged dims (``1`` for one ragged dim; ``None``, the default, too) to
+                reduce each member whole, or feature dims only (``-1``) to reduce every row; dim 0 (the members) is
+                refused.
+            keepdim: with feature dims, keep them with size 1 (as torch's reductions).
+        """
         return self._reduce("amax", lambda values, first_idx: _ops.segment_max(values, first_idx)[0], dim, keepdim)
 
     def amin(self, dim=None, keepdim: bool = False):
         """Each member's min over its ragged dims, ``(B, *feature)`` (0 for an empty member), or over
-        feature dims ``dim`` of every row (see `sum`)."""
+        feature dims ``dim`` of every row (see `sum`).
+
+        Args:
+            dim: an int or a tuple of ints: the ragged dims (``1`` for one ragged dim; ``None``, the default, too) to
+                reduce each member whole, or feature dims only (``-1``) to reduce every row; dim 0 (the members) is
+                refused.
+            keepdim: with feature dims, keep them with size 1 (as torch's reductions).
+        """
         return self._reduce("amin", lambda values, first_idx: _ops.segment_min(values, first_idx)[0], dim, keepdim)
 
     def max(self, dim=None, keepdim: bool = False):
         """Per member: ``MemberExtremum(values (B, *feature), row_in_member)`` (the row counted from the
         member's first, -1 for an empty member; `segment_max`'s ``arg`` is a packed row instead). With
-        ``dim`` one feature dim: ``(values, indices)`` along it, both RaggedTensors."""
+        ``dim`` one feature dim: ``(values, indices)`` along it, both RaggedTensors.
+
+        Args:
+            dim: an int or a tuple of ints: the ragged dims (``1`` for one ragged dim; ``None``, the default, too) to
+                reduce each member whole, or feature dims only (``-1``) to reduce every row; dim 0 (the members) is
+                refused.
+            keepdim: with feature dims, keep them with size 1 (as torch's reductions).
+        """
         return self._extremum("RaggedTensor.max", _ops.segment_max, torch.max, dim, keepdim)
 
     def min(self, dim=None, keepdim: bool = False):
         """Per member: ``MemberExtremum(values, row_in_member)``; along one feature dim: ``(values,
-        indices)`` (see `max`)."""
+        indices)`` (see `max`).
+
+        Args:
+            dim: an int or a tuple of ints: the ragged dims (``1`` for one ragged dim; ``None``, the default, too) to
+                reduce each member whole, or feature dims only (``-1``) to reduce every row; dim 0 (the members) is
+                refused.
+            keepdim: with feature dims, keep them with size 1 (as torch's reductions).
+        """
         return self._extremum("RaggedTensor.min", _ops.segment_min, torch.min, dim, keepdim)
 
     def _extremum(self, where: str, segment_op, torch_op, dim, keepdim: bool):
@@ -768,7 +919,15 @@ class RaggedTensor:
 
     def norm(self, p=2, dim=None, keepdim: bool = False):
         """Each member's p-norm over its ragged dims, ``(B, *feature)`` (0 for an empty member; the gradient
-        at a zero norm is 0, as torch.linalg.vector_norm's), or over feature dims ``dim`` of every row."""
+        at a zero norm is 0, as torch.linalg.vector_norm's), or over feature dims ``dim`` of every row.
+
+        Args:
+            p: the norm's order (as torch.linalg.vector_norm's ``ord``).
+            dim: an int or a tuple of ints: the ragged dims (``1`` for one ragged dim; ``None``, the default, too) to
+                reduce each member whole, or feature dims only (``-1``) to reduce every row; dim 0 (the members) is
+                refused.
+            keepdim: with feature dims, keep them with size 1 (as torch's reductions).
+        """
         dims = self._feature_dims("RaggedTensor.norm", dim)
         if dims is not None:
             return self.with_values(torch.linalg.vector_norm(self.values, p, dims, keepdim=keepdim))
@@ -784,11 +943,19 @@ class RaggedTensor:
         return torch.where(positive, torch.where(positive, powered, 1).pow(1 / p), 0)
 
     def softmax(self, dim=None) -> RaggedTensor:
-        """Softmax within each member over its ragged dims, per feature column; or along feature dim ``dim``."""
+        """Softmax within each member over its ragged dims, per feature column; or along feature dim ``dim``.
+
+        Args:
+            dim: the dim to normalise along (1: within each member, the default; a feature dim: per row).
+        """
         return self._normalise("softmax", _ops.segment_softmax, torch.softmax, dim)
 
     def log_softmax(self, dim=None) -> RaggedTensor:
-        """Log of `softmax` (computed as such, not as a log of it)."""
+        """Log of `softmax` (computed as such, not as a log of it).
+
+        Args:
+            dim: the dim to normalise along (1: within each member, the default; a feature dim: per row).
+        """
         return self._normalise("log_softmax", _ops.segment_log_softmax, torch.log_softmax, dim)
 
     def _normalise(self, name: str, per_member, along, dim) -> RaggedTensor:
@@ -800,27 +967,47 @@ class RaggedTensor:
 
     def cumsum(self, dim: int) -> RaggedTensor:
         """Cumulative sum along ``dim``: the ragged dim (within each member, `segment_cumsum`: integers give int64
-        as torch.cumsum) or a feature dim (torch.cumsum of every row)."""
+        as torch.cumsum) or a feature dim (torch.cumsum of every row).
+
+        Args:
+            dim: the dim to scan along (1: within each member; a feature dim: per row).
+        """
         return self._scan("cumsum", lambda v, f: _ops.segment_cumsum(v, f, False, False), torch.cumsum, dim)
 
     def cumprod(self, dim: int) -> RaggedTensor:
-        """Cumulative product along ``dim``: the ragged dim (within each member) or a feature dim."""
+        """Cumulative product along ``dim``: the ragged dim (within each member) or a feature dim.
+
+        Args:
+            dim: the dim to scan along (1: within each member; a feature dim: per row).
+        """
         return self._scan("cumprod", lambda v, f: _ops.segment_cumprod(v, f, False, False), torch.cumprod, dim)
 
     def logcumsumexp(self, dim: int) -> RaggedTensor:
         """``log(cumsum(exp(r)))`` along ``dim``, computed stably: the ragged dim (within each member) or a feature
-        dim."""
+        dim.
+
+        Args:
+            dim: the dim to scan along (1: within each member; a feature dim: per row).
+        """
         return self._scan("logcumsumexp", lambda v, f: _ops.segment_logcumsumexp(v, f, False), torch.logcumsumexp,
                           dim)
 
     def cummax(self, dim: int):
         """``(values, indices)`` of the running max along ``dim``, both RaggedTensors: along the ragged dim the
         index is the row within the member (torch.cummax's rule: the later of equal values, NaN wins); along a
-        feature dim, torch.cummax of every row."""
+        feature dim, torch.cummax of every row.
+
+        Args:
+            dim: the dim to scan along (1: within each member; a feature dim: per row).
+        """
         return self._cum_extremum("cummax", _ops.segment_cummax, torch.cummax, dim)
 
     def cummin(self, dim: int):
-        """``(values, indices)`` of the running min along ``dim`` (see `cummax`)."""
+        """``(values, indices)`` of the running min along ``dim`` (see `cummax`).
+
+        Args:
+            dim: the dim to scan along (1: within each member; a feature dim: per row).
+        """
         return self._cum_extremum("cummin", _ops.segment_cummin, torch.cummin, dim)
 
     def _scan_dims(self, where: str, dim):
@@ -859,7 +1046,11 @@ class RaggedTensor:
 
     def unsqueeze(self, dim: int) -> RaggedTensor:
         """A new feature dim of size 1 at ``dim`` (after the ragged dims: ``r.unsqueeze(-1)`` gives scalar
-        members a feature dim for layers)."""
+        members a feature dim for layers).
+
+        Args:
+            dim: where the new feature dim of size 1 goes (after the ragged dims).
+        """
         ndim, ragged = self.dim(), self.ragged_dims
         if not isinstance(dim, int) or not -(ndim + 1) <= dim <= ndim or dim % (ndim + 1) <= ragged:
             raise _error(IndexError, "RaggedTensor.unsqueeze", f"dim {dim} must insert a feature dim: after the "
@@ -868,7 +1059,11 @@ class RaggedTensor:
 
     def broadcast_members(self, per_member: torch.Tensor) -> RaggedTensor:
         """A RaggedTensor of this structure whose member b repeats ``per_member[b]`` on every row:
-        ``r - r.broadcast_members(r.mean())`` centres each member."""
+        ``r - r.broadcast_members(r.mean())`` centres each member.
+
+        Args:
+            per_member: ``(B, *feature)`` tensor: one row per member.
+        """
         return self.with_values(_ops.segment_expand(per_member, self._first_idx, self.values.shape[0]))
 
     # ---- elementwise math: torch functions tagged pointwise act on the values ----
@@ -1129,6 +1324,10 @@ class LazyStack:
     ``LazyStackedTensorDict``: ``stack[i] is records[i]``; ``stack["a"]`` stacks the members' entries when their
     shapes agree; `get` reads them padded, nested, as a list or as a `RaggedTensor` with one kernel
     launch per field; writes through the stack reach the members. ``stack_dim`` is 0.
+
+    Args:
+        *records: the records: dicts of tensors or tensordict.TensorDicts.
+        stack_dim: the stacking dim: 0 only.
     """
 
     def __init__(self, *records, stack_dim: int = 0):
@@ -1140,12 +1339,20 @@ class LazyStack:
 
     @classmethod
     def from_list(cls, records: Sequence) -> LazyStack:
-        """A LazyStack of these records (``LazyStack(*records)``)."""
+        """A LazyStack of these records (``LazyStack(*records)``).
+
+        Args:
+            records: the records: dicts of tensors or tensordict.TensorDicts.
+        """
         return cls(*records)
 
     @classmethod
     def from_tensordict(cls, lazy) -> LazyStack:
-        """From a ``tensordict.LazyStackedTensorDict`` stacked along dim 0 (shares its members)."""
+        """From a ``tensordict.LazyStackedTensorDict`` stacked along dim 0 (shares its members).
+
+        Args:
+            lazy: a tensordict.LazyStackedTensorDict (stack_dim 0).
+        """
         if getattr(lazy, "stack_dim", 0) != 0:
             raise _error(ValueError, "LazyStack.from_tensordict", f"the lazy stack must stack along dim 0, got "
                          f"stack_dim={lazy.stack_dim}")
@@ -1180,17 +1387,30 @@ class LazyStack:
                 raise _error(ValueError, where, f"{arg} has {ndim} batch dims; the stack's members have {first}")
 
     def insert(self, index: int, record) -> None:
-        """Inserts a record before position ``index`` (checked as the constructor checks)."""
+        """Inserts a record before position ``index`` (checked as the constructor checks).
+
+        Args:
+            index: the position to insert at (as list.insert).
+            record: a dict of tensors or a TensorDict.
+        """
         self._check_record("LazyStack.insert", "record", record)
         self._records.insert(index, record)
 
     def append(self, record) -> None:
-        """Adds a record at the end (checked as the constructor checks)."""
+        """Adds a record at the end (checked as the constructor checks).
+
+        Args:
+            record: a dict of tensors or a TensorDict.
+        """
         self._check_record("LazyStack.append", "record", record)
         self._records.append(record)
 
     def extend(self, records) -> None:
-        """Adds records at the end, each checked (``records[i]`` named in an error)."""
+        """Adds records at the end, each checked (``records[i]`` named in an error).
+
+        Args:
+            records: the records: dicts of tensors or tensordict.TensorDicts.
+        """
         for i, record in enumerate(records):
             self._check_record("LazyStack.extend", f"records[{i}]", record)
             self._records.append(record)
@@ -1218,7 +1438,11 @@ class LazyStack:
         return torch.Size([len(self), *_shape_with_holes([_record_batch_size(r) for r in self._records])])
 
     def get_item_shape(self, key) -> torch.Size:
-        """The entry's stacked shape, with -1 in each dim whose size differs between members."""
+        """The entry's stacked shape, with -1 in each dim whose size differs between members.
+
+        Args:
+            key: a field name.
+        """
         entries = self._entries("LazyStack.get_item_shape", key)
         self._check_ranks("LazyStack.get_item_shape", key, entries)
         return torch.Size([len(entries), *_shape_with_holes([tuple(t.shape) for t in entries])])
@@ -1249,7 +1473,12 @@ class LazyStack:
     def __getitem__(self, key):
         """``stack[i]``: record i itself. ``stack[a:b]`` / ``stack[index]`` (a list or integer tensor): a LazyStack
         of those records. ``stack["a"]`` / ``stack[("a", "b")]``: the field stacked as `get` reads it, ``(B,
-        *shape)`` when the members' shapes agree (else ValueError: read it with `get`'s options)."""
+        *shape)`` when the members' shapes agree (else ValueError: read it with `get`'s options).
+
+        Args:
+            key: a field name (the field stacked), an int (that record), a slice or a list (a LazyStack of those
+                records).
+        """
         if isinstance(key, numbers.Integral):
             return self._records[key]
         if isinstance(key, slice):
@@ -1267,7 +1496,20 @@ class LazyStack:
             layout=torch.jagged):
         """The members' entries for ``key``: stacked (shapes must agree), or with one of the flags a padded tensor
         (every dim padded to its largest size), a nested tensor (``layout``), a list or a RaggedTensor. A
-        ``default`` stands in for members lacking the key."""
+        ``default`` stands in for members lacking the key.
+
+        Args:
+            key: a field name.
+            default: stands in for a record lacking ``key`` (without it: KeyError naming the record).
+            as_padded_tensor: every dim padded to its largest size (tensordict's rule), one kernel.
+            as_nested_tensor: a torch.nested tensor of ``layout``.
+            as_list: the records' own tensors.
+            as_ragged: a RaggedTensor (one packed buffer).
+            padding_side: where members lie in the padded tensor: ``"right"`` or ``"left"``.
+            padding_value: the value written where no member is.
+            layout: the nested tensor's layout: torch.jagged (entries differing in their first dim only) or
+                torch.strided.
+        """
         where = "LazyStack.get"
         if sum(map(bool, (as_padded_tensor, as_nested_tensor, as_list, as_ragged))) > 1:
             raise _error(ValueError, where, "as_padded_tensor, as_nested_tensor, as_list and as_ragged are exclusive")
@@ -1377,6 +1619,12 @@ class RaggedCollate:
     ``rebase={"faces": "vertices"}`` adds, to each member of top-level field ``faces``, the first packed row of its
     sample's ``vertices``, so face indices address the packed vertices (meshes). Picklable, so worker processes
     can use it; ``pin_memory=True`` pins the values.
+
+    Args:
+        ragged_dims: ``None`` (a field becomes ragged when its shape differs between samples), an int (every field that
+            many ragged dims), or ``{field: k}`` (k ragged dims for that field, 0: stacked).
+        rebase: ``{field: reference_field}``: indices in ``field`` (faces) are offset by the rows of ``reference_field``
+            (vertices) before it, so they index the packed reference rows.
     """
 
     def __init__(self, ragged_dims: int | Mapping | None = None, rebase: Mapping | None = None):
@@ -1400,6 +1648,12 @@ class RaggedCollate:
         self.__init__(state["ragged_dims"], state["rebase"])
 
     def __call__(self, batch: Sequence):
+        """The batch of these samples, as the class describes.
+
+        Args:
+            batch: the samples (a non-empty sequence, as a DataLoader passes them): dicts, tuples / lists /
+                namedtuples, tensors, numpy arrays, numbers, strings, RaggedTensors or LazyStacks, nested alike.
+        """
         where = "RaggedCollate"
         batch = list(batch)
         if not batch:

@@ -41,17 +41,30 @@ _HEADER_META = 3 + _MAX_FEATURE_DIMS  # dtype code, ragged dims k, feature ndim,
 
 
 class RaggedAllToAll(NamedTuple):
-    """What `ragged_all_to_all` returns: the received batch and, per received member, where it came from."""
+    """What `ragged_all_to_all` returns: the received batch and, per received member, where it came from.
+
+    Args:
+        packed: ``(rows, *feature)`` tensor (a RaggedTensor when one was sent): the received members' rows, grouped by
+            source rank in their original order.
+        first_idx: (B_received + 1,) int64 offsets of the received members.
+        source_rank: (B_received,) int64: the rank that sent each member.
+        source_index: (B_received,) int64: its member index on that rank.
+    """
 
     packed: torch.Tensor
     first_idx: torch.Tensor
-    source_rank: torch.Tensor  # (B_received,) the rank that sent it
-    source_index: torch.Tensor  # (B_received,) its member index on that rank
+    source_rank: torch.Tensor
+    source_index: torch.Tensor
 
 
 class RaggedWork:
     """The handle ``async_op=True`` returns: `wait` blocks until the data has arrived and returns the result
-    (the size exchange before it has already completed; only the data collectives run in the background)."""
+    (the size exchange before it has already completed; only the data collectives run in the background).
+
+    Args:
+        works: the torch.distributed work handles of the data collectives.
+        finish: called after they complete: builds the result.
+    """
 
     def __init__(self, works, finish):
         self._works, self._finish, self._result, self._done = works, finish, None, False
@@ -174,6 +187,14 @@ def ragged_all_gather(packed, first_idx: torch.Tensor | None = None, group=None,
     One host synchronisation (the size exchange). The data moves without padding or pickling: on NCCL, one
     all_gather with each rank's exact size; on gloo (no uneven all_gather), one broadcast per rank straight into
     that rank's slice of the result (rows, and shape_per_tensor records).
+
+    Args:
+        packed: ``(rows, *feature)`` tensor or a `RaggedTensor`: this rank's members' rows (feature shape and dtype the
+            same on every rank).
+        first_idx: (B + 1,) int64 offsets of this rank's members (``None`` with a RaggedTensor).
+        group: the process group (``None``: the default group); every rank of it must make the same call.
+        async_op: return a `RaggedWork` handle whose ``wait()`` gives the result; the size exchange has completed when
+            the call returns.
     """
     op = "ragged_all_gather"
     values, first_idx, spt, ragged_tensor = _unpack(op, packed, first_idx)
@@ -310,6 +331,15 @@ def ragged_all_to_all(packed, first_idx: torch.Tensor | None = None, dest=None, 
 
     One host synchronisation (the size exchange); the data moves in two all_to_all_single collectives (rows,
     and per-member records: shape and index).
+
+    Args:
+        packed: ``(rows, *feature)`` tensor or a `RaggedTensor`: this rank's members' rows (feature shape and dtype the
+            same on every rank).
+        first_idx: (B + 1,) int64 offsets of this rank's members (``None`` with a RaggedTensor).
+        dest: (B,) int64 tensor or list: the rank each member goes to.
+        group: the process group (``None``: the default group); every rank of it must make the same call.
+        async_op: return a `RaggedWork` handle whose ``wait()`` gives the result; the size exchange has completed when
+            the call returns.
     """
     op = "ragged_all_to_all"
     values, first_idx, spt, ragged_tensor = _unpack(op, packed, first_idx)
@@ -358,6 +388,12 @@ def rebalance(packed, first_idx: torch.Tensor | None = None, group=None):
     their global order (rank 0's first, then rank 1's, ...). Returns ``(packed, first_idx)`` or a RaggedTensor.
 
     Two host synchronisations: the ranks' row counts (for the global offsets), then the exchange's sizes.
+
+    Args:
+        packed: ``(rows, *feature)`` tensor or a `RaggedTensor`: this rank's members' rows (feature shape and dtype the
+            same on every rank).
+        first_idx: (B + 1,) int64 offsets of this rank's members (``None`` with a RaggedTensor).
+        group: the process group (``None``: the default group); every rank of it must make the same call.
     """
     op = "rebalance"
     values, first_idx, spt, ragged_tensor = _unpack(op, packed, first_idx)

@@ -1,7 +1,7 @@
 """numpy.pad for tensors: every numpy mode, any rank, CPU and CUDA, differentiable.
 
 ``torch_ragged.pad(input, pad_width, mode="constant", **kwargs)`` takes numpy.pad's arguments and
-returns numpy >= 2.1's result (docs/pad.md lists the rules it matches). The op underneath,
+returns numpy >= 2.1's result (the pad guide of the docs site lists the rules it matches). The op underneath,
 ``torch.ops.torch_ragged.pad(input, pad_width, mode, constant_values, end_values, stat_length,
 reflect_type)``, takes the already broadcast forms (flat ``(before, after)`` per axis) and is what
 TorchScript and C++ callers use.
@@ -363,6 +363,23 @@ def pad(input, pad_width, mode: str = "constant", *, constant_values=_UNSET, end
     (constant; default 0), ``end_values`` (linear_ramp; default 0), ``stat_length`` (maximum, mean, median,
     minimum; default the whole axis), ``reflect_type`` (reflect, symmetric; default "even").
     ``vector_function_kwargs`` go to a vector function ``mode`` (with any of the keywords above that were given).
+
+    Args:
+        input: the tensor to pad (any rank, dtype and device; a DTensor is padded shard by shard).
+        pad_width: numpy's forms: an int (every side of every axis), ``(before, after)`` (every axis), ``((before,
+            after),)``, one pair per axis, or ``((w0,), (w1,), ...)``; ints >= 0 (SymInts under torch.compile / export).
+        mode: ``"constant"`` (default), ``"edge"`` / ``"replicate"``, ``"wrap"`` / ``"circular"``, ``"reflect"``,
+            ``"symmetric"``, ``"linear_ramp"``, ``"maximum"``, ``"minimum"``, ``"mean"``, ``"median"``, ``"empty"``, or
+            a numpy vector function ``f(vector, (before, after), axis, kwargs)``.
+        constant_values: ``constant`` mode's values in numpy's forms (scalar, pair, pair per axis) or a tensor broadcast
+            to ``(ndim, 2)`` (then differentiable); default 0.
+        end_values: ``linear_ramp``'s end values, in the same forms as ``constant_values``; default 0.
+        stat_length: the number of edge elements ``maximum`` / ``minimum`` / ``mean`` / ``median`` use, in
+            ``pad_width``'s forms (``None``: the whole axis).
+        reflect_type: ``"even"`` (default) or ``"odd"`` for ``reflect`` / ``symmetric`` (odd: ``2 * edge -
+            reflection``).
+        **vector_function_kwargs: the keyword arguments passed to a vector-function ``mode`` (numpy passes
+            ``**kwargs``).
 
     >>> import torch, torch_ragged
     >>> torch_ragged.pad(torch.tensor([1, 2, 4]), 2, "reflect", reflect_type="odd")

@@ -16,7 +16,7 @@ module differs: sums are deterministic on every device (torch_scatter's GPU atom
 
 Each function calls one registered op (``torch.ops.torch_ragged.compat_*``, functional: it returns what torch_scatter
 leaves in ``out``; errors name it); the functions here only write that into ``out``. They compile with TorchScript,
-torch.compile and torch.export, as torch_scatter's do. See docs/segment.md, "Coming from torch_scatter / PyG".
+torch.compile and torch.export, as torch_scatter's do.
 """
 
 
@@ -73,6 +73,17 @@ def scatter(src: torch.Tensor, index: torch.Tensor, dim: int = -1, out: torch.Te
     broadcasts to it (a 1-D index lines up with ``dim``); the output has ``src``'s shape with ``dim_size`` along ``dim``
     (``out``'s when given, else ``index.max() + 1``). Positions nothing reaches are 0 (1 for ``"mul"``).
 
+    Args:
+        src: the values to reduce (any shape).
+        index: integer tensor: each element's position along ``dim``; broadcast to ``src`` as torch_scatter broadcasts
+            it (a 1-D index lines up with ``dim``).
+        dim: the dim of ``src`` to reduce along (default -1).
+        out: optional tensor of the output's shape, combined with the reduction as torch_scatter combines them
+            (added, multiplied, ``(out + sum) / count``, or the better of the two for max / min), then returned.
+        dim_size: the output's size along ``dim`` (``None``: ``index.max() + 1``, or ``out``'s size when given).
+        reduce: ``"sum"`` (``"add"``), ``"mean"``, ``"mul"``, ``"max"`` or ``"min"`` (segment_csr / segment_coo: sum,
+            add, mean, min, max).
+
     >>> scatter(torch.tensor([1.0, 3.0, 2.0, 4.0, 5.0, 6.0]), torch.tensor([0, 1, 0, 1, 1, 3]), reduce="mul")
     tensor([ 2., 60.,  1.,  6.])
     """
@@ -83,6 +94,15 @@ def scatter_sum(src: torch.Tensor, index: torch.Tensor, dim: int = -1, out: torc
                 dim_size: int | None = None) -> torch.Tensor:
     """torch_scatter's ``scatter_sum``: `scatter` with ``reduce="sum"`` (into ``out``: added to its values).
 
+    Args:
+        src: the values to reduce (any shape).
+        index: integer tensor: each element's position along ``dim``; broadcast to ``src`` as torch_scatter broadcasts
+            it (a 1-D index lines up with ``dim``).
+        dim: the dim of ``src`` to reduce along (default -1).
+        out: optional tensor of the output's shape, combined with the reduction as torch_scatter combines them
+            (added, multiplied, ``(out + sum) / count``, or the better of the two for max / min), then returned.
+        dim_size: the output's size along ``dim`` (``None``: ``index.max() + 1``, or ``out``'s size when given).
+
     >>> scatter_sum(torch.tensor([1.0, 3.0, 2.0, 4.0, 5.0, 6.0]), torch.tensor([0, 1, 0, 1, 1, 3]))
     tensor([ 3., 12.,  0.,  6.])
     """
@@ -92,6 +112,15 @@ def scatter_sum(src: torch.Tensor, index: torch.Tensor, dim: int = -1, out: torc
 def scatter_add(src: torch.Tensor, index: torch.Tensor, dim: int = -1, out: torch.Tensor | None = None,
                 dim_size: int | None = None) -> torch.Tensor:
     """torch_scatter's ``scatter_add``: the same as `scatter_sum`.
+
+    Args:
+        src: the values to reduce (any shape).
+        index: integer tensor: each element's position along ``dim``; broadcast to ``src`` as torch_scatter broadcasts
+            it (a 1-D index lines up with ``dim``).
+        dim: the dim of ``src`` to reduce along (default -1).
+        out: optional tensor of the output's shape, combined with the reduction as torch_scatter combines them
+            (added, multiplied, ``(out + sum) / count``, or the better of the two for max / min), then returned.
+        dim_size: the output's size along ``dim`` (``None``: ``index.max() + 1``, or ``out``'s size when given).
 
     >>> scatter_add(torch.tensor([1.0, 2.0]), torch.tensor([1, 1]))
     tensor([0., 3.])
@@ -104,6 +133,15 @@ def scatter_mul(src: torch.Tensor, index: torch.Tensor, dim: int = -1, out: torc
     """torch_scatter's ``scatter_mul``: each position's product (1 where nothing reaches; into ``out``: multiplied by
     its values). Differentiable with zeros in ``src``.
 
+    Args:
+        src: the values to reduce (any shape).
+        index: integer tensor: each element's position along ``dim``; broadcast to ``src`` as torch_scatter broadcasts
+            it (a 1-D index lines up with ``dim``).
+        dim: the dim of ``src`` to reduce along (default -1).
+        out: optional tensor of the output's shape, combined with the reduction as torch_scatter combines them
+            (added, multiplied, ``(out + sum) / count``, or the better of the two for max / min), then returned.
+        dim_size: the output's size along ``dim`` (``None``: ``index.max() + 1``, or ``out``'s size when given).
+
     >>> scatter_mul(torch.tensor([2.0, 3.0, 4.0]), torch.tensor([0, 0, 2]))
     tensor([6., 1., 4.])
     """
@@ -114,6 +152,15 @@ def scatter_mean(src: torch.Tensor, index: torch.Tensor, dim: int = -1, out: tor
                  dim_size: int | None = None) -> torch.Tensor:
     """torch_scatter's ``scatter_mean``: each position's mean (integers rounded toward minus infinity; into ``out``:
     ``(out + the sum) / the count``).
+
+    Args:
+        src: the values to reduce (any shape).
+        index: integer tensor: each element's position along ``dim``; broadcast to ``src`` as torch_scatter broadcasts
+            it (a 1-D index lines up with ``dim``).
+        dim: the dim of ``src`` to reduce along (default -1).
+        out: optional tensor of the output's shape, combined with the reduction as torch_scatter combines them
+            (added, multiplied, ``(out + sum) / count``, or the better of the two for max / min), then returned.
+        dim_size: the output's size along ``dim`` (``None``: ``index.max() + 1``, or ``out``'s size when given).
 
     >>> scatter_mean(torch.tensor([1.0, 2.0, 6.0]), torch.tensor([0, 0, 1]))
     tensor([1.5000, 6.0000])
@@ -127,6 +174,15 @@ def scatter_max(src: torch.Tensor, index: torch.Tensor, dim: int = -1, out: torc
     first on ties, NaN wins); positions nothing reaches give 0 and ``src.size(dim)``. Into ``out``: an element
     replaces out's value only when greater, and ``arg`` is ``src.size(dim)`` where out's value stays.
 
+    Args:
+        src: the values to reduce (any shape).
+        index: integer tensor: each element's position along ``dim``; broadcast to ``src`` as torch_scatter broadcasts
+            it (a 1-D index lines up with ``dim``).
+        dim: the dim of ``src`` to reduce along (default -1).
+        out: optional tensor of the output's shape, combined with the reduction as torch_scatter combines them
+            (added, multiplied, ``(out + sum) / count``, or the better of the two for max / min), then returned.
+        dim_size: the output's size along ``dim`` (``None``: ``index.max() + 1``, or ``out``'s size when given).
+
     >>> scatter_max(torch.tensor([1.0, 7.0, 3.0]), torch.tensor([1, 1, 0]), dim_size=3)
     (tensor([3., 7., 0.]), tensor([2, 1, 3]))
     """
@@ -136,6 +192,15 @@ def scatter_max(src: torch.Tensor, index: torch.Tensor, dim: int = -1, out: torc
 def scatter_min(src: torch.Tensor, index: torch.Tensor, dim: int = -1, out: torch.Tensor | None = None,
                 dim_size: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """torch_scatter's ``scatter_min``: ``(values, arg)``; see `scatter_max`.
+
+    Args:
+        src: the values to reduce (any shape).
+        index: integer tensor: each element's position along ``dim``; broadcast to ``src`` as torch_scatter broadcasts
+            it (a 1-D index lines up with ``dim``).
+        dim: the dim of ``src`` to reduce along (default -1).
+        out: optional tensor of the output's shape, combined with the reduction as torch_scatter combines them
+            (added, multiplied, ``(out + sum) / count``, or the better of the two for max / min), then returned.
+        dim_size: the output's size along ``dim`` (``None``: ``index.max() + 1``, or ``out``'s size when given).
 
     >>> scatter_min(torch.tensor([1.0, 7.0, 3.0]), torch.tensor([1, 1, 0]))
     (tensor([3., 1.]), tensor([2, 0]))
@@ -150,6 +215,16 @@ def scatter_std(src: torch.Tensor, index: torch.Tensor, dim: int = -1, out: torc
     """torch_scatter's ``scatter_std``: each position's standard deviation (``unbiased``: over count - 1, at least 1);
     0 where one element or none reaches. Into ``out``: its values join the sum of squared deviations.
 
+    Args:
+        src: the values to reduce (any shape).
+        index: integer tensor: each element's position along ``dim``; broadcast to ``src`` as torch_scatter broadcasts
+            it (a 1-D index lines up with ``dim``).
+        dim: the dim of ``src`` to reduce along (default -1).
+        out: optional tensor of the output's shape: its values join the sum of squared deviations (torch_scatter's
+            rule); it then holds the result, and is returned.
+        dim_size: the output's size along ``dim`` (``None``: ``index.max() + 1``, or ``out``'s size when given).
+        unbiased: divide by ``count - 1`` (Bessel's correction) instead of ``count``.
+
     >>> scatter_std(torch.tensor([2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0]), torch.zeros(8, dtype=torch.long),
     ...             unbiased=False)
     tensor([2.])
@@ -163,6 +238,16 @@ def scatter_logsumexp(src: torch.Tensor, index: torch.Tensor, dim: int = -1, out
     the position's maximum: exact at magnitudes of 1e4-1e7); 0 where nothing reaches, -inf where only -inf does.
     Into ``out``: out's value joins its position's terms.
 
+    Args:
+        src: the values to reduce (any shape).
+        index: integer tensor: each element's position along ``dim``; broadcast to ``src`` as torch_scatter broadcasts
+            it (a 1-D index lines up with ``dim``).
+        dim: the dim of ``src`` to reduce along (default -1).
+        out: optional tensor of the output's shape: its value joins its position's terms (torch_scatter's rule);
+            it then holds the result, and is returned.
+        dim_size: the output's size along ``dim`` (``None``: ``index.max() + 1``, or ``out``'s size when given).
+        eps: added to the sum of exponentials before the log (torch_scatter's ``eps``).
+
     >>> scatter_logsumexp(torch.tensor([0.0, 0.0, 5.0]), torch.tensor([0, 0, 2]))
     tensor([0.6931, 0.0000, 5.0000])
     """
@@ -174,6 +259,13 @@ def scatter_softmax(src: torch.Tensor, index: torch.Tensor, dim: int = -1, dim_s
     shape), computed stably (torch.softmax's values). Under torch.export pass ``dim_size``: the result does not show
     the number of positions, which would otherwise come from the data.
 
+    Args:
+        src: the values to reduce (any shape).
+        index: integer tensor: each element's position along ``dim``; broadcast to ``src`` as torch_scatter broadcasts
+            it (a 1-D index lines up with ``dim``).
+        dim: the dim of ``src`` to reduce along (default -1).
+        dim_size: the output's size along ``dim`` (``None``: ``index.max() + 1``, or ``out``'s size when given).
+
     >>> scatter_softmax(torch.tensor([1.0, 1.0, 3.0]), torch.tensor([0, 0, 1]))
     tensor([0.5000, 0.5000, 1.0000])
     """
@@ -183,6 +275,13 @@ def scatter_softmax(src: torch.Tensor, index: torch.Tensor, dim: int = -1, dim_s
 def scatter_log_softmax(src: torch.Tensor, index: torch.Tensor, dim: int = -1,
                         dim_size: int | None = None) -> torch.Tensor:
     """torch_scatter's ``scatter_log_softmax``: the log of `scatter_softmax`, computed stably.
+
+    Args:
+        src: the values to reduce (any shape).
+        index: integer tensor: each element's position along ``dim``; broadcast to ``src`` as torch_scatter broadcasts
+            it (a 1-D index lines up with ``dim``).
+        dim: the dim of ``src`` to reduce along (default -1).
+        dim_size: the output's size along ``dim`` (``None``: ``index.max() + 1``, or ``out``'s size when given).
 
     >>> scatter_log_softmax(torch.tensor([1.0, 1.0, 3.0]), torch.tensor([0, 0, 1]))
     tensor([-0.6931, -0.6931,  0.0000])
@@ -198,6 +297,14 @@ def segment_csr(src: torch.Tensor, indptr: torch.Tensor, out: torch.Tensor | Non
     ``indptr.dim() - 1`` (``indptr`` broadcast over src's leading dims: one set of segments per batch); ``reduce``:
     ``"sum"`` (``"add"``), ``"mean"``, ``"min"``, ``"max"``; empty segments give 0. Into ``out``: overwritten.
 
+    Args:
+        src: the values to reduce (any shape).
+        indptr: integer tensor ``(..., K + 1)``: the segments' boundaries along the dim ``indptr.dim() - 1`` of ``src``,
+            non-decreasing (leading dims broadcast against ``src``'s).
+        out: optional tensor of the output's shape: overwritten with the result, and returned.
+        reduce: ``"sum"`` (``"add"``), ``"mean"``, ``"mul"``, ``"max"`` or ``"min"`` (segment_csr / segment_coo: sum,
+            add, mean, min, max).
+
     >>> segment_csr(torch.tensor([1.0, 2.0, 3.0, 4.0, 5.0, 6.0]), torch.tensor([0, 2, 5, 5, 6]))
     tensor([ 3., 12.,  0.,  6.])
     """
@@ -206,6 +313,12 @@ def segment_csr(src: torch.Tensor, indptr: torch.Tensor, out: torch.Tensor | Non
 
 def segment_sum_csr(src: torch.Tensor, indptr: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
     """torch_scatter's ``segment_sum_csr``: `segment_csr` with ``reduce="sum"``.
+
+    Args:
+        src: the values to reduce (any shape).
+        indptr: integer tensor ``(..., K + 1)``: the segments' boundaries along the dim ``indptr.dim() - 1`` of ``src``,
+            non-decreasing (leading dims broadcast against ``src``'s).
+        out: optional tensor of the output's shape: overwritten with the result, and returned.
 
     >>> segment_sum_csr(torch.tensor([1.0, 2.0, 3.0]), torch.tensor([0, 2, 3]))
     tensor([3., 3.])
@@ -216,6 +329,12 @@ def segment_sum_csr(src: torch.Tensor, indptr: torch.Tensor, out: torch.Tensor |
 def segment_add_csr(src: torch.Tensor, indptr: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
     """torch_scatter's ``segment_add_csr``: the same as `segment_sum_csr`.
 
+    Args:
+        src: the values to reduce (any shape).
+        indptr: integer tensor ``(..., K + 1)``: the segments' boundaries along the dim ``indptr.dim() - 1`` of ``src``,
+            non-decreasing (leading dims broadcast against ``src``'s).
+        out: optional tensor of the output's shape: overwritten with the result, and returned.
+
     >>> segment_add_csr(torch.tensor([1.0, 2.0, 3.0]), torch.tensor([0, 2, 3]))
     tensor([3., 3.])
     """
@@ -224,6 +343,12 @@ def segment_add_csr(src: torch.Tensor, indptr: torch.Tensor, out: torch.Tensor |
 
 def segment_mean_csr(src: torch.Tensor, indptr: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
     """torch_scatter's ``segment_mean_csr`` (integer means rounded toward zero, as torch_scatter's).
+
+    Args:
+        src: the values to reduce (any shape).
+        indptr: integer tensor ``(..., K + 1)``: the segments' boundaries along the dim ``indptr.dim() - 1`` of ``src``,
+            non-decreasing (leading dims broadcast against ``src``'s).
+        out: optional tensor of the output's shape: overwritten with the result, and returned.
 
     >>> segment_mean_csr(torch.tensor([1.0, 2.0, 3.0]), torch.tensor([0, 2, 3]))
     tensor([1.5000, 3.0000])
@@ -236,6 +361,12 @@ def segment_max_csr(src: torch.Tensor, indptr: torch.Tensor,
     """torch_scatter's ``segment_max_csr``: ``(values, arg)``, ``arg`` the row along the segmented dim (the first on
     ties, NaN wins); empty segments give 0 and ``src.size(dim)``.
 
+    Args:
+        src: the values to reduce (any shape).
+        indptr: integer tensor ``(..., K + 1)``: the segments' boundaries along the dim ``indptr.dim() - 1`` of ``src``,
+            non-decreasing (leading dims broadcast against ``src``'s).
+        out: optional tensor of the output's shape: overwritten with the result, and returned.
+
     >>> segment_max_csr(torch.tensor([1.0, 2.0, 3.0]), torch.tensor([0, 2, 2, 3]))
     (tensor([2., 0., 3.]), tensor([1, 3, 2]))
     """
@@ -246,6 +377,12 @@ def segment_min_csr(src: torch.Tensor, indptr: torch.Tensor,
                     out: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """torch_scatter's ``segment_min_csr``: ``(values, arg)``; see `segment_max_csr`.
 
+    Args:
+        src: the values to reduce (any shape).
+        indptr: integer tensor ``(..., K + 1)``: the segments' boundaries along the dim ``indptr.dim() - 1`` of ``src``,
+            non-decreasing (leading dims broadcast against ``src``'s).
+        out: optional tensor of the output's shape: overwritten with the result, and returned.
+
     >>> segment_min_csr(torch.tensor([1.0, 2.0, 3.0]), torch.tensor([0, 2, 2, 3]))
     (tensor([1., 0., 3.]), tensor([0, 3, 2]))
     """
@@ -255,6 +392,12 @@ def segment_min_csr(src: torch.Tensor, indptr: torch.Tensor,
 def gather_csr(src: torch.Tensor, indptr: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
     """torch_scatter's ``gather_csr``: each segment's row of ``src`` repeated over the rows ``indptr[k]:indptr[k + 1]``
     (the inverse of `segment_csr`'s layout); the output has ``indptr[-1]`` rows (out's when given).
+
+    Args:
+        src: the per-segment values: K entries along ``indptr.dim() - 1``.
+        indptr: integer tensor ``(..., K + 1)``: the segments' boundaries along the dim ``indptr.dim() - 1`` of ``src``,
+            non-decreasing (leading dims broadcast against ``src``'s).
+        out: optional output tensor (the expanded shape): overwritten with the result and returned.
 
     >>> gather_csr(torch.tensor([10.0, 20.0]), torch.tensor([0, 2, 3]))
     tensor([10., 10., 20.])
@@ -270,6 +413,16 @@ def segment_coo(src: torch.Tensor, index: torch.Tensor, out: torch.Tensor | None
     index; any order gives the same result here, a sorted one skips the sort on the CPU). Into ``out``: combined
     as `scatter` combines.
 
+    Args:
+        src: the values to reduce (any shape).
+        index: integer tensor of ``src``'s leading dims (sorted in torch_scatter; any order works here): each row's
+            segment along ``index.dim() - 1``.
+        out: optional tensor of the output's shape, combined with the reduction as torch_scatter combines them
+            (added, multiplied, ``(out + sum) / count``, or the better of the two for max / min), then returned.
+        dim_size: the output's size along ``dim`` (``None``: ``index.max() + 1``, or ``out``'s size when given).
+        reduce: ``"sum"`` (``"add"``), ``"mean"``, ``"mul"``, ``"max"`` or ``"min"`` (segment_csr / segment_coo: sum,
+            add, mean, min, max).
+
     >>> segment_coo(torch.tensor([1.0, 2.0, 3.0, 4.0, 5.0, 6.0]), torch.tensor([0, 0, 1, 1, 1, 3]), reduce="max")
     tensor([2., 5., 0., 6.])
     """
@@ -279,6 +432,13 @@ def segment_coo(src: torch.Tensor, index: torch.Tensor, out: torch.Tensor | None
 def segment_sum_coo(src: torch.Tensor, index: torch.Tensor, out: torch.Tensor | None = None,
                     dim_size: int | None = None) -> torch.Tensor:
     """torch_scatter's ``segment_sum_coo``: `segment_coo` with ``reduce="sum"``.
+
+    Args:
+        src: the values to reduce (any shape).
+        index: integer tensor of ``src``'s leading dims: each row's segment along ``index.dim() - 1`` (any order).
+        out: optional tensor of the output's shape, combined with the reduction as torch_scatter combines them
+            (added, multiplied, ``(out + sum) / count``, or the better of the two for max / min), then returned.
+        dim_size: the output's size along ``dim`` (``None``: ``index.max() + 1``, or ``out``'s size when given).
 
     >>> segment_sum_coo(torch.tensor([1.0, 2.0, 3.0]), torch.tensor([0, 0, 1]))
     tensor([3., 3.])
@@ -290,6 +450,13 @@ def segment_add_coo(src: torch.Tensor, index: torch.Tensor, out: torch.Tensor | 
                     dim_size: int | None = None) -> torch.Tensor:
     """torch_scatter's ``segment_add_coo``: the same as `segment_sum_coo`.
 
+    Args:
+        src: the values to reduce (any shape).
+        index: integer tensor of ``src``'s leading dims: each row's segment along ``index.dim() - 1`` (any order).
+        out: optional tensor of the output's shape, combined with the reduction as torch_scatter combines them
+            (added, multiplied, ``(out + sum) / count``, or the better of the two for max / min), then returned.
+        dim_size: the output's size along ``dim`` (``None``: ``index.max() + 1``, or ``out``'s size when given).
+
     >>> segment_add_coo(torch.tensor([1.0, 2.0, 3.0]), torch.tensor([0, 0, 1]))
     tensor([3., 3.])
     """
@@ -300,6 +467,13 @@ def segment_mean_coo(src: torch.Tensor, index: torch.Tensor, out: torch.Tensor |
                      dim_size: int | None = None) -> torch.Tensor:
     """torch_scatter's ``segment_mean_coo``: `segment_coo` with ``reduce="mean"``.
 
+    Args:
+        src: the values to reduce (any shape).
+        index: integer tensor of ``src``'s leading dims: each row's segment along ``index.dim() - 1`` (any order).
+        out: optional tensor of the output's shape, combined with the reduction as torch_scatter combines them
+            (added, multiplied, ``(out + sum) / count``, or the better of the two for max / min), then returned.
+        dim_size: the output's size along ``dim`` (``None``: ``index.max() + 1``, or ``out``'s size when given).
+
     >>> segment_mean_coo(torch.tensor([1.0, 2.0, 3.0]), torch.tensor([0, 0, 1]))
     tensor([1.5000, 3.0000])
     """
@@ -309,6 +483,13 @@ def segment_mean_coo(src: torch.Tensor, index: torch.Tensor, out: torch.Tensor |
 def segment_max_coo(src: torch.Tensor, index: torch.Tensor, out: torch.Tensor | None = None,
                     dim_size: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """torch_scatter's ``segment_max_coo``: ``(values, arg)`` as `scatter_max` along dim ``index.dim() - 1``.
+
+    Args:
+        src: the values to reduce (any shape).
+        index: integer tensor of ``src``'s leading dims: each row's segment along ``index.dim() - 1`` (any order).
+        out: optional tensor of the output's shape, combined with the reduction as torch_scatter combines them
+            (added, multiplied, ``(out + sum) / count``, or the better of the two for max / min), then returned.
+        dim_size: the output's size along ``dim`` (``None``: ``index.max() + 1``, or ``out``'s size when given).
 
     >>> segment_max_coo(torch.tensor([1.0, 2.0, 3.0]), torch.tensor([0, 0, 2]))
     (tensor([2., 0., 3.]), tensor([1, 3, 2]))
@@ -321,6 +502,13 @@ def segment_min_coo(src: torch.Tensor, index: torch.Tensor, out: torch.Tensor | 
                     dim_size: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """torch_scatter's ``segment_min_coo``: ``(values, arg)`` as `scatter_min` along dim ``index.dim() - 1``.
 
+    Args:
+        src: the values to reduce (any shape).
+        index: integer tensor of ``src``'s leading dims: each row's segment along ``index.dim() - 1`` (any order).
+        out: optional tensor of the output's shape, combined with the reduction as torch_scatter combines them
+            (added, multiplied, ``(out + sum) / count``, or the better of the two for max / min), then returned.
+        dim_size: the output's size along ``dim`` (``None``: ``index.max() + 1``, or ``out``'s size when given).
+
     >>> segment_min_coo(torch.tensor([1.0, 2.0, 3.0]), torch.tensor([0, 0, 2]))
     (tensor([1., 0., 3.]), tensor([0, 3, 2]))
     """
@@ -331,6 +519,12 @@ def segment_min_coo(src: torch.Tensor, index: torch.Tensor, out: torch.Tensor | 
 def gather_coo(src: torch.Tensor, index: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
     """torch_scatter's ``gather_coo``: ``src``'s rows along dim ``index.dim() - 1`` read at ``index`` (the inverse of
     `segment_coo`'s layout).
+
+    Args:
+        src: the per-segment values along ``index.dim() - 1``.
+        index: integer tensor of ``src``'s leading dims: the segment whose value each output row takes, along
+            ``index.dim() - 1``.
+        out: optional output tensor (the expanded shape): overwritten with the result and returned.
 
     >>> gather_coo(torch.tensor([10.0, 20.0]), torch.tensor([0, 0, 1]))
     tensor([10., 10., 20.])
@@ -345,6 +539,14 @@ def softmax(src: torch.Tensor, index: torch.Tensor | None = None, ptr: torch.Ten
     """PyG's ``torch_geometric.utils.softmax``: the softmax of the entries of ``src`` along ``dim`` that share a
     group, given by ``ptr`` (sorted groups: offsets from 0 to ``src.size(dim)``, the segment core's ``first_idx``)
     or by ``index`` (any order; ``num_nodes`` groups).
+
+    Args:
+        src: the values to reduce (any shape).
+        index: integer tensor (E,): each element's group along ``dim`` (None when ``ptr`` is given).
+        ptr: optional (N + 1,) int64 CSR offsets along ``dim``: the groups as segments (then ``index`` is ignored and
+            may be None).
+        num_nodes: the number of groups (``None``: ``index.max() + 1``).
+        dim: the dim of ``src`` the groups cut (default 0).
 
     >>> softmax(torch.tensor([1.0, 1.0, 3.0]), ptr=torch.tensor([0, 2, 3]))
     tensor([0.5000, 0.5000, 1.0000])

@@ -5,7 +5,7 @@ A packed batch ``data`` of shape ``(rows, ...)`` holds B segments: segment ``b``
 (int64 or int32, on the CPU or on ``data``'s device), as `get_first_idx` builds from counts.
 Reductions return ``(B, ...)``, one result per segment and feature column; softmax keeps ``data``'s
 shape. Empty segments: sum and mean give 0, max / min give 0 with ``arg = -1``. Every result is
-deterministic (bitwise identical run to run and across thread counts). See docs/segment.md.
+deterministic (bitwise identical run to run and across thread counts).
 """
 
 import functools
@@ -45,7 +45,12 @@ _ops = torch.ops.torch_ragged
 
 class SegmentExtremum(NamedTuple):
     """The result of `segment_max` / `segment_min`: ``arg`` is a row of the packed ``data``
-    (RaggedTensor.max() gives the row within the member instead: ``MemberExtremum.row_in_member``)."""
+    (RaggedTensor.max() gives the row within the member instead: ``MemberExtremum.row_in_member``).
+
+    Args:
+        values: (B, ...) tensor: each segment's extremum per column (0 for an empty segment).
+        arg: (B, ...) int64 tensor: the row of ``data`` holding it along the reduced dim (-1 for an empty segment).
+    """
 
     values: torch.Tensor
     arg: torch.Tensor
@@ -74,6 +79,11 @@ def get_first_idx(numel_per_tensor, validate: bool = True) -> torch.Tensor:
 
     On a GPU, ``validate`` (no negative count, no overflow) reads one flag on the host;
     ``validate=False`` skips that synchronisation.
+
+    Args:
+        numel_per_tensor: (B,) integer tensor (int64 or int32) or list of ints: each segment's row count, none negative.
+        validate: check for negative counts and int64 overflow (on a GPU one flag read on the host); ``False`` skips the
+            check.
 
     >>> get_first_idx(torch.LongTensor([2, 3, 5]))
     tensor([ 0,  2,  5, 10])
@@ -104,6 +114,12 @@ def segment_sum(data: torch.Tensor, first_idx, *, dim: int = 0) -> torch.Tensor:
     """Sum of each segment's rows: (rows, ...) -> (B, ...); empty segments give 0. ``dim`` picks the dim of
     ``data`` the segments cut (the result has B entries there).
 
+    Args:
+        data: tensor (floating, integer or bool): its size along ``dim`` is the row count ``first_idx[-1]``.
+        first_idx: (B + 1,) int64 (int32 accepted) tensor or list: segment b is rows ``first_idx[b]:first_idx[b + 1]``;
+            starts at 0, never decreases, ends at the row count.
+        dim: the dim of ``data`` that the segments cut (default 0; negative counts from the end).
+
     >>> segment_sum(torch.arange(5.0), torch.tensor([0, 2, 2, 5]))
     tensor([1., 0., 9.])
     >>> segment_sum(torch.ones(2, 5), torch.tensor([0, 2, 5]), dim=1)
@@ -118,6 +134,12 @@ def segment_mean(data: torch.Tensor, first_idx, *, dim: int = 0) -> torch.Tensor
     """Mean of each segment's rows (along ``dim``); empty segments give 0. Integer data gives the integer sum divided
     by the row count, truncating toward zero (as torch_scatter's ``segment_csr(..., reduce="mean")``).
 
+    Args:
+        data: tensor (floating, integer or bool): its size along ``dim`` is the row count ``first_idx[-1]``.
+        first_idx: (B + 1,) int64 (int32 accepted) tensor or list: segment b is rows ``first_idx[b]:first_idx[b + 1]``;
+            starts at 0, never decreases, ends at the row count.
+        dim: the dim of ``data`` that the segments cut (default 0; negative counts from the end).
+
     >>> segment_mean(torch.arange(5.0), torch.tensor([0, 2, 2, 5]))
     tensor([0.5000, 0.0000, 3.0000])
     """
@@ -131,6 +153,12 @@ def segment_max(data: torch.Tensor, first_idx, *, dim: int = 0) -> SegmentExtrem
 
     Empty segments give value 0 and arg -1. The gradient flows to the ``arg`` rows.
 
+    Args:
+        data: tensor (floating, integer or bool): its size along ``dim`` is the row count ``first_idx[-1]``.
+        first_idx: (B + 1,) int64 (int32 accepted) tensor or list: segment b is rows ``first_idx[b]:first_idx[b + 1]``;
+            starts at 0, never decreases, ends at the row count.
+        dim: the dim of ``data`` that the segments cut (default 0; negative counts from the end).
+
     >>> segment_max(torch.tensor([1.0, 3.0, 3.0, 2.0]), torch.tensor([0, 3, 3, 4]))
     SegmentExtremum(values=tensor([3., 0., 2.]), arg=tensor([ 1, -1,  3]))
     """
@@ -140,6 +168,12 @@ def segment_max(data: torch.Tensor, first_idx, *, dim: int = 0) -> SegmentExtrem
 
 def segment_min(data: torch.Tensor, first_idx, *, dim: int = 0) -> SegmentExtremum:
     """Min of each segment per column and the row of ``data`` holding it (see `segment_max`).
+
+    Args:
+        data: tensor (floating, integer or bool): its size along ``dim`` is the row count ``first_idx[-1]``.
+        first_idx: (B + 1,) int64 (int32 accepted) tensor or list: segment b is rows ``first_idx[b]:first_idx[b + 1]``;
+            starts at 0, never decreases, ends at the row count.
+        dim: the dim of ``data`` that the segments cut (default 0; negative counts from the end).
 
     >>> segment_min(torch.tensor([1.0, 3.0, 0.5]), torch.tensor([0, 2, 3]))
     SegmentExtremum(values=tensor([1.0000, 0.5000]), arg=tensor([0, 2]))
@@ -151,6 +185,13 @@ def segment_min(data: torch.Tensor, first_idx, *, dim: int = 0) -> SegmentExtrem
 def segment_softmax(data: torch.Tensor, first_idx, *, dim: int = 0) -> torch.Tensor:
     """Softmax within each segment (of ``dim``), per column: same shape as ``data`` (floating dtypes).
 
+    Args:
+        data: floating tensor (half, bfloat16, float, double): its size along ``dim`` is the row count
+            ``first_idx[-1]``.
+        first_idx: (B + 1,) int64 (int32 accepted) tensor or list: segment b is rows ``first_idx[b]:first_idx[b + 1]``;
+            starts at 0, never decreases, ends at the row count.
+        dim: the dim of ``data`` that the segments cut (default 0; negative counts from the end).
+
     >>> segment_softmax(torch.tensor([0.0, 0.0, 5.0]), torch.tensor([0, 2, 3]))
     tensor([0.5000, 0.5000, 1.0000])
     """
@@ -160,6 +201,13 @@ def segment_softmax(data: torch.Tensor, first_idx, *, dim: int = 0) -> torch.Ten
 
 def segment_log_softmax(data: torch.Tensor, first_idx, *, dim: int = 0) -> torch.Tensor:
     """Log-softmax within each segment (of ``dim``), per column: same shape as ``data`` (floating dtypes).
+
+    Args:
+        data: floating tensor (half, bfloat16, float, double): its size along ``dim`` is the row count
+            ``first_idx[-1]``.
+        first_idx: (B + 1,) int64 (int32 accepted) tensor or list: segment b is rows ``first_idx[b]:first_idx[b + 1]``;
+            starts at 0, never decreases, ends at the row count.
+        dim: the dim of ``data`` that the segments cut (default 0; negative counts from the end).
 
     >>> segment_log_softmax(torch.tensor([0.0, 0.0, 5.0]), torch.tensor([0, 2, 3]))
     tensor([-0.6931, -0.6931,  0.0000])
@@ -175,6 +223,14 @@ def segment_cumsum(data: torch.Tensor, first_idx, *, dim: int = 0, reverse: bool
     segment's first row). Integer and bool data give int64, as torch.cumsum; floats add in one fixed order
     (deterministic across runs, thread counts and devices). Twice differentiable.
 
+    Args:
+        data: tensor (floating, integer or bool): its size along ``dim`` is the row count ``first_idx[-1]``.
+        first_idx: (B + 1,) int64 (int32 accepted) tensor or list: segment b is rows ``first_idx[b]:first_idx[b + 1]``;
+            starts at 0, never decreases, ends at the row count.
+        dim: the dim of ``data`` that the segments cut (default 0; negative counts from the end).
+        reverse: scan from each segment's last row to its first.
+        exclusive: each row gets the result of the rows before it (the identity on a segment's first row).
+
     >>> segment_cumsum(torch.tensor([1, 2, 3, 4, 5]), torch.tensor([0, 2, 5]))
     tensor([ 1,  3,  3,  7, 12])
     >>> segment_cumsum(torch.tensor([1, 2, 3, 4, 5]), torch.tensor([0, 2, 5]), exclusive=True)
@@ -189,6 +245,14 @@ def segment_cumprod(data: torch.Tensor, first_idx, *, dim: int = 0, reverse: boo
     """Cumulative product within each segment (of ``dim``), per column (``exclusive``: 1 on a segment's first
     row); see `segment_cumsum`. Twice differentiable, zeros included.
 
+    Args:
+        data: tensor (floating, integer or bool): its size along ``dim`` is the row count ``first_idx[-1]``.
+        first_idx: (B + 1,) int64 (int32 accepted) tensor or list: segment b is rows ``first_idx[b]:first_idx[b + 1]``;
+            starts at 0, never decreases, ends at the row count.
+        dim: the dim of ``data`` that the segments cut (default 0; negative counts from the end).
+        reverse: scan from each segment's last row to its first.
+        exclusive: each row gets the result of the rows before it (the identity on a segment's first row).
+
     >>> segment_cumprod(torch.tensor([2.0, 3.0, 4.0, 5.0]), torch.tensor([0, 2, 4]), reverse=True)
     tensor([ 6.,  3., 20.,  5.])
     """
@@ -201,6 +265,13 @@ def segment_cummax(data: torch.Tensor, first_idx, *, dim: int = 0, reverse: bool
     rule (the later of equal values, NaN wins), in scan order (``reverse``: from each segment's last row). ``arg``
     is a packed row, as `segment_max`'s. The gradient flows to the ``arg`` rows.
 
+    Args:
+        data: tensor (floating, integer or bool): its size along ``dim`` is the row count ``first_idx[-1]``.
+        first_idx: (B + 1,) int64 (int32 accepted) tensor or list: segment b is rows ``first_idx[b]:first_idx[b + 1]``;
+            starts at 0, never decreases, ends at the row count.
+        dim: the dim of ``data`` that the segments cut (default 0; negative counts from the end).
+        reverse: scan from each segment's last row to its first.
+
     >>> segment_cummax(torch.tensor([1.0, 3.0, 2.0, 0.0, 5.0]), torch.tensor([0, 3, 5]))
     SegmentExtremum(values=tensor([1., 3., 3., 0., 5.]), arg=tensor([0, 1, 1, 3, 4]))
     """
@@ -211,6 +282,13 @@ def segment_cummax(data: torch.Tensor, first_idx, *, dim: int = 0, reverse: bool
 
 def segment_cummin(data: torch.Tensor, first_idx, *, dim: int = 0, reverse: bool = False) -> SegmentExtremum:
     """Running min within each segment and the row holding it; see `segment_cummax`.
+
+    Args:
+        data: tensor (floating, integer or bool): its size along ``dim`` is the row count ``first_idx[-1]``.
+        first_idx: (B + 1,) int64 (int32 accepted) tensor or list: segment b is rows ``first_idx[b]:first_idx[b + 1]``;
+            starts at 0, never decreases, ends at the row count.
+        dim: the dim of ``data`` that the segments cut (default 0; negative counts from the end).
+        reverse: scan from each segment's last row to its first.
 
     >>> segment_cummin(torch.tensor([1.0, 3.0, 0.5]), torch.tensor([0, 3]))
     SegmentExtremum(values=tensor([1.0000, 1.0000, 0.5000]), arg=tensor([0, 0, 2]))
@@ -224,6 +302,14 @@ def segment_logcumsumexp(data: torch.Tensor, first_idx, *, dim: int = 0, reverse
     """``log(cumsum(exp(data)))`` within each segment (of ``dim``), per column, computed stably (as
     torch.logcumsumexp; floating dtypes, half and bfloat16 accumulate in float). Twice differentiable.
 
+    Args:
+        data: floating tensor (half, bfloat16, float, double): its size along ``dim`` is the row count
+            ``first_idx[-1]``.
+        first_idx: (B + 1,) int64 (int32 accepted) tensor or list: segment b is rows ``first_idx[b]:first_idx[b + 1]``;
+            starts at 0, never decreases, ends at the row count.
+        dim: the dim of ``data`` that the segments cut (default 0; negative counts from the end).
+        reverse: scan from each segment's last row to its first.
+
     >>> segment_logcumsumexp(torch.tensor([0.0, 0.0, 1e4, 1e4]), torch.tensor([0, 2, 4]))
     tensor([0.0000e+00, 6.9315e-01, 1.0000e+04, 1.0001e+04])
     """
@@ -234,6 +320,12 @@ def segment_logcumsumexp(data: torch.Tensor, first_idx, *, dim: int = 0, reverse
 def segment_arange(first_idx, num_rows: int | None = None) -> torch.Tensor:
     """Each row's position within its segment: (rows,) int64, on ``first_idx``'s device (what `segment_ids` is to
     the segment index). Pass ``num_rows`` (= ``first_idx[-1]``) to keep torch.compile graphs static.
+
+    Args:
+        first_idx: (B + 1,) int64 (int32 accepted) tensor or list: segment b is rows ``first_idx[b]:first_idx[b + 1]``;
+            starts at 0, never decreases, ends at the row count.
+        num_rows: the row count ``first_idx[-1]`` when known (an int): keeps torch.compile graphs static and, on a GPU,
+            skips reading it on the host.
 
     >>> segment_arange(torch.tensor([0, 2, 2, 5]))
     tensor([0, 1, 0, 1, 2])
@@ -247,6 +339,13 @@ def segment_expand(values: torch.Tensor, first_idx, num_rows: int | None = None)
     Pass ``num_rows`` (= ``first_idx[-1]``) to keep torch.compile graphs static and, on a GPU, to
     skip reading ``first_idx[-1]`` on the host.
 
+    Args:
+        values: ``(B, *D)`` tensor: one value (or row) per segment.
+        first_idx: (B + 1,) int64 (int32 accepted) tensor or list: segment b is rows ``first_idx[b]:first_idx[b + 1]``;
+            starts at 0, never decreases, ends at the row count.
+        num_rows: the row count ``first_idx[-1]`` when known (an int): keeps torch.compile graphs static and, on a GPU,
+            skips reading it on the host.
+
     >>> segment_expand(torch.tensor([10, 20, 30]), torch.tensor([0, 2, 2, 3]))
     tensor([10, 10, 30])
     """
@@ -255,6 +354,12 @@ def segment_expand(values: torch.Tensor, first_idx, num_rows: int | None = None)
 
 def segment_ids(first_idx, num_rows: int | None = None) -> torch.Tensor:
     """The segment of every row: (rows,) int64, on ``first_idx``'s device.
+
+    Args:
+        first_idx: (B + 1,) int64 (int32 accepted) tensor or list: segment b is rows ``first_idx[b]:first_idx[b + 1]``;
+            starts at 0, never decreases, ends at the row count.
+        num_rows: the row count ``first_idx[-1]`` when known (an int): keeps torch.compile graphs static and, on a GPU,
+            skips reading it on the host.
 
     >>> segment_ids(torch.tensor([0, 2, 2, 3]))
     tensor([0, 0, 2])
@@ -267,6 +372,14 @@ def ragged_index_select(values: torch.Tensor, first_idx, index, num_rows: int | 
 
     ``index`` is a 1-D integer tensor (or list); negative entries count from the end; repeats are allowed.
     Differentiable in ``values`` (backward: index_add of the gradient onto the rows it came from).
+
+    Args:
+        values: ``(rows, *feature)`` tensor: the packed rows of every segment.
+        first_idx: (B + 1,) int64 (int32 accepted) tensor or list: segment b is rows ``first_idx[b]:first_idx[b + 1]``;
+            starts at 0, never decreases, ends at the row count.
+        index: 1-D integer tensor or list: the positions to pick (negative counts from the end; repeats allowed).
+        num_rows: the row count ``first_idx[-1]`` when known (an int): keeps torch.compile graphs static and, on a GPU,
+            skips reading it on the host.
 
     >>> ragged_index_select(torch.arange(5.0), torch.tensor([0, 2, 2, 5]), torch.tensor([2, 0]))
     (tensor([2., 3., 4., 0., 1.]), tensor([0, 3, 5]))
@@ -297,6 +410,15 @@ def scatter(src: torch.Tensor, index: torch.Tensor, dim: int = -1, dim_size: int
     The op ``torch.ops.torch_ragged.scatter`` (the same arguments) is what this calls: TorchScript, torch.compile
     (``fullgraph=True``) and torch.export take either; without ``dim_size`` the output size comes from the data.
 
+    Args:
+        src: tensor of the values to reduce (any shape; floating, integer or bool for sums).
+        index: integer tensor: each element's position along ``dim``, 1-D with one entry per row of ``src`` along
+            ``dim``, or broadcastable to ``src`` as torch_scatter broadcasts it; entries in ``[0, dim_size)``.
+        dim: the dim of ``src`` to reduce along (default -1).
+        dim_size: the output's size along ``dim`` (``None``: ``index.max() + 1``, one host read on a GPU, a data-
+            dependent size under torch.compile).
+        reduce: ``"sum"`` (``"add"``), ``"mean"``, ``"mul"``, ``"max"`` or ``"min"``.
+
     >>> scatter(torch.tensor([1.0, 2.0, 3.0, 4.0]), torch.tensor([2, 0, 2, 0]))
     tensor([6., 0., 4.])
     >>> scatter(torch.tensor([[1.0, 5.0], [3.0, 1.0]]), torch.tensor([1, 1]), dim=0, reduce="max")
@@ -314,6 +436,13 @@ def scatter_max(src: torch.Tensor, index: torch.Tensor, dim: int = -1,
     maximum (the first on ties, NaN wins); positions no row reaches give 0 and ``src.size(dim)``, as torch_scatter.
     The op: ``torch.ops.torch_ragged.scatter_max``.
 
+    Args:
+        src: tensor of the values to reduce (any shape; floating, integer or bool for sums).
+        index: integer tensor: each element's position along ``dim`` (see `scatter`).
+        dim: the dim of ``src`` to reduce along (default -1).
+        dim_size: the output's size along ``dim`` (``None``: ``index.max() + 1``, one host read on a GPU, a data-
+            dependent size under torch.compile).
+
     >>> scatter_max(torch.tensor([1.0, 7.0, 3.0]), torch.tensor([1, 1, 0]), dim_size=3)
     (tensor([3., 7., 0.]), tensor([2, 1, 3]))
     """
@@ -326,6 +455,13 @@ def scatter_min(src: torch.Tensor, index: torch.Tensor, dim: int = -1,
                 dim_size: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """torch_scatter's ``scatter_min``: ``(out, argmin)``; see `scatter_max`. The op:
     ``torch.ops.torch_ragged.scatter_min``.
+
+    Args:
+        src: tensor of the values to reduce (any shape; floating, integer or bool for sums).
+        index: integer tensor: each element's position along ``dim`` (see `scatter`).
+        dim: the dim of ``src`` to reduce along (default -1).
+        dim_size: the output's size along ``dim`` (``None``: ``index.max() + 1``, one host read on a GPU, a data-
+            dependent size under torch.compile).
 
     >>> scatter_min(torch.tensor([1.0, 7.0, 3.0]), torch.tensor([1, 1, 0]))
     (tensor([3., 1.]), tensor([2, 0]))

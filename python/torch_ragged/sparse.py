@@ -5,7 +5,7 @@ The wrappers take and return ``torch.sparse_coo_tensor`` s (int64 indices, as to
 int64 **or int32** (kept as given), ``values (nnz, *dense sizes)``, ``size`` — and are reachable as
 ``torch.ops.torch_ragged.sparse_*`` (TorchScript, torch.compile) and from C++ (``torch_ragged/sparse.h``).
 Duplicates are summed in one fixed order (input order within a chunk of the segment core's reduction tree, chunk
-partials merged left to right), so every result is deterministic. See docs/sparse.md.
+partials merged left to right), so every result is deterministic.
 """
 
 import functools
@@ -285,6 +285,11 @@ def to_sparse_csr(x: torch.Tensor, *, validate: bool = True) -> torch.Tensor:
     COO is coalesced first (duplicates summed in a fixed order, deterministically); CSC is re-sorted by rows on the
     coalesce core. Dense dims of a hybrid COO tensor stay dense dims of the CSR one; int32 CSC indices stay int32.
 
+    Args:
+        x: a dense matrix or a sparse COO / CSR / CSC tensor.
+        validate: check the indices first (in range; sorted where the input is flagged coalesced); ``False`` trusts them
+            and skips the check (and its host read on a GPU).
+
     >>> to_sparse_csr(torch.sparse_coo_tensor([[1, 0, 1], [2, 1, 2]], [1.0, 2.0, 3.0], (2, 3))).crow_indices()
     tensor([0, 1, 2])
     """
@@ -293,6 +298,11 @@ def to_sparse_csr(x: torch.Tensor, *, validate: bool = True) -> torch.Tensor:
 
 def to_sparse_csc(x: torch.Tensor, *, validate: bool = True) -> torch.Tensor:
     """``x.to_sparse_csc()`` for a dense matrix or a sparse COO / CSR one (see `to_sparse_csr`).
+
+    Args:
+        x: a dense matrix or a sparse COO / CSR / CSC tensor.
+        validate: check the indices first (in range; sorted where the input is flagged coalesced); ``False`` trusts them
+            and skips the check (and its host read on a GPU).
 
     >>> to_sparse_csc(torch.tensor([[0.0, 2.0], [3.0, 4.0]])).row_indices()
     tensor([1, 0, 1])
@@ -303,6 +313,11 @@ def to_sparse_csc(x: torch.Tensor, *, validate: bool = True) -> torch.Tensor:
 def to_sparse_coo(x: torch.Tensor, *, validate: bool = True) -> torch.Tensor:
     """``x.to_sparse()``: a coalesced sparse COO tensor of a dense, CSR, CSC or uncoalesced COO one (CSR needs no
     sort).
+
+    Args:
+        x: a dense matrix or a sparse COO / CSR / CSC tensor.
+        validate: check the indices first (in range; sorted where the input is flagged coalesced); ``False`` trusts them
+            and skips the check (and its host read on a GPU).
 
     >>> to_sparse_coo(torch.tensor([[0.0, 2.0], [3.0, 0.0]]).to_sparse_csc()).indices()
     tensor([[0, 1],
@@ -355,6 +370,13 @@ def coalesce(s: torch.Tensor, *, validate: bool = True, return_order: bool = Fal
     With ``return_order=True`` also returns ``(permutation, first_idx)``: sorted position -> input entry, and the
     runs of equal indices that were summed (offsets over the sorted positions), for reuse.
 
+    Args:
+        s: a sparse COO tensor (any sparse and dense dims).
+        validate: check the indices first (in range; sorted where the input is flagged coalesced); ``False`` trusts them
+            and skips the check (and its host read on a GPU).
+        return_order: also return the permutation (int64, nnz) that sorted the entries and the ``first_idx`` of the runs
+            of equal indices (what was summed).
+
     >>> s = torch.sparse_coo_tensor([[1, 0, 1]], [3.0, 4.0, 5.0], (3,))
     >>> coalesce(s)
     tensor(indices=tensor([[0, 1]]),
@@ -374,6 +396,12 @@ def sum(s: torch.Tensor, dim=None, *, validate: bool = True) -> torch.Tensor:  #
     sum takes those only with ``dim=None``).
 
     Reducing trailing sparse dims of a coalesced tensor needs no sort.
+
+    Args:
+        s: a sparse COO, CSR or CSC tensor.
+        dim: the dims to reduce (an int or a list of ints; ``None``: all of them, a 0-d result).
+        validate: check the indices first (in range; sorted where the input is flagged coalesced); ``False`` trusts them
+            and skips the check (and its host read on a GPU).
 
     >>> s = torch.sparse_coo_tensor([[0, 0, 1], [0, 2, 2]], [1.0, 2.0, 3.0], (2, 3))
     >>> sum(s, 1)
@@ -401,6 +429,12 @@ def sparse_mask(dense: torch.Tensor, mask: torch.Tensor, *, validate: bool = Tru
     """``dense.sparse_mask(mask)``: the values of ``dense`` at ``mask``'s indices (``mask``'s values are ignored),
     in the mask's layout (COO, CSR or CSC).
 
+    Args:
+        dense: dense tensor of the mask's shape: the values to read.
+        mask: sparse COO / CSR / CSC tensor: where to read (its values are ignored).
+        validate: check the indices first (in range; sorted where the input is flagged coalesced); ``False`` trusts them
+            and skips the check (and its host read on a GPU).
+
     >>> mask = torch.sparse_coo_tensor([[0, 1], [1, 0]], [1.0, 1.0], (2, 2))
     >>> sparse_mask(torch.tensor([[1.0, 2.0], [3.0, 4.0]]), mask).to_dense()
     tensor([[0., 2.],
@@ -422,6 +456,11 @@ def sparse_mask(dense: torch.Tensor, mask: torch.Tensor, *, validate: bool = Tru
 def to_dense(s: torch.Tensor, *, validate: bool = True) -> torch.Tensor:
     """``s.to_dense()`` of a COO (duplicates summed deterministically), CSR, CSC, BSR or BSC tensor.
 
+    Args:
+        s: a sparse COO, CSR, CSC, BSR or BSC tensor.
+        validate: check the indices first (in range; sorted where the input is flagged coalesced); ``False`` trusts them
+            and skips the check (and its host read on a GPU).
+
     >>> to_dense(torch.sparse_coo_tensor([[1, 1]], [3, 4], (3,)))
     tensor([0, 7, 0])
     """
@@ -442,6 +481,10 @@ def to_dense(s: torch.Tensor, *, validate: bool = True) -> torch.Tensor:
 def to_sparse(dense: torch.Tensor, sparse_dim: int | None = None) -> torch.Tensor:
     """``dense.to_sparse(sparse_dim)``: the entries that are not exactly zero, coalesced.
 
+    Args:
+        dense: dense tensor to convert.
+        sparse_dim: the number of leading dims to make sparse (``None``: all of them).
+
     >>> to_sparse(torch.tensor([[0.0, 2.0], [0.0, 0.0]]))
     tensor(indices=tensor([[0],
                            [1]]),
@@ -454,6 +497,11 @@ def to_sparse(dense: torch.Tensor, sparse_dim: int | None = None) -> torch.Tenso
 
 def index_select(s: torch.Tensor, dim: int, index) -> torch.Tensor:
     """``s.index_select(dim, index)`` for a sparse or dense dim; repeated positions repeat entries.
+
+    Args:
+        s: a sparse COO tensor (any sparse and dense dims).
+        dim: the dim to select along (sparse or dense).
+        index: 1-D integer tensor of positions along ``dim``.
 
     >>> s = torch.sparse_coo_tensor([[0, 2]], [5.0, 6.0], (3,))
     >>> index_select(s, 0, torch.tensor([2, 2, 0])).to_dense()
@@ -508,6 +556,11 @@ def softmax(s: torch.Tensor, dim: int, dtype: torch.dtype | None = None) -> torc
     A CSR or CSC ``s`` (which torch refuses) gives a result of its layout; along its compressed dim the pools are
     its segments.
 
+    Args:
+        s: a sparse COO tensor, or a CSR / CSC matrix (a result of its layout).
+        dim: the dim to normalise along (sparse or dense).
+        dtype: the dtype to compute and return in (``None``: ``s``'s).
+
     >>> s = torch.sparse_coo_tensor([[0, 0, 1], [0, 2, 1]], [1.0, 1.0, 5.0], (2, 3))
     >>> softmax(s, 1).to_dense()
     tensor([[0.5000, 0.0000, 0.5000],
@@ -518,6 +571,11 @@ def softmax(s: torch.Tensor, dim: int, dtype: torch.dtype | None = None) -> torc
 
 def log_softmax(s: torch.Tensor, dim: int, dtype: torch.dtype | None = None) -> torch.Tensor:
     """``torch.sparse.log_softmax(s, dim, dtype)`` (see `softmax`).
+
+    Args:
+        s: a sparse COO tensor, or a CSR / CSC matrix (a result of its layout).
+        dim: the dim to normalise along (sparse or dense).
+        dtype: the dtype to compute and return in (``None``: ``s``'s).
 
     >>> s = torch.sparse_coo_tensor([[0, 1]], [0.0, 0.0], (3,))
     >>> log_softmax(s, 0).values()
@@ -550,6 +608,11 @@ def add(a: torch.Tensor, b: torch.Tensor, *, alpha=1) -> torch.Tensor:
     own result is an uncoalesced concatenation with the same values). dtypes promote as torch's do. Differentiable
     in both values.
 
+    Args:
+        a: sparse COO or dense tensor (at least one of ``a`` and ``b`` sparse).
+        b: sparse COO or dense tensor of ``a``'s shape.
+        alpha: the multiplier of ``b`` (a number).
+
     >>> a = torch.sparse_coo_tensor([[0, 2]], [1.0, 2.0], (3,))
     >>> b = torch.sparse_coo_tensor([[2, 1]], [10.0, 20.0], (3,))
     >>> add(a, b, alpha=2).to_dense()
@@ -570,6 +633,11 @@ def add(a: torch.Tensor, b: torch.Tensor, *, alpha=1) -> torch.Tensor:
 def sub(a: torch.Tensor, b: torch.Tensor, *, alpha=1) -> torch.Tensor:
     """``torch.sub(a, b, alpha=alpha)`` of two sparse COO tensors: `add` of ``-alpha * b``.
 
+    Args:
+        a: sparse COO or dense tensor (at least one of ``a`` and ``b`` sparse).
+        b: sparse COO or dense tensor of ``a``'s shape.
+        alpha: the multiplier of ``b`` (a number).
+
     >>> a = torch.sparse_coo_tensor([[0, 2]], [1.0, 2.0], (3,))
     >>> sub(a, a).to_dense()
     tensor([0., 0., 0.])
@@ -584,6 +652,10 @@ def mul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
     Both are coalesced; an index stored in both keeps ``a_value * b_value``, every other index is dropped (as
     torch's result). Coalesced, deterministic, differentiable in both values.
+
+    Args:
+        a: sparse COO tensor, or a dense tensor of ``b``'s shape when ``b`` is sparse.
+        b: a sparse COO tensor or a dense tensor of ``a``'s shape, or a scalar (number or 0-d tensor).
 
     >>> a = torch.sparse_coo_tensor([[0, 2]], [3.0, 2.0], (3,))
     >>> b = torch.sparse_coo_tensor([[2, 1]], [10.0, 20.0], (3,))
@@ -627,7 +699,8 @@ def _pattern_keeping(name: str, linear: bool):
 
     op.__name__ = op.__qualname__ = name
     op.__doc__ = (f"``torch.{name}(s)`` of a sparse COO tensor: {name} of its values on its pattern (``{name}(0) = "
-                  f"0``){'' if linear else ', duplicates summed first (the result is coalesced)'}.")
+                  f"0``){'' if linear else ', duplicates summed first (the result is coalesced)'}.\n\n"
+                  f"Args:\n    s: a sparse COO tensor (any sparse and dense dims) of a dtype torch.{name} takes.")
     return op
 
 
@@ -665,6 +738,10 @@ def pow(s: torch.Tensor, exponent) -> torch.Tensor:  # noqa: A001 (torch.pow)
     """``torch.pow(s, exponent)`` for a positive scalar exponent (0 ** exponent = 0 keeps the pattern; torch refuses
     exponent 0 too), duplicates summed first.
 
+    Args:
+        s: a sparse COO tensor (any sparse and dense dims).
+        exponent: a positive number.
+
     >>> pow(torch.sparse_coo_tensor([[1, 0, 1]], [1.0, 3.0, 2.0], (3,)), 2).values()
     tensor([9., 9.])
     """
@@ -677,6 +754,11 @@ def pow(s: torch.Tensor, exponent) -> torch.Tensor:  # noqa: A001 (torch.pow)
 def div(s: torch.Tensor, divisor, *, rounding_mode: str | None = None) -> torch.Tensor:
     """``s / divisor`` for a scalar (number or 0-d tensor) divisor: the values divided, the pattern kept (a
     rounding mode makes it non-linear: duplicates summed first, as torch).
+
+    Args:
+        s: a sparse COO tensor (any sparse and dense dims).
+        divisor: a number or a 0-d tensor.
+        rounding_mode: ``None`` (true division), ``"trunc"`` or ``"floor"``, as torch.div.
 
     >>> div(torch.sparse_coo_tensor([[1, 0]], [4.0, 6.0], (3,)), 2).to_dense()
     tensor([3., 2., 0.])
@@ -716,6 +798,10 @@ def unsqueeze(s: torch.Tensor, dim: int) -> torch.Tensor:
     """``s.unsqueeze(dim)``: a new sparse dim of size 1 (an index row of zeros) where ``dim`` falls among the
     sparse dims, or a new dense dim of the values after them. Keeps the coalesced flag.
 
+    Args:
+        s: a sparse COO tensor (any sparse and dense dims).
+        dim: where the new dim of size 1 goes (0 to ``s.dim()``; negative counts from the end).
+
     >>> unsqueeze(torch.sparse_coo_tensor([[0, 2]], [1.0, 2.0], (3,)), 0)._indices()
     tensor([[0, 0],
             [0, 2]])
@@ -736,6 +822,10 @@ def unsqueeze(s: torch.Tensor, dim: int) -> torch.Tensor:
 def stack(tensors, dim: int = 0) -> torch.Tensor:
     """``torch.stack`` of sparse COO tensors of one shape: `unsqueeze` then `cat` along the new dim (a sparse dim,
     or a dense one when ``dim`` is past the sparse dims: the union of the patterns). The result is coalesced.
+
+    Args:
+        tensors: a sequence of sparse COO tensors with the same sparse / dense dims and dtype.
+        dim: where the new dim goes.
 
     >>> a = torch.sparse_coo_tensor([[1]], [5.0], (2,))
     >>> stack([a, a]).to_dense()
@@ -765,6 +855,11 @@ def select(s: torch.Tensor, dim: int, index: int) -> torch.Tensor:
     dim (a dense tensor, their sum, when it was the only sparse dim); along a dense dim, the values' slice. A
     coalesced input gives a coalesced result (torch's is flagged uncoalesced).
 
+    Args:
+        s: a sparse COO tensor (any sparse and dense dims).
+        dim: the dim to select along.
+        index: the position along ``dim`` (an int; negative counts from the end).
+
     >>> s = torch.sparse_coo_tensor([[0, 2, 2], [1, 0, 1]], [1.0, 2.0, 3.0], (3, 2))
     >>> select(s, 0, 2).to_dense()
     tensor([2., 3.])
@@ -790,6 +885,12 @@ def select(s: torch.Tensor, dim: int, index: int) -> torch.Tensor:
 def narrow_copy(s: torch.Tensor, dim: int, start: int, length: int) -> torch.Tensor:
     """``s.narrow_copy(dim, start, length)``: the entries with ``start <= index < start + length`` along a sparse
     dim, renumbered from 0, or the values' slice along a dense dim. Keeps the coalesced flag.
+
+    Args:
+        s: a sparse COO tensor (any sparse and dense dims).
+        dim: the dim to narrow.
+        start: the first position kept (an int; negative counts from the end).
+        length: how many positions to keep (an int >= 0).
 
     >>> s = torch.sparse_coo_tensor([[0, 2, 2], [1, 0, 1]], [1.0, 2.0, 3.0], (3, 2))
     >>> narrow_copy(s, 0, 1, 2).to_dense()
@@ -821,6 +922,11 @@ def transpose(s: torch.Tensor, dim0: int, dim1: int) -> torch.Tensor:
     or two dense dims (the values transposed; torch refuses those). A sparse dim with a dense one is refused.
     The result is coalesced.
 
+    Args:
+        s: a sparse COO tensor (any sparse and dense dims).
+        dim0: one of the two dims to swap.
+        dim1: the other.
+
     >>> s = torch.sparse_coo_tensor([[0, 1], [2, 0]], [1.0, 2.0], (2, 3))
     >>> transpose(s, 0, 1).indices()
     tensor([[0, 2],
@@ -844,6 +950,10 @@ def transpose(s: torch.Tensor, dim0: int, dim1: int) -> torch.Tensor:
 def permute(s: torch.Tensor, dims) -> torch.Tensor:
     """``s.permute(dims)``: the sparse dims among themselves (their index rows reordered, then re-sorted by the
     coalesce core) and the dense dims among themselves (the values permuted). The result is coalesced.
+
+    Args:
+        s: a sparse COO tensor (any sparse and dense dims).
+        dims: the new order of the dims (a permutation of ``range(s.dim())``); sparse dims stay before dense ones.
 
     >>> s = torch.sparse_coo_tensor([[0, 1], [2, 0], [1, 1]], [1.0, 2.0], (2, 3, 2))
     >>> permute(s, (2, 0, 1)).indices()
@@ -875,6 +985,9 @@ def permute(s: torch.Tensor, dims) -> torch.Tensor:
 def t(s: torch.Tensor) -> torch.Tensor:
     """``s.t()``: the transpose of a sparse matrix (a 1-D or 0-d tensor as it is).
 
+    Args:
+        s: a sparse COO tensor of at most 2 dims.
+
     >>> t(torch.sparse_coo_tensor([[0], [1]], [5.0], (2, 3))).indices()
     tensor([[1],
             [0]])
@@ -899,6 +1012,10 @@ def cat(tensors, dim: int = 0) -> torch.Tensor:
     it; along a dense dim each tensor's values fill their own slice of the joined dim, zeros elsewhere, so the
     result holds the union of the patterns. One concatenation, one coalesce: the result is coalesced. The other dims
     must agree.
+
+    Args:
+        tensors: a sequence of sparse COO tensors with the same sparse / dense dims and dtype.
+        dim: the dim to join along; the other dims must agree.
 
     >>> a = torch.sparse_coo_tensor([[0], [1]], [1.0], (1, 2))
     >>> cat([a, a], 0).to_dense()
@@ -953,6 +1070,14 @@ class SparsePlan:
     ``indices`` are S's coalesced indices; ``row_first_idx`` / ``col_first_idx`` its CSR row and CSC column
     offsets; ``col_order`` sorts its entries by column (stable), ``row_order`` is the inverse permutation. The plan
     holds no values: multiply by the same pattern with new values every step and the sort is paid once.
+
+    Args:
+        indices: (2, nnz) int64 / int32 coalesced indices of the pattern.
+        size: the matrix's size ``(n, m)``.
+        row_first_idx: (n + 1,) int64: the CSR offsets of the rows.
+        col_first_idx: (m + 1,) int64: the CSC offsets of the columns.
+        col_order: (nnz,) int64: the entries in column order (a permutation).
+        row_order: (nnz,) int64: the inverse permutation of ``col_order``.
     """
 
     def __init__(self, indices, size, row_first_idx, col_first_idx, col_order, row_order):
@@ -971,6 +1096,11 @@ class SparsePlan:
         The values' gradient comes straight from the op (an SDDMM); a torch sparse tensor built from values that
         require grad would add torch's own sparse autograd (it coalesces the sparse gradient it builds).
 
+        Args:
+            values: ``(nnz, *dense)`` tensor: the values, in the pattern's (coalesced) order.
+            dense: dense matrix (m, k), or (n, k) with ``transpose``.
+            transpose: multiply by the transposed matrix instead.
+
         >>> s = torch.sparse_coo_tensor([[0, 1], [1, 0]], [2.0, 3.0], (2, 2))
         >>> plan(s).mm(torch.tensor([2.0, 3.0]), torch.eye(2))
         tensor([[0., 2.],
@@ -979,7 +1109,11 @@ class SparsePlan:
         return _ops.sparse_mm(values, dense, *self.tensors(), transpose, False)  # built by plan(): consistent
 
     def to(self, device) -> "SparsePlan":
-        """The plan with its tensors on ``device``."""
+        """The plan with its tensors on ``device``.
+
+        Args:
+            device: where to move the plan's tensors.
+        """
         indices, *rest = (t.to(device) for t in self.tensors())
         return SparsePlan(indices, self.size, *rest)
 
@@ -1027,6 +1161,9 @@ def _coalesced(op: str, s: torch.Tensor):
 def plan(s: torch.Tensor) -> SparsePlan:
     """The reusable structure of a 2-D sparse matrix (COO, CSR or CSC) for `mm` / `addmm` (its CSR and CSC orders).
 
+    Args:
+        s: a 2-D sparse matrix (COO, CSR or CSC).
+
     >>> s = torch.sparse_coo_tensor([[0, 1, 1], [2, 0, 2]], [1.0, 2.0, 3.0], (2, 3))
     >>> p = plan(s)
     >>> mm(s, torch.eye(3), plan=p)
@@ -1065,6 +1202,14 @@ def mm(a: torch.Tensor, b: torch.Tensor, *, plan: SparsePlan | None = None, vali
     operand and sums each block row on the segment core (BSC and dense @ BSR re-sort the blocks first). Sparse x
     sparse is COO when both are COO, CSC when both are CSC (as torch.sparse.mm), else CSR (torch refuses a COO with
     a compressed one).
+
+    Args:
+        a: sparse (COO / CSR / CSC) or dense matrix.
+        b: dense or sparse matrix, at least one of the two sparse.
+        plan: a `SparsePlan` of the sparse operand's pattern (from `plan`), reused across calls; ``None``: built for
+            this call.
+        validate: check the indices first (in range; sorted where the input is flagged coalesced); ``False`` trusts them
+            and skips the check (and its host read on a GPU).
 
     >>> s = torch.sparse_coo_tensor([[0, 1], [1, 0]], [2.0, 3.0], (2, 2))
     >>> mm(s, torch.tensor([[1.0], [10.0]]))
@@ -1172,6 +1317,15 @@ def addmm(input: torch.Tensor, s: torch.Tensor, dense: torch.Tensor, *, beta=1, 
           plan: SparsePlan | None = None) -> torch.Tensor:
     """``torch.sparse.addmm``: ``beta * input + alpha * (s @ dense)``.
 
+    Args:
+        input: the tensor added, of the product's shape (dense for addmm, sparse COO for sspaddmm).
+        s: sparse matrix (COO, CSR or CSC), (n, m).
+        dense: dense matrix (m, k).
+        beta: the multiplier of ``input``.
+        alpha: the multiplier of the product.
+        plan: a `SparsePlan` of the sparse operand's pattern (from `plan`), reused across calls; ``None``: built for
+            this call.
+
     >>> s = torch.sparse_coo_tensor([[0], [0]], [2.0], (1, 1))
     >>> addmm(torch.ones(1, 1), s, torch.ones(1, 1), beta=0.5, alpha=3)
     tensor([[6.5000]])
@@ -1200,6 +1354,10 @@ def bmm(s: torch.Tensor, dense: torch.Tensor) -> torch.Tensor:
 
     The batch is a block-diagonal 2-D matrix (batch * n, batch * m): one product, balanced over all entries.
 
+    Args:
+        s: 3-D sparse tensor (batch, n, m): COO with the batch as its first sparse dim, or batched CSR.
+        dense: dense tensor (batch, m, k).
+
     >>> s = torch.sparse_coo_tensor([[0, 1], [0, 1], [1, 0]], [2.0, 3.0], (2, 2, 2))
     >>> bmm(s, torch.ones(2, 2, 1)).squeeze(-1)
     tensor([[2., 0.],
@@ -1226,6 +1384,10 @@ def bmm(s: torch.Tensor, dense: torch.Tensor) -> torch.Tensor:
 def mv(s: torch.Tensor, vector: torch.Tensor) -> torch.Tensor:
     """``torch.mv``: a sparse matrix (COO, CSR or CSC) times a dense vector.
 
+    Args:
+        s: sparse matrix (COO, CSR or CSC), (n, m).
+        vector: dense vector (m,).
+
     >>> mv(torch.sparse_coo_tensor([[0, 1], [1, 0]], [2.0, 3.0], (2, 2)), torch.tensor([1.0, 10.0]))
     tensor([20.,  3.])
     """
@@ -1238,6 +1400,10 @@ def mv(s: torch.Tensor, vector: torch.Tensor) -> torch.Tensor:
 def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """``torch.matmul`` with a sparse operand: matrix @ vector (`mv`), vector @ matrix, matrix @ matrix (`mm`,
     either side sparse, or both), and a 3-D sparse batch @ a 3-D dense one (`bmm`).
+
+    Args:
+        a: vector, matrix or 3-D batch (either operand sparse).
+        b: vector, matrix or 3-D batch.
 
     >>> s = torch.sparse_coo_tensor([[0, 1], [1, 0]], [2.0, 3.0], (2, 2))
     >>> matmul(torch.tensor([1.0, 10.0]), s)
@@ -1256,6 +1422,10 @@ def hspmm(s: torch.Tensor, dense: torch.Tensor) -> torch.Tensor:
     """``torch.hspmm``: S @ D as a hybrid sparse tensor (sparse_dim 1): one dense row of the product for every row
     of S that holds an entry, coalesced.
 
+    Args:
+        s: sparse COO matrix (n, m).
+        dense: dense matrix (m, k).
+
     >>> s = torch.sparse_coo_tensor([[0, 2], [1, 0]], [1.0, 2.0], (4, 2))
     >>> hspmm(s, torch.ones(2, 3)).indices()
     tensor([[0, 2]])
@@ -1269,6 +1439,10 @@ def hspmm(s: torch.Tensor, dense: torch.Tensor) -> torch.Tensor:
 def smm(s: torch.Tensor, dense: torch.Tensor) -> torch.Tensor:
     """``torch.smm``: S @ D as a sparse COO matrix holding every column of each row of S that has an entry
     (`hspmm`'s rows spread over their columns), coalesced.
+
+    Args:
+        s: sparse COO matrix (n, m).
+        dense: dense matrix (m, k).
 
     >>> s = torch.sparse_coo_tensor([[0, 2], [1, 0]], [1.0, 2.0], (4, 2))
     >>> smm(s, torch.ones(2, 3)).to_dense()
@@ -1289,6 +1463,13 @@ def sspaddmm(input: torch.Tensor, s: torch.Tensor, dense: torch.Tensor, *, beta=
              alpha=1) -> torch.Tensor:
     """``torch.sspaddmm``: ``beta * input + alpha * (s @ dense)`` with a sparse ``input``, as a sparse matrix (the
     union of input's pattern and `smm`'s), coalesced.
+
+    Args:
+        input: the tensor added, of the product's shape (dense for addmm, sparse COO for sspaddmm).
+        s: sparse COO matrix (n, m).
+        dense: dense matrix (m, k).
+        beta: the multiplier of ``input``.
+        alpha: the multiplier of the product.
 
     >>> s = torch.sparse_coo_tensor([[0], [1]], [2.0], (2, 2))
     >>> sspaddmm(torch.sparse_coo_tensor([[1], [0]], [5.0], (2, 1)), s, torch.ones(2, 1), beta=2).to_dense()
@@ -1331,6 +1512,10 @@ class accelerate:  # noqa: N801 (used like torch.set_grad_enabled: a call and a 
     these kernels do not take (a hybrid operand of mm, complex or integer products, complex32) go to the torch
     kernel they replaced. Results are torch's in layout, flags and dtype; duplicates are summed in a fixed order
     (deterministic). C++: ``torch_ragged::accelerate_torch_sparse(bool)``.
+
+    Args:
+        enabled: ``True`` turns the switch on for the block (or from now on when not used as a context manager),
+            ``False`` off.
 
     >>> s = torch.sparse_coo_tensor([[1, 0, 1]], [1.0, 2.0, 3.0], (2,))
     >>> with accelerate():

@@ -2,9 +2,9 @@
 
 ``pages (T, *tile_size, *F)``, ``origins (T, d)`` integer (negative or unaligned allowed), ``d`` = 1, 2 or 3, and a
 bound ``[full_min, full_max)``. Reading the field at a point takes the **first** tile covering it (lowest t) or
-``fill_value`` where no tile does or outside the bound (the seed's select chain). ``tile_first_idx (B + 1,)``
+``fill_value`` where no tile does or outside the bound (a select chain over the tiles). ``tile_first_idx (B + 1,)``
 splits the tiles into B members, one dense output each. ``index`` is the output of `tiles_index` for the
-same tiles and bound: build it once and pass it to every call (otherwise each call builds it). See docs/tiles.md.
+same tiles and bound: build it once and pass it to every call (otherwise each call builds it).
 """
 
 import torch
@@ -37,7 +37,17 @@ def _index(index):
 def tiles_index(origins, tile_size, full_min, full_max, tile_first_idx=None):
     """The per-cell tile lists ``(keys, first, tiles)`` every tiles op uses to find a point's owner, and the
     ``fingerprint`` of the tiles, tile size and bound they were built for: pass the 4-tuple as ``index=``; an index
-    built for other tiles or another geometry is refused with a ValueError."""
+    built for other tiles or another geometry is refused with a ValueError.
+
+    Args:
+        origins: (T, d) int64 / int32 tensor: each tile's first point (negative, unaligned, overlapping and outside the
+            bound are legal).
+        tile_size: d ints: each tile's extent.
+        full_min: d ints: the bound's first point.
+        full_max: d ints: the bound's end (exclusive).
+        tile_first_idx: optional (B + 1,) int64: tiles ``tile_first_idx[b]:tile_first_idx[b + 1]`` belong to member b
+            (one dense output per member).
+    """
     tile_size, full_min, full_max = _ints("tiles_index", tile_size=tile_size, full_min=full_min, full_max=full_max)
     return tuple(_ops.tiles_index(origins, tile_size, full_min, full_max, tile_first_idx))
 
@@ -46,6 +56,19 @@ def tiles_to_dense(pages, origins, full_min, full_max, fill_value=0, reduce="fir
                    index=None):
     """``[(B,) *extent, *F]``: each point from its first covering tile (``reduce="first"``) or the sum of all
     covering tiles in tile order (``"sum"``); ``fill_value`` elsewhere. Tile pixels outside the bound are dropped.
+
+    Args:
+        pages: ``(T, *tile_size, *F)`` tensor: the tiles' values (F: feature dims, may be empty).
+        origins: (T, d) int64 / int32 tensor: each tile's first point (negative, unaligned, overlapping and outside the
+            bound are legal).
+        full_min: d ints: the bound's first point.
+        full_max: d ints: the bound's end (exclusive).
+        fill_value: the value of points no tile covers (and outside the bound).
+        reduce: ``"first"`` (the first covering tile wins) or ``"sum"`` (every covering tile added, in tile order).
+        tile_first_idx: optional (B + 1,) int64: tiles ``tile_first_idx[b]:tile_first_idx[b + 1]`` belong to member b
+            (one dense output per member).
+        index: optional ``tiles_index(...)`` of these origins, tile size, bound and members, built once and reused
+            (checked by its fingerprint).
 
     >>> pages = torch.ones(2, 2, 2); pages[1] *= 2
     >>> tiles_to_dense(pages, torch.tensor([[0, 0], [1, 1]]), [0, 0], [3, 3], -1.0)
@@ -61,7 +84,22 @@ def dense_to_tiles(dense, origins, tile_size, full_min, fill_value=0, owned_only
                    index=None):
     """``pages (T, *tile_size, *F)`` read from ``dense [(B,) *extent, *F]`` (the bound is ``full_min + extent``);
     points outside the bound read ``fill_value``, and with ``owned_only`` so do points another tile owns. The
-    adjoint of `tiles_to_dense` (``owned_only`` for ``"first"``)."""
+    adjoint of `tiles_to_dense` (``owned_only`` for ``"first"``).
+
+    Args:
+        dense: ``[(B,) *extent, *F]`` tensor: the dense field.
+        origins: (T, d) int64 / int32 tensor: each tile's first point (negative, unaligned, overlapping and outside the
+            bound are legal).
+        tile_size: d ints: each tile's extent.
+        full_min: d ints: the dense tensor's first point in the tiles' coordinates.
+        fill_value: the value of points no tile covers (and outside the bound).
+        owned_only: read only the points each tile owns (first-wins), ``fill_value`` where another tile wins: the
+            adjoint of `tiles_to_dense` with ``reduce="first"``.
+        tile_first_idx: optional (B + 1,) int64: tiles ``tile_first_idx[b]:tile_first_idx[b + 1]`` belong to member b
+            (one dense output per member).
+        index: optional ``tiles_index(...)`` of these origins, tile size, bound and members, built once and reused
+            (checked by its fingerprint).
+    """
     tile_size, full_min = _ints("dense_to_tiles", tile_size=tile_size, full_min=full_min)
     return _ops.dense_to_tiles(dense, origins, tile_size, full_min, fill_value, owned_only, tile_first_idx,
                                _index(index))
@@ -69,7 +107,21 @@ def dense_to_tiles(dense, origins, tile_size, full_min, fill_value=0, owned_only
 
 def tiles_lookup(origins, tile_size, coords, full_min, full_max, tile_first_idx=None, index=None):
     """``(tile (N,), local (N, d))``: the owner of each point (-1 where none, or outside the bound) and the
-    point's position inside it. With ``tile_first_idx``, ``coords`` is ``(N, 1 + d)``: the member, then the point."""
+    point's position inside it. With ``tile_first_idx``, ``coords`` is ``(N, 1 + d)``: the member, then the point.
+
+    Args:
+        origins: (T, d) int64 / int32 tensor: each tile's first point (negative, unaligned, overlapping and outside the
+            bound are legal).
+        tile_size: d ints: each tile's extent.
+        coords: (N, d) integer tensor: the points to look up; (N, 1 + d) with ``tile_first_idx`` (the member, then
+            the point).
+        full_min: d ints: the bound's first point.
+        full_max: d ints: the bound's end (exclusive).
+        tile_first_idx: optional (B + 1,) int64: tiles ``tile_first_idx[b]:tile_first_idx[b + 1]`` belong to member b
+            (one dense output per member).
+        index: optional ``tiles_index(...)`` of these origins, tile size, bound and members, built once and reused
+            (checked by its fingerprint).
+    """
     tile_size, full_min, full_max = _ints("tiles_lookup", tile_size=tile_size, full_min=full_min, full_max=full_max)
     return tuple(_ops.tiles_lookup(origins, tile_size, coords, full_min, full_max, tile_first_idx, _index(index)))
 
@@ -79,7 +131,23 @@ def tiles_correlate(pages, origins, weight, full_min, full_max, fill_value=0, ou
     """Per-channel correlation of the first-wins field with an odd, centred ``weight (*K, *F)``, reading across
     tile boundaries (``fill_value`` outside the bound and where no tile is): ``out="tiles"`` at the tiles' points
     ``(T, *tile_size, *F)``, ``out="dense"`` over the whole bound ``[(B,) *extent, *F]``. Differentiable in pages
-    and weight."""
+    and weight.
+
+    Args:
+        pages: ``(T, *tile_size, *F)`` tensor: the tiles' values (F: feature dims, may be empty).
+        origins: (T, d) int64 / int32 tensor: each tile's first point (negative, unaligned, overlapping and outside the
+            bound are legal).
+        weight: ``(*K, *F)`` tensor, odd and centred: the per-channel correlation kernel (differentiable).
+        full_min: d ints: the bound's first point.
+        full_max: d ints: the bound's end (exclusive).
+        fill_value: the value of points no tile covers (and outside the bound).
+        out: ``"tiles"`` (the result at the tiles' points, ``(T, *tile_size, *F)``) or ``"dense"`` (over the whole
+            bound).
+        tile_first_idx: optional (B + 1,) int64: tiles ``tile_first_idx[b]:tile_first_idx[b + 1]`` belong to member b
+            (one dense output per member).
+        index: optional ``tiles_index(...)`` of these origins, tile size, bound and members, built once and reused
+            (checked by its fingerprint).
+    """
     full_min, full_max = _ints("tiles_correlate", full_min=full_min, full_max=full_max)
     return _ops.tiles_correlate(pages, origins, weight, full_min, full_max, fill_value, out, tile_first_idx,
                                 _index(index))
@@ -94,6 +162,21 @@ def tiles_box_filter(pages, origins, full_min, full_max, size=3, fill_value=0, o
     ``[full_min, full_max)`` (one int per dim); ``size``: an odd int >= 1; ``fill_value``: what points outside the
     bound or in no tile read; ``out``: ``"tiles"`` (the filtered tiles) or ``"dense"`` (the whole bound);
     ``tile_first_idx`` and ``index``: as in `tiles_correlate`. Differentiable in pages.
+
+    Args:
+        pages: ``(T, *tile_size, *F)`` tensor: the tiles' values (F: feature dims, may be empty).
+        origins: (T, d) int64 / int32 tensor: each tile's first point (negative, unaligned, overlapping and outside the
+            bound are legal).
+        full_min: d ints: the bound's first point.
+        full_max: d ints: the bound's end (exclusive).
+        size: the box's side (an odd int >= 1).
+        fill_value: the value of points no tile covers (and outside the bound).
+        out: ``"tiles"`` (the result at the tiles' points, ``(T, *tile_size, *F)``) or ``"dense"`` (over the whole
+            bound).
+        tile_first_idx: optional (B + 1,) int64: tiles ``tile_first_idx[b]:tile_first_idx[b + 1]`` belong to member b
+            (one dense output per member).
+        index: optional ``tiles_index(...)`` of these origins, tile size, bound and members, built once and reused
+            (checked by its fingerprint).
 
     >>> pages = torch.ones(1, 2, 2)
     >>> tiles_box_filter(pages, torch.tensor([[0, 0]]), [0, 0], [2, 2], size=3)  # 4 of each box's 9 points are 1
@@ -110,7 +193,14 @@ def tiles_box_filter(pages, origins, full_min, full_max, size=3, fill_value=0, o
 
 def tiles_from_dense(dense, tile_size, fill_value=0, full_min=None):
     """``(pages, origins)`` of the ``tile_size``-aligned tiles of ``dense (*extent, *F)`` holding any value other
-    than ``fill_value`` (origins from ``full_min``, default 0); `tiles_to_dense` gives ``dense`` back."""
+    than ``fill_value`` (origins from ``full_min``, default 0); `tiles_to_dense` gives ``dense`` back.
+
+    Args:
+        dense: ``(*extent, *F)`` tensor: the dense field to cut into aligned tiles.
+        tile_size: d ints: each tile's extent.
+        fill_value: the background value: a tile is kept where any of its points differs from it.
+        full_min: d ints: the dense tensor's first point (default 0s).
+    """
     (tile_size,) = _ints("tiles_from_dense", tile_size=tile_size)
     if full_min is not None:
         (full_min,) = _ints("tiles_from_dense", full_min=full_min)

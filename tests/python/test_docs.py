@@ -98,6 +98,55 @@ def test_every_public_name_has_a_plain_text_docstring():
     assert not roles, f"Sphinx roles (raw in help()): {roles}"
 
 
+ARGS_SECTION = re.compile(r"^Args:[ \t]*\n(.*?)(?=^\S|\Z)", re.M | re.S)
+ARG_ENTRY = re.compile(r"^    (\*{0,2}\w+)(?: \([^)]*\))?: (\S.*)$", re.M)
+
+
+def described_parameters(doc: str) -> dict[str, str]:
+    """{name: first line of its description} from a Google-style ``Args:`` section (the docs' one convention)."""
+    section = ARGS_SECTION.search(doc)
+    return {} if section is None else {m.group(1).lstrip("*"): m.group(2) for m in ARG_ENTRY.finditer(section.group(1))}
+
+
+def test_every_parameter_of_every_public_function_is_described():
+    """Each parameter of a public function, method or class constructor (the class's docstring describes its
+    constructor's) has an entry in the docstring's Args section, and the section names no parameter the signature
+    lacks; Sphinx renders the section as the parameter list of the API page."""
+    undescribed, unknown, checked = {}, {}, 0
+    for name, obj in public_objects():
+        if isinstance(obj, property) or not callable(obj):
+            continue
+        if not (inspect.isroutine(obj) or inspect.isclass(obj)):  # a callable object (collate): its __call__
+            obj = type(obj).__call__
+        try:
+            signature = inspect.signature(obj)
+        except (TypeError, ValueError):  # a builtin without a signature
+            continue
+        parameters = [p for p in signature.parameters if p not in ("self", "cls")]
+        if not parameters:
+            continue
+        checked += 1
+        described = described_parameters(inspect.getdoc(obj) or "")
+        if missing := [p for p in parameters if p not in described]:
+            undescribed[name] = missing
+        if extra := [p for p in described if p not in parameters]:
+            unknown[name] = extra
+    assert checked > 150, checked
+    assert not undescribed, f"parameters without a description: {undescribed}"
+    assert not unknown, f"described parameters the signature lacks: {unknown}"
+
+
+def test_docstrings_name_no_file_paths():
+    """A docstring names a guide by its title (the API page links it), never as a path into the checkout."""
+    paths = {name: m.group(0) for name, obj in public_objects()
+             if (m := re.search(r"docs/\w+\.md", inspect.getdoc(obj) or ""))}
+    for module in MODULES:
+        doc = importlib.import_module(f"torch_ragged.{module}").__doc__ or ""
+        if m := re.search(r"docs/\w+\.md", doc):
+            paths[module] = m.group(0)
+    assert not paths, paths
+
+
 def test_no_page_claims_duplicates_are_summed_in_input_order():
     """Long runs of duplicates are summed in the reduction tree's order (input order within a chunk, chunk partials
     merged): no page or docstring may claim plain input order."""
@@ -117,3 +166,25 @@ def test_pad_signature_names_its_keywords():
     assert "kwargs" not in parameters  # only vector_function_kwargs, for a vector-function mode
     with pytest.raises(ValueError, match="unsupported keyword arguments for mode 'reflect': .'constant_values'."):
         torch_ragged.pad(torch.arange(3), 1, "reflect", constant_values=0)  # refused even at numpy's default
+
+
+COMING_FROM = sorted((ROOT / "docs").glob("from_*.md"))
+CENSUS_CELL = re.compile(r"(\d+\.\d+)x / (\d+\.\d+)x / (\d+\.\d+)x \(`([^`]+)`\)")
+
+
+def test_coming_from_pages_quote_the_census_as_it_stands():
+    """Each speed cell of a "Coming from" page, ``tiny / medium / large (`census row`)``, is that row of the CPU
+    census JSON that docs/benchmarks.md shows (rounded to two decimals): rerunning the census updates the pages'
+    claims or fails here."""
+    import json
+
+    census = json.loads((ROOT / "docs" / "benchmarks_census_cpu.json").read_text())
+    ratio = {(r["op"], r["case"]): r["baseline_s"] / r["ours_s"] for r in census}
+    assert len(COMING_FROM) == 6, [p.name for p in COMING_FROM]
+    for page in COMING_FROM:
+        cells = CENSUS_CELL.findall(page.read_text())
+        assert cells, f"{page.name} quotes no census row"
+        for *quoted, op in cells:
+            for size, value in zip(("tiny", "medium", "large"), quoted, strict=True):
+                assert (op, size) in ratio, f"{page.name}: no census row {op!r} at {size}"
+                assert f"{ratio[op, size]:.2f}" == value, f"{page.name}: {op} {size} is {ratio[op, size]:.2f}x"

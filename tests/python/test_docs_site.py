@@ -13,7 +13,8 @@ from urllib.parse import unquote, urlparse
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PAGES = ["index.html", "api/container.html", "api/sparse.html", "benchmarks.html"]
+PAGES = ["index.html", "segment.html", "from_torch_scatter.html", "api/container.html", "api/sparse.html",
+         "benchmarks.html"]
 
 
 @pytest.fixture(scope="module")
@@ -46,6 +47,20 @@ def test_every_api_module_has_a_reference_page(site):
         page = (site / "api" / f"{module}.html").read_text()
         for name in importlib.import_module(f"torch_ragged.{module}").__all__:
             assert f'id="torch_ragged.{module}.{name}"' in page, f"{module}.{name} is missing from its API page"
+        assert 'class="reference internal"' in page.split('id="torch_ragged.', 1)[0], f"{module}: no guide link"
+    container = (site / "api" / "container.html").read_text()
+    assert container.index('id="torch_ragged.container.RaggedTensor"') < container.index(
+        'id="torch_ragged.container.LazyStack"'), "the container page should open with its main class"
+
+
+def test_api_pages_render_each_parameter_with_its_description(site):
+    page = (site / "api" / "segment.html").read_text()
+    entry = page[page.index('id="torch_ragged.segment.segment_sum"'):]
+    entry = entry.split('<dt class="sig', 1)[0]  # up to the next entry
+    assert "Parameters" in entry
+    for name in ("data", "first_idx", "dim"):
+        assert f"<strong>{name}</strong>" in entry, f"segment_sum's {name} is not in its parameter list"
+    assert "the dim of" in entry  # the description, not only the name
 
 
 @pytest.mark.parametrize("page", PAGES)
