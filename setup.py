@@ -129,9 +129,18 @@ class BuildExtension(cpp_extension.BuildExtension.with_options(use_ninja=True)):
                 "CC=/usr/bin/gcc CXX=/usr/bin/g++.")
 
 
+def description() -> str:
+    """The summary pip shows, saying which kernels the build holds: a CPU-only wheel says so."""
+    summary = "Ragged batches, sparse COO and numpy-style padding for PyTorch, as ATen ops with CPU/CUDA kernels"
+    if not with_cuda():
+        return f"{summary} (CPU-only build: CUDA tensors raise NotImplementedError)"
+    return f"{summary} (CUDA kernels for TORCH_CUDA_ARCH_LIST={os.environ.get('TORCH_CUDA_ARCH_LIST', '9.0+PTX')})"
+
+
 setup(
     name="torch_ragged",
     version=VERSION,
+    description=description(),
     package_dir={"": "python"},
     packages=find_packages("python"),
     package_data={"torch_ragged": ["py.typed", "include/torch_ragged/*.h", "share/cmake/TorchRagged/*.cmake"]},

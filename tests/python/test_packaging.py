@@ -25,12 +25,22 @@ def test_distribution_metadata(tmp_path):
     metadata = (info / "PKG-INFO").read_text()
     assert f"Version: {torch_ragged.__version__}" in metadata
     assert "License-Expression: BSD-3-Clause" in metadata
+    assert "(CPU-only build: CUDA tensors raise NotImplementedError)" in metadata  # TORCH_RAGGED_WITH_CUDA=0
     torch_minor = ".".join(torch.__version__.split("+")[0].split(".")[:2])
     assert (info / "requires.txt").read_text().split() == [f"torch=={torch_minor}.*"]
     sources = (info / "SOURCES.txt").read_text()
     assert "python/torch_ragged/py.typed" in sources
     assert "python/torch_ragged/share/cmake/TorchRagged/TorchRaggedConfig.cmake" in sources
     assert "BSD 3-Clause License" in (ROOT / "LICENSE").read_text()
+
+
+def test_the_summary_says_whether_the_build_has_cuda_kernels(tmp_path):
+    env = dict(os.environ, TORCH_RAGGED_WITH_CUDA="1", TORCH_CUDA_ARCH_LIST="9.0")
+    subprocess.run([sys.executable, "setup.py", "-q", "egg_info", "--egg-base", str(tmp_path)], cwd=ROOT, env=env,
+                   check=True, capture_output=True)
+    summary = next(line for line in (next(tmp_path.glob("*.egg-info")) / "PKG-INFO").read_text().splitlines()
+                   if line.startswith("Summary: "))
+    assert summary.endswith("(CUDA kernels for TORCH_CUDA_ARCH_LIST=9.0)") and "CPU-only" not in summary
 
 
 def test_the_package_carries_what_find_package_needs():
