@@ -4,6 +4,9 @@ Each case returns rows of (case, op, baseline, baseline_s, ours_s, bytes moved b
 timed in the same run so ratios are meaningful on a noisy shared machine.
 """
 
+import inspect
+import sys
+
 import torch
 import torch_ragged
 from torch.nn.utils.rnn import pad_sequence
@@ -23,13 +26,23 @@ def median_seconds(fn, min_run_time):
     return timer.blocked_autorange(min_run_time=min_run_time).median
 
 
+# Each timed pair prints a line to stderr as it finishes (a family's table comes only at its end); the census,
+# which prints its own row lines, turns this off.
+report_progress = True
+
+
 def paired_medians(baseline_fn, ours_fn, min_run_time, rounds=3):
     """Medians of baseline and ours, timed in alternating rounds so machine drift hits both alike."""
     baseline, ours = [], []
     for _ in range(rounds):
         baseline.append(median_seconds(baseline_fn, min_run_time / rounds))
         ours.append(median_seconds(ours_fn, min_run_time / rounds))
-    return sorted(baseline)[rounds // 2], sorted(ours)[rounds // 2]
+    result = sorted(baseline)[rounds // 2], sorted(ours)[rounds // 2]
+    if report_progress:
+        caller = inspect.stack()[1]
+        print(f"  timed ({caller.function}, line {caller.lineno}): baseline {result[0] * 1e3:.3f} ms, ours "
+              f"{result[1] * 1e3:.3f} ms, {result[0] / result[1]:.2f}x", file=sys.stderr, flush=True)
+    return result
 
 
 def synchronized(fn, device):

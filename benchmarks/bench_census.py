@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import bench_batch
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -1095,6 +1096,7 @@ def run_row(name, size, backward, device, min_run_time):
 
 
 def run_all(device, min_run_time, only=None, sizes=tuple(SIZES)):
+    bench_batch.report_progress = False  # each row prints its own line below
     rows = []
     names = [n for n in CASES if only is None or only in n]
     start = time.perf_counter()
