@@ -1,6 +1,7 @@
 """Argument normalisation shared by the wrappers: integer lists and tensors, checked instead of truncated."""
 
 import operator
+from collections.abc import Sequence
 
 import torch
 
@@ -24,6 +25,16 @@ def integer_tensor(where: str, arg: str, values) -> torch.Tensor:
         shown = values if not isinstance(values, torch.Tensor) else f"a {tensor.dtype} tensor"
         raise TypeError(f"torch_ragged.{where}: {arg} must hold integers, got {shown}")
     return tensor if isinstance(values, torch.Tensor) else tensor.long()
+
+
+def index_tensor(where: str, arg: str, value: torch.Tensor) -> torch.Tensor:
+    """An index argument of a public function: a tensor as given (its op checks it), a sequence of ints through
+    `integer_tensor` in eager calls. TorchScript compiles only the tensor path (``is_scripting`` is static there), so
+    the public functions that call this stay scriptable."""
+    if not torch.jit.is_scripting():
+        if isinstance(value, Sequence):
+            return integer_tensor(where, arg, value)
+    return value
 
 
 def int_list(where: str, arg: str, values, *, none_as=None) -> list[int]:

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 import torch
 
-from ._checks import integer_tensor
+from ._checks import index_tensor, integer_tensor
 from .segment import get_first_idx
 
 __all__ = [
@@ -34,7 +34,7 @@ __all__ = [
 _ops = torch.ops.torch_ragged
 
 
-def _max_shape_arg(op: str, max_shape):
+def _eager_max_shape(op: str, max_shape):
     """Kaolin's max_shape forms (None, list / tuple with None entries, LongTensor) -> list[int] or None."""
     if max_shape is None:
         return None
@@ -48,7 +48,14 @@ def _max_shape_arg(op: str, max_shape):
     return [-1 if entry is None else entry for entry in max_shape]
 
 
-def _tensor_list(op: str, tensor_list) -> list:
+
+def _max_shape_arg(op: str, max_shape: list[int] | None) -> list[int] | None:
+    """``max_shape`` as the op takes it; eager calls may also pass a tensor or None entries."""
+    if not torch.jit.is_scripting():
+        return _eager_max_shape(op, max_shape)
+    return max_shape
+
+def _eager_tensor_list(op: str, tensor_list) -> list:
     """The list an op gets; an empty one cannot reach a kernel (no tensor picks the device)."""
     tensors = list(tensor_list)
     if not tensors:
@@ -57,38 +64,45 @@ def _tensor_list(op: str, tensor_list) -> list:
     return tensors
 
 
-def _scalar_members(tensors: list) -> bool:
+
+def _tensor_list(op: str, tensor_list: list[torch.Tensor]) -> list[torch.Tensor]:
+    """The members as a list; eager calls may pass any iterable (an empty one is refused by name here, and by the op
+    under TorchScript)."""
+    if not torch.jit.is_scripting():
+        return _eager_tensor_list(op, tensor_list)
+    return tensor_list
+
+def _scalar_members(tensors: list[torch.Tensor]) -> bool:
     """1-D members of different lengths: sequences of scalars (pad_sequence's reading; Kaolin refuses them),
     carried through the ops as (n, 1) rows. 1-D members of one length keep Kaolin's reading (one row each)."""
-    return (all(isinstance(t, torch.Tensor) and t.dim() == 1 for t in tensors)
-            and len({t.shape[0] for t in tensors}) > 1)
+    if len(tensors) < 2:
+        return False
+    for tensor in tensors:  # loops, not all() / a set: TorchScript compiles this
+        if not isinstance(tensor, torch.Tensor) or tensor.dim() != 1:
+            return False
+    for tensor in tensors:
+        if tensor.shape[0] != tensors[0].shape[0]:
+            return True
+    return False
 
 
-def _scalar_padded(padded, shape_per_tensor) -> bool:
+def _scalar_padded(padded: torch.Tensor, shape_per_tensor: torch.Tensor) -> bool:
     """A padded tensor of scalar members: (B, *max_shape) with no element dim after the ragged dims."""
     return (isinstance(padded, torch.Tensor) and isinstance(shape_per_tensor, torch.Tensor)
             and shape_per_tensor.dim() == 2 and shape_per_tensor.shape[1] >= 1
             and padded.dim() == 1 + shape_per_tensor.shape[1])
 
 
-def _index_arg(op: str, arg: str, value):
-    """An index argument given as a (nested) list of ints -> an int64 tensor, as `get_first_idx` takes lists; a
-    tensor or anything else is passed on (the op checks it)."""
-    if isinstance(value, Sequence) and not isinstance(value, (str, bytes)):
-        return integer_tensor(op, arg, value)
-    return value
-
-
-def _shape_per_tensor_arg(op: str, shape_per_tensor):
+def _shape_per_tensor_arg(op: str, shape_per_tensor: torch.Tensor) -> torch.Tensor:
     """(B,) lengths -> (B, 1) shape_per_tensor (a list as a tensor); anything else is passed on (the op checks
     it)."""
-    shape_per_tensor = _index_arg(op, "shape_per_tensor", shape_per_tensor)
+    shape_per_tensor = index_tensor(op, "shape_per_tensor", shape_per_tensor)
     if isinstance(shape_per_tensor, torch.Tensor) and shape_per_tensor.dim() == 1:
         return shape_per_tensor.unsqueeze(1)
     return shape_per_tensor
 
 
-def get_shape_per_tensor(tensor_list: Sequence[torch.Tensor]) -> torch.Tensor:
+def get_shape_per_tensor(tensor_list: list[torch.Tensor]) -> torch.Tensor:
     """Shape of each tensor except its last dim, as a (B, ndim - 1) LongTensor.
 
     Args:
@@ -102,7 +116,7 @@ def get_shape_per_tensor(tensor_list: Sequence[torch.Tensor]) -> torch.Tensor:
     return _ops.get_shape_per_tensor(_tensor_list("get_shape_per_tensor", tensor_list))
 
 
-def fill_max_shape(shape_per_tensor: torch.Tensor, partial_max_shape=None) -> torch.Tensor:
+def fill_max_shape(shape_per_tensor: torch.Tensor, partial_max_shape: list[int] | None = None) -> torch.Tensor:
     """Replaces the -1 / None entries of partial_max_shape with the largest size in that dim.
 
     Args:
@@ -113,11 +127,11 @@ def fill_max_shape(shape_per_tensor: torch.Tensor, partial_max_shape=None) -> to
     >>> fill_max_shape(torch.LongTensor([[2, 3, 5], [3, 4, 2]]), (6, -1, -1))
     tensor([6, 4, 5])
     """
-    return _ops.fill_max_shape(_index_arg("fill_max_shape", "shape_per_tensor", shape_per_tensor),
+    return _ops.fill_max_shape(index_tensor("fill_max_shape", "shape_per_tensor", shape_per_tensor),
                                _max_shape_arg("fill_max_shape", partial_max_shape))
 
 
-def list_to_packed(tensor_list: Sequence[torch.Tensor]):
+def list_to_packed(tensor_list: list[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
     """Reshapes each tensor to (-1, last_dim) and concatenates: returns (packed, shape_per_tensor).
 
     Args:
@@ -138,8 +152,8 @@ def list_to_packed(tensor_list: Sequence[torch.Tensor]):
     return _ops.list_to_packed(tensors)
 
 
-def list_to_padded(tensor_list: Sequence[torch.Tensor], padding_value=0, max_shape=None,
-                   padding_side: str = "right"):
+def list_to_padded(tensor_list: list[torch.Tensor], padding_value: int | float = 0, max_shape: list[int] | None = None,
+                   padding_side: str = "right") -> tuple[torch.Tensor, torch.Tensor]:
     """Pads each tensor to max_shape and stacks them: returns (padded, shape_per_tensor).
 
     Args:
@@ -167,7 +181,8 @@ def list_to_padded(tensor_list: Sequence[torch.Tensor], padding_value=0, max_sha
     return _ops.list_to_padded(tensors, padding_value, _max_shape_arg("list_to_padded", max_shape), padding_side)
 
 
-def packed_to_list(packed_tensor: torch.Tensor, shape_per_tensor: torch.Tensor, first_idx: torch.Tensor):
+def packed_to_list(packed_tensor: torch.Tensor, shape_per_tensor: torch.Tensor,
+                   first_idx: torch.Tensor) -> list[torch.Tensor]:
     """Views of the packed tensor, one per sub-tensor, each shaped ``(*shape, last_dim)``.
 
     Args:
@@ -183,14 +198,15 @@ def packed_to_list(packed_tensor: torch.Tensor, shape_per_tensor: torch.Tensor, 
     [torch.Size([3, 2]), torch.Size([4, 2]), torch.Size([1, 2])]
     """
     shape_per_tensor = _shape_per_tensor_arg("packed_to_list", shape_per_tensor)
-    first_idx = _index_arg("packed_to_list", "first_idx", first_idx)
+    first_idx = index_tensor("packed_to_list", "first_idx", first_idx)
     if isinstance(packed_tensor, torch.Tensor) and packed_tensor.dim() == 1:
         return [t.squeeze(-1) for t in _ops.packed_to_list(packed_tensor.unsqueeze(1), shape_per_tensor, first_idx)]
     return _ops.packed_to_list(packed_tensor, shape_per_tensor, first_idx)
 
 
 def packed_to_padded(packed_tensor: torch.Tensor, shape_per_tensor: torch.Tensor, first_idx: torch.Tensor,
-                     padding_value=0, max_shape=None, padding_side: str = "right") -> torch.Tensor:
+                     padding_value: int | float = 0, max_shape: list[int] | None = None,
+                     padding_side: str = "right") -> torch.Tensor:
     """Converts a packed tensor into a padded one ``(B, *max_shape, last_dim)``.
 
     Args:
@@ -213,7 +229,7 @@ def packed_to_padded(packed_tensor: torch.Tensor, shape_per_tensor: torch.Tensor
             [4., 5.]])
     """
     shape_per_tensor = _shape_per_tensor_arg("packed_to_padded", shape_per_tensor)
-    first_idx = _index_arg("packed_to_padded", "first_idx", first_idx)
+    first_idx = index_tensor("packed_to_padded", "first_idx", first_idx)
     if isinstance(packed_tensor, torch.Tensor) and packed_tensor.dim() == 1:  # scalar rows: (B, *max_shape)
         return _ops.packed_to_padded(packed_tensor.unsqueeze(1), shape_per_tensor, first_idx, padding_value,
                                      _max_shape_arg("packed_to_padded", max_shape), padding_side).squeeze(-1)
@@ -221,7 +237,8 @@ def packed_to_padded(packed_tensor: torch.Tensor, shape_per_tensor: torch.Tensor
                                  _max_shape_arg("packed_to_padded", max_shape), padding_side)
 
 
-def padded_to_list(padded_tensor: torch.Tensor, shape_per_tensor: torch.Tensor, padding_side: str = "right"):
+def padded_to_list(padded_tensor: torch.Tensor, shape_per_tensor: torch.Tensor,
+                   padding_side: str = "right") -> list[torch.Tensor]:
     """Views of the padded tensor, one per sub-tensor, padding cut off.
 
     Args:
@@ -243,7 +260,7 @@ def padded_to_list(padded_tensor: torch.Tensor, shape_per_tensor: torch.Tensor, 
 
 
 def padded_to_packed(padded_tensor: torch.Tensor, shape_per_tensor: torch.Tensor, padding_side: str = "right",
-                     num_rows=None) -> torch.Tensor:
+                     num_rows: int | None = None) -> torch.Tensor:
     """Converts a padded tensor into a packed one; ``num_rows`` (the packed row count) is optional.
 
     Args:
@@ -268,7 +285,7 @@ def padded_to_packed(padded_tensor: torch.Tensor, shape_per_tensor: torch.Tensor
     return _ops.padded_to_packed(padded_tensor, shape_per_tensor, padding_side, num_rows)
 
 
-def tile_to_packed(values: torch.Tensor, numel_per_tensor: torch.Tensor, num_rows=None) -> torch.Tensor:
+def tile_to_packed(values: torch.Tensor, numel_per_tensor: torch.Tensor, num_rows: int | None = None) -> torch.Tensor:
     """Repeats values[b] numel_per_tensor[b] times: (B,) -> (sum, 1) as Kaolin, (B, D...) -> (sum, D...).
 
     Args:

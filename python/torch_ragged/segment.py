@@ -9,14 +9,13 @@ deterministic (bitwise identical run to run and across thread counts).
 """
 
 import functools
-from collections.abc import Sequence
 from typing import NamedTuple
 
 import torch
 from torch.library import register_fake as _torch_register_fake
 from torch.utils import _pytree as pytree
 
-from ._checks import checked_extremum, integer_tensor
+from ._checks import checked_extremum, index_tensor, integer_tensor
 
 __all__ = [
     "get_first_idx",
@@ -66,13 +65,26 @@ def _load_segment_extremum(values, arg) -> SegmentExtremum:
 torch.serialization.add_safe_globals([SegmentExtremum, _load_segment_extremum])
 
 
-def _first_idx(op: str, first_idx) -> torch.Tensor:
-    if isinstance(first_idx, Sequence):
-        return integer_tensor(op, "first_idx", first_idx)
-    return first_idx
+def _dim_first(op: str, data: torch.Tensor, dim: int) -> tuple[torch.Tensor, int]:
+    """``data`` with ``dim`` moved first (the segment ops cut dim 0), and that dim made non-negative (0: no move).
+    Another dim than 0 costs the op a contiguous copy. Written for TorchScript too (no f-strings)."""
+    if dim == 0 or not isinstance(data, torch.Tensor):  # not a tensor: the op names what it got
+        return data, 0
+    ndim = data.dim()
+    if dim < -ndim or dim >= ndim:
+        raise IndexError("torch_ragged." + op + ": dim " + str(dim) + " is out of range for data of " + str(ndim)
+                         + " dim(s)")
+    if dim < 0:
+        dim += ndim
+    return data.movedim(dim, 0), dim
 
 
-def get_first_idx(numel_per_tensor, validate: bool = True) -> torch.Tensor:
+def _dim_back(out: torch.Tensor, dim: int) -> torch.Tensor:
+    """An op's result with its first dim moved back to ``dim`` (see `_dim_first`)."""
+    return out if dim == 0 else out.movedim(0, dim)
+
+
+def get_first_idx(numel_per_tensor: torch.Tensor, validate: bool = True) -> torch.Tensor:
     """First row of each sub-tensor in the packed tensor, and the total: (B,) -> (B + 1,) int64.
 
     ``numel_per_tensor`` is an integer tensor or a list of ints.
@@ -88,29 +100,11 @@ def get_first_idx(numel_per_tensor, validate: bool = True) -> torch.Tensor:
     >>> get_first_idx(torch.LongTensor([2, 3, 5]))
     tensor([ 0,  2,  5, 10])
     """
-    if isinstance(numel_per_tensor, Sequence):
-        numel_per_tensor = integer_tensor("get_first_idx", "numel_per_tensor", numel_per_tensor)
+    numel_per_tensor = index_tensor("get_first_idx", "numel_per_tensor", numel_per_tensor)
     return _ops.get_first_idx(numel_per_tensor, validate)
 
 
-def _on_dim(op: str, data, dim: int, call):
-    """``call`` (an op over dim 0) applied along ``dim`` of ``data``: that dim moved first, the result's first dim
-    moved back (every output of a tuple). dim 0 costs nothing; another dim costs the op a contiguous copy."""
-    if dim == 0 or not isinstance(data, torch.Tensor):
-        return call(data)
-    ndim = data.dim()
-    if not -ndim <= dim < ndim:
-        raise IndexError(f"torch_ragged.{op}: dim {dim} is out of range for data of {ndim} dim(s)")
-    dim %= ndim
-    if dim == 0:
-        return call(data)
-    out = call(data.movedim(dim, 0))
-    if isinstance(out, tuple):
-        return type(out)(*(t.movedim(0, dim) for t in out))
-    return out.movedim(0, dim)
-
-
-def segment_sum(data: torch.Tensor, first_idx, *, dim: int = 0) -> torch.Tensor:
+def segment_sum(data: torch.Tensor, first_idx: torch.Tensor, dim: int = 0) -> torch.Tensor:
     """Sum of each segment's rows: (rows, ...) -> (B, ...); empty segments give 0. ``dim`` picks the dim of
     ``data`` the segments cut (the result has B entries there).
 
@@ -126,11 +120,12 @@ def segment_sum(data: torch.Tensor, first_idx, *, dim: int = 0) -> torch.Tensor:
     tensor([[2., 3.],
             [2., 3.]])
     """
-    first_idx = _first_idx("segment_sum", first_idx)
-    return _on_dim("segment_sum", data, dim, lambda d: _ops.segment_sum(d, first_idx))
+    data, dim = _dim_first("segment_sum", data, dim)
+    first_idx = index_tensor("segment_sum", "first_idx", first_idx)
+    return _dim_back(_ops.segment_sum(data, first_idx), dim)
 
 
-def segment_mean(data: torch.Tensor, first_idx, *, dim: int = 0) -> torch.Tensor:
+def segment_mean(data: torch.Tensor, first_idx: torch.Tensor, dim: int = 0) -> torch.Tensor:
     """Mean of each segment's rows (along ``dim``); empty segments give 0. Integer data gives the integer sum divided
     by the row count, truncating toward zero (as torch_scatter's ``segment_csr(..., reduce="mean")``).
 
@@ -143,11 +138,12 @@ def segment_mean(data: torch.Tensor, first_idx, *, dim: int = 0) -> torch.Tensor
     >>> segment_mean(torch.arange(5.0), torch.tensor([0, 2, 2, 5]))
     tensor([0.5000, 0.0000, 3.0000])
     """
-    first_idx = _first_idx("segment_mean", first_idx)
-    return _on_dim("segment_mean", data, dim, lambda d: _ops.segment_mean(d, first_idx))
+    data, dim = _dim_first("segment_mean", data, dim)
+    first_idx = index_tensor("segment_mean", "first_idx", first_idx)
+    return _dim_back(_ops.segment_mean(data, first_idx), dim)
 
 
-def segment_max(data: torch.Tensor, first_idx, *, dim: int = 0) -> SegmentExtremum:
+def segment_max(data: torch.Tensor, first_idx: torch.Tensor, dim: int = 0) -> SegmentExtremum:
     """Max of each segment per column and the row of ``data`` holding it (first on ties, NaN wins); along ``dim``,
     ``arg`` is a position along that dim.
 
@@ -162,11 +158,13 @@ def segment_max(data: torch.Tensor, first_idx, *, dim: int = 0) -> SegmentExtrem
     >>> segment_max(torch.tensor([1.0, 3.0, 3.0, 2.0]), torch.tensor([0, 3, 3, 4]))
     SegmentExtremum(values=tensor([3., 0., 2.]), arg=tensor([ 1, -1,  3]))
     """
-    first_idx = _first_idx("segment_max", first_idx)
-    return _on_dim("segment_max", data, dim, lambda d: SegmentExtremum(*_ops.segment_max(d, first_idx)))
+    data, dim = _dim_first("segment_max", data, dim)
+    first_idx = index_tensor("segment_max", "first_idx", first_idx)
+    values, arg = _ops.segment_max(data, first_idx)
+    return SegmentExtremum(_dim_back(values, dim), _dim_back(arg, dim))
 
 
-def segment_min(data: torch.Tensor, first_idx, *, dim: int = 0) -> SegmentExtremum:
+def segment_min(data: torch.Tensor, first_idx: torch.Tensor, dim: int = 0) -> SegmentExtremum:
     """Min of each segment per column and the row of ``data`` holding it (see `segment_max`).
 
     Args:
@@ -178,11 +176,13 @@ def segment_min(data: torch.Tensor, first_idx, *, dim: int = 0) -> SegmentExtrem
     >>> segment_min(torch.tensor([1.0, 3.0, 0.5]), torch.tensor([0, 2, 3]))
     SegmentExtremum(values=tensor([1.0000, 0.5000]), arg=tensor([0, 2]))
     """
-    first_idx = _first_idx("segment_min", first_idx)
-    return _on_dim("segment_min", data, dim, lambda d: SegmentExtremum(*_ops.segment_min(d, first_idx)))
+    data, dim = _dim_first("segment_min", data, dim)
+    first_idx = index_tensor("segment_min", "first_idx", first_idx)
+    values, arg = _ops.segment_min(data, first_idx)
+    return SegmentExtremum(_dim_back(values, dim), _dim_back(arg, dim))
 
 
-def segment_softmax(data: torch.Tensor, first_idx, *, dim: int = 0) -> torch.Tensor:
+def segment_softmax(data: torch.Tensor, first_idx: torch.Tensor, dim: int = 0) -> torch.Tensor:
     """Softmax within each segment (of ``dim``), per column: same shape as ``data`` (floating dtypes).
 
     Args:
@@ -195,11 +195,12 @@ def segment_softmax(data: torch.Tensor, first_idx, *, dim: int = 0) -> torch.Ten
     >>> segment_softmax(torch.tensor([0.0, 0.0, 5.0]), torch.tensor([0, 2, 3]))
     tensor([0.5000, 0.5000, 1.0000])
     """
-    first_idx = _first_idx("segment_softmax", first_idx)
-    return _on_dim("segment_softmax", data, dim, lambda d: _ops.segment_softmax(d, first_idx))
+    data, dim = _dim_first("segment_softmax", data, dim)
+    first_idx = index_tensor("segment_softmax", "first_idx", first_idx)
+    return _dim_back(_ops.segment_softmax(data, first_idx), dim)
 
 
-def segment_log_softmax(data: torch.Tensor, first_idx, *, dim: int = 0) -> torch.Tensor:
+def segment_log_softmax(data: torch.Tensor, first_idx: torch.Tensor, dim: int = 0) -> torch.Tensor:
     """Log-softmax within each segment (of ``dim``), per column: same shape as ``data`` (floating dtypes).
 
     Args:
@@ -212,11 +213,12 @@ def segment_log_softmax(data: torch.Tensor, first_idx, *, dim: int = 0) -> torch
     >>> segment_log_softmax(torch.tensor([0.0, 0.0, 5.0]), torch.tensor([0, 2, 3]))
     tensor([-0.6931, -0.6931,  0.0000])
     """
-    first_idx = _first_idx("segment_log_softmax", first_idx)
-    return _on_dim("segment_log_softmax", data, dim, lambda d: _ops.segment_log_softmax(d, first_idx))
+    data, dim = _dim_first("segment_log_softmax", data, dim)
+    first_idx = index_tensor("segment_log_softmax", "first_idx", first_idx)
+    return _dim_back(_ops.segment_log_softmax(data, first_idx), dim)
 
 
-def segment_cumsum(data: torch.Tensor, first_idx, *, dim: int = 0, reverse: bool = False,
+def segment_cumsum(data: torch.Tensor, first_idx: torch.Tensor, dim: int = 0, reverse: bool = False,
                    exclusive: bool = False) -> torch.Tensor:
     """Cumulative sum within each segment (of ``dim``), per column: same shape as ``data``. ``reverse`` sums from
     each segment's last row to its first; ``exclusive`` gives each row the sum of the rows before it (0 on a
@@ -236,11 +238,12 @@ def segment_cumsum(data: torch.Tensor, first_idx, *, dim: int = 0, reverse: bool
     >>> segment_cumsum(torch.tensor([1, 2, 3, 4, 5]), torch.tensor([0, 2, 5]), exclusive=True)
     tensor([0, 1, 0, 3, 7])
     """
-    first_idx = _first_idx("segment_cumsum", first_idx)
-    return _on_dim("segment_cumsum", data, dim, lambda d: _ops.segment_cumsum(d, first_idx, reverse, exclusive))
+    data, dim = _dim_first("segment_cumsum", data, dim)
+    first_idx = index_tensor("segment_cumsum", "first_idx", first_idx)
+    return _dim_back(_ops.segment_cumsum(data, first_idx, reverse, exclusive), dim)
 
 
-def segment_cumprod(data: torch.Tensor, first_idx, *, dim: int = 0, reverse: bool = False,
+def segment_cumprod(data: torch.Tensor, first_idx: torch.Tensor, dim: int = 0, reverse: bool = False,
                     exclusive: bool = False) -> torch.Tensor:
     """Cumulative product within each segment (of ``dim``), per column (``exclusive``: 1 on a segment's first
     row); see `segment_cumsum`. Twice differentiable, zeros included.
@@ -256,11 +259,12 @@ def segment_cumprod(data: torch.Tensor, first_idx, *, dim: int = 0, reverse: boo
     >>> segment_cumprod(torch.tensor([2.0, 3.0, 4.0, 5.0]), torch.tensor([0, 2, 4]), reverse=True)
     tensor([ 6.,  3., 20.,  5.])
     """
-    first_idx = _first_idx("segment_cumprod", first_idx)
-    return _on_dim("segment_cumprod", data, dim, lambda d: _ops.segment_cumprod(d, first_idx, reverse, exclusive))
+    data, dim = _dim_first("segment_cumprod", data, dim)
+    first_idx = index_tensor("segment_cumprod", "first_idx", first_idx)
+    return _dim_back(_ops.segment_cumprod(data, first_idx, reverse, exclusive), dim)
 
 
-def segment_cummax(data: torch.Tensor, first_idx, *, dim: int = 0, reverse: bool = False) -> SegmentExtremum:
+def segment_cummax(data: torch.Tensor, first_idx: torch.Tensor, dim: int = 0, reverse: bool = False) -> SegmentExtremum:
     """Running max within each segment (of ``dim``), per column, and the row of ``data`` holding it: torch.cummax's
     rule (the later of equal values, NaN wins), in scan order (``reverse``: from each segment's last row). ``arg``
     is a packed row, as `segment_max`'s. The gradient flows to the ``arg`` rows.
@@ -275,12 +279,13 @@ def segment_cummax(data: torch.Tensor, first_idx, *, dim: int = 0, reverse: bool
     >>> segment_cummax(torch.tensor([1.0, 3.0, 2.0, 0.0, 5.0]), torch.tensor([0, 3, 5]))
     SegmentExtremum(values=tensor([1., 3., 3., 0., 5.]), arg=tensor([0, 1, 1, 3, 4]))
     """
-    first_idx = _first_idx("segment_cummax", first_idx)
-    return _on_dim("segment_cummax", data, dim,
-                   lambda d: SegmentExtremum(*_ops.segment_cummax(d, first_idx, reverse)))
+    data, dim = _dim_first("segment_cummax", data, dim)
+    first_idx = index_tensor("segment_cummax", "first_idx", first_idx)
+    values, arg = _ops.segment_cummax(data, first_idx, reverse)
+    return SegmentExtremum(_dim_back(values, dim), _dim_back(arg, dim))
 
 
-def segment_cummin(data: torch.Tensor, first_idx, *, dim: int = 0, reverse: bool = False) -> SegmentExtremum:
+def segment_cummin(data: torch.Tensor, first_idx: torch.Tensor, dim: int = 0, reverse: bool = False) -> SegmentExtremum:
     """Running min within each segment and the row holding it; see `segment_cummax`.
 
     Args:
@@ -293,12 +298,14 @@ def segment_cummin(data: torch.Tensor, first_idx, *, dim: int = 0, reverse: bool
     >>> segment_cummin(torch.tensor([1.0, 3.0, 0.5]), torch.tensor([0, 3]))
     SegmentExtremum(values=tensor([1.0000, 1.0000, 0.5000]), arg=tensor([0, 0, 2]))
     """
-    first_idx = _first_idx("segment_cummin", first_idx)
-    return _on_dim("segment_cummin", data, dim,
-                   lambda d: SegmentExtremum(*_ops.segment_cummin(d, first_idx, reverse)))
+    data, dim = _dim_first("segment_cummin", data, dim)
+    first_idx = index_tensor("segment_cummin", "first_idx", first_idx)
+    values, arg = _ops.segment_cummin(data, first_idx, reverse)
+    return SegmentExtremum(_dim_back(values, dim), _dim_back(arg, dim))
 
 
-def segment_logcumsumexp(data: torch.Tensor, first_idx, *, dim: int = 0, reverse: bool = False) -> torch.Tensor:
+def segment_logcumsumexp(data: torch.Tensor, first_idx: torch.Tensor, dim: int = 0,
+                         reverse: bool = False) -> torch.Tensor:
     """``log(cumsum(exp(data)))`` within each segment (of ``dim``), per column, computed stably (as
     torch.logcumsumexp; floating dtypes, half and bfloat16 accumulate in float). Twice differentiable.
 
@@ -313,11 +320,12 @@ def segment_logcumsumexp(data: torch.Tensor, first_idx, *, dim: int = 0, reverse
     >>> segment_logcumsumexp(torch.tensor([0.0, 0.0, 1e4, 1e4]), torch.tensor([0, 2, 4]))
     tensor([0.0000e+00, 6.9315e-01, 1.0000e+04, 1.0001e+04])
     """
-    first_idx = _first_idx("segment_logcumsumexp", first_idx)
-    return _on_dim("segment_logcumsumexp", data, dim, lambda d: _ops.segment_logcumsumexp(d, first_idx, reverse))
+    data, dim = _dim_first("segment_logcumsumexp", data, dim)
+    first_idx = index_tensor("segment_logcumsumexp", "first_idx", first_idx)
+    return _dim_back(_ops.segment_logcumsumexp(data, first_idx, reverse), dim)
 
 
-def segment_arange(first_idx, num_rows: int | None = None) -> torch.Tensor:
+def segment_arange(first_idx: torch.Tensor, num_rows: int | None = None) -> torch.Tensor:
     """Each row's position within its segment: (rows,) int64, on ``first_idx``'s device (what `segment_ids` is to
     the segment index). Pass ``num_rows`` (= ``first_idx[-1]``) to keep torch.compile graphs static.
 
@@ -330,10 +338,10 @@ def segment_arange(first_idx, num_rows: int | None = None) -> torch.Tensor:
     >>> segment_arange(torch.tensor([0, 2, 2, 5]))
     tensor([0, 1, 0, 1, 2])
     """
-    return _ops.segment_arange(_first_idx("segment_arange", first_idx), num_rows)
+    return _ops.segment_arange(index_tensor("segment_arange", "first_idx", first_idx), num_rows)
 
 
-def segment_expand(values: torch.Tensor, first_idx, num_rows: int | None = None) -> torch.Tensor:
+def segment_expand(values: torch.Tensor, first_idx: torch.Tensor, num_rows: int | None = None) -> torch.Tensor:
     """Row r of the result is ``values[b]`` for the segment b holding r: (B, ...) -> (rows, ...).
 
     Pass ``num_rows`` (= ``first_idx[-1]``) to keep torch.compile graphs static and, on a GPU, to
@@ -349,10 +357,10 @@ def segment_expand(values: torch.Tensor, first_idx, num_rows: int | None = None)
     >>> segment_expand(torch.tensor([10, 20, 30]), torch.tensor([0, 2, 2, 3]))
     tensor([10, 10, 30])
     """
-    return _ops.segment_expand(values, _first_idx("segment_expand", first_idx), num_rows)
+    return _ops.segment_expand(values, index_tensor("segment_expand", "first_idx", first_idx), num_rows)
 
 
-def segment_ids(first_idx, num_rows: int | None = None) -> torch.Tensor:
+def segment_ids(first_idx: torch.Tensor, num_rows: int | None = None) -> torch.Tensor:
     """The segment of every row: (rows,) int64, on ``first_idx``'s device.
 
     Args:
@@ -364,10 +372,11 @@ def segment_ids(first_idx, num_rows: int | None = None) -> torch.Tensor:
     >>> segment_ids(torch.tensor([0, 2, 2, 3]))
     tensor([0, 0, 2])
     """
-    return _ops.segment_ids(_first_idx("segment_ids", first_idx), num_rows)
+    return _ops.segment_ids(index_tensor("segment_ids", "first_idx", first_idx), num_rows)
 
 
-def ragged_index_select(values: torch.Tensor, first_idx, index, num_rows: int | None = None):
+def ragged_index_select(values: torch.Tensor, first_idx: torch.Tensor, index: torch.Tensor,
+                        num_rows: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """The segments ``index`` picks, in that order, packed: ``(values, first_idx)`` of the selection.
 
     ``index`` is a 1-D integer tensor (or list); negative entries count from the end; repeats are allowed.
@@ -384,8 +393,10 @@ def ragged_index_select(values: torch.Tensor, first_idx, index, num_rows: int | 
     >>> ragged_index_select(torch.arange(5.0), torch.tensor([0, 2, 2, 5]), torch.tensor([2, 0]))
     (tensor([2., 3., 4., 0., 1.]), tensor([0, 3, 5]))
     """
-    index = integer_tensor("ragged_index_select", "index", index)
-    return tuple(_ops.ragged_index_select(values, _first_idx("ragged_index_select", first_idx), index, num_rows))
+    first_idx = index_tensor("ragged_index_select", "first_idx", first_idx)
+    index = index_tensor("ragged_index_select", "index", index)
+    selected, selected_first_idx = _ops.ragged_index_select(values, first_idx, index, num_rows)
+    return selected, selected_first_idx
 
 
 # ---- scatter by an unsorted index (torch_scatter's API) on the segment core ----
