@@ -30,11 +30,16 @@ def _ints(op: str, **named) -> list[list[int]]:
     return [int_list(op, arg, values) for arg, values in named.items()]
 
 
-def _index(index):
-    return None if index is None else list(index)
+def _index(index: list[torch.Tensor] | None) -> list[torch.Tensor] | None:
+    """``tiles_index``'s 4 tensors as the ops take them (eager calls pass the tuple it returns)."""
+    if not torch.jit.is_scripting():
+        return None if index is None else list(index)
+    return index
 
 
-def tiles_index(origins, tile_size, full_min, full_max, tile_first_idx=None):
+def tiles_index(origins: torch.Tensor, tile_size: list[int], full_min: list[int], full_max: list[int],
+                tile_first_idx: torch.Tensor | None = None
+                ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """The per-cell tile lists ``(keys, first, tiles)`` every tiles op uses to find a point's owner, and the
     ``fingerprint`` of the tiles, tile size and bound they were built for: pass the 4-tuple as ``index=``; an index
     built for other tiles or another geometry is refused with a ValueError.
@@ -48,12 +53,16 @@ def tiles_index(origins, tile_size, full_min, full_max, tile_first_idx=None):
         tile_first_idx: optional (B + 1,) int64: tiles ``tile_first_idx[b]:tile_first_idx[b + 1]`` belong to member b
             (one dense output per member).
     """
-    tile_size, full_min, full_max = _ints("tiles_index", tile_size=tile_size, full_min=full_min, full_max=full_max)
-    return tuple(_ops.tiles_index(origins, tile_size, full_min, full_max, tile_first_idx))
+    if not torch.jit.is_scripting():  # eager calls may pass tuples or integer tensors
+        tile_size, full_min, full_max = _ints("tiles_index", tile_size=tile_size, full_min=full_min,
+                                              full_max=full_max)
+    keys, first, tiles, fingerprint = _ops.tiles_index(origins, tile_size, full_min, full_max, tile_first_idx)
+    return keys, first, tiles, fingerprint
 
 
-def tiles_to_dense(pages, origins, full_min, full_max, fill_value=0, reduce="first", tile_first_idx=None,
-                   index=None):
+def tiles_to_dense(pages: torch.Tensor, origins: torch.Tensor, full_min: list[int], full_max: list[int],
+                   fill_value: int | float = 0, reduce: str = "first", tile_first_idx: torch.Tensor | None = None,
+                   index: list[torch.Tensor] | None = None) -> torch.Tensor:
     """``[(B,) *extent, *F]``: each point from its first covering tile (``reduce="first"``) or the sum of all
     covering tiles in tile order (``"sum"``); ``fill_value`` elsewhere. Tile pixels outside the bound are dropped.
 
@@ -76,12 +85,14 @@ def tiles_to_dense(pages, origins, full_min, full_max, fill_value=0, reduce="fir
             [ 1.,  1.,  2.],
             [-1.,  2.,  2.]])
     """
-    full_min, full_max = _ints("tiles_to_dense", full_min=full_min, full_max=full_max)
+    if not torch.jit.is_scripting():
+        full_min, full_max = _ints("tiles_to_dense", full_min=full_min, full_max=full_max)
     return _ops.tiles_to_dense(pages, origins, full_min, full_max, fill_value, reduce, tile_first_idx, _index(index))
 
 
-def dense_to_tiles(dense, origins, tile_size, full_min, fill_value=0, owned_only=False, tile_first_idx=None,
-                   index=None):
+def dense_to_tiles(dense: torch.Tensor, origins: torch.Tensor, tile_size: list[int], full_min: list[int],
+                   fill_value: int | float = 0, owned_only: bool = False, tile_first_idx: torch.Tensor | None = None,
+                   index: list[torch.Tensor] | None = None) -> torch.Tensor:
     """``pages (T, *tile_size, *F)`` read from ``dense [(B,) *extent, *F]`` (the bound is ``full_min + extent``);
     points outside the bound read ``fill_value``, and with ``owned_only`` so do points another tile owns. The
     adjoint of `tiles_to_dense` (``owned_only`` for ``"first"``).
@@ -100,12 +111,15 @@ def dense_to_tiles(dense, origins, tile_size, full_min, fill_value=0, owned_only
         index: optional ``tiles_index(...)`` of these origins, tile size, bound and members, built once and reused
             (checked by its fingerprint).
     """
-    tile_size, full_min = _ints("dense_to_tiles", tile_size=tile_size, full_min=full_min)
+    if not torch.jit.is_scripting():
+        tile_size, full_min = _ints("dense_to_tiles", tile_size=tile_size, full_min=full_min)
     return _ops.dense_to_tiles(dense, origins, tile_size, full_min, fill_value, owned_only, tile_first_idx,
                                _index(index))
 
 
-def tiles_lookup(origins, tile_size, coords, full_min, full_max, tile_first_idx=None, index=None):
+def tiles_lookup(origins: torch.Tensor, tile_size: list[int], coords: torch.Tensor, full_min: list[int],
+                 full_max: list[int], tile_first_idx: torch.Tensor | None = None,
+                 index: list[torch.Tensor] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """``(tile (N,), local (N, d))``: the owner of each point (-1 where none, or outside the bound) and the
     point's position inside it. With ``tile_first_idx``, ``coords`` is ``(N, 1 + d)``: the member, then the point.
 
@@ -122,12 +136,17 @@ def tiles_lookup(origins, tile_size, coords, full_min, full_max, tile_first_idx=
         index: optional ``tiles_index(...)`` of these origins, tile size, bound and members, built once and reused
             (checked by its fingerprint).
     """
-    tile_size, full_min, full_max = _ints("tiles_lookup", tile_size=tile_size, full_min=full_min, full_max=full_max)
-    return tuple(_ops.tiles_lookup(origins, tile_size, coords, full_min, full_max, tile_first_idx, _index(index)))
+    if not torch.jit.is_scripting():
+        tile_size, full_min, full_max = _ints("tiles_lookup", tile_size=tile_size, full_min=full_min,
+                                              full_max=full_max)
+    tile, local = _ops.tiles_lookup(origins, tile_size, coords, full_min, full_max, tile_first_idx, _index(index))
+    return tile, local
 
 
-def tiles_correlate(pages, origins, weight, full_min, full_max, fill_value=0, out="tiles", tile_first_idx=None,
-                    index=None):
+def tiles_correlate(pages: torch.Tensor, origins: torch.Tensor, weight: torch.Tensor, full_min: list[int],
+                    full_max: list[int], fill_value: int | float = 0, out: str = "tiles",
+                    tile_first_idx: torch.Tensor | None = None, index: list[torch.Tensor] | None = None
+                    ) -> torch.Tensor:
     """Per-channel correlation of the first-wins field with an odd, centred ``weight (*K, *F)``, reading across
     tile boundaries (``fill_value`` outside the bound and where no tile is): ``out="tiles"`` at the tiles' points
     ``(T, *tile_size, *F)``, ``out="dense"`` over the whole bound ``[(B,) *extent, *F]``. Differentiable in pages
@@ -148,13 +167,16 @@ def tiles_correlate(pages, origins, weight, full_min, full_max, fill_value=0, ou
         index: optional ``tiles_index(...)`` of these origins, tile size, bound and members, built once and reused
             (checked by its fingerprint).
     """
-    full_min, full_max = _ints("tiles_correlate", full_min=full_min, full_max=full_max)
+    if not torch.jit.is_scripting():
+        full_min, full_max = _ints("tiles_correlate", full_min=full_min, full_max=full_max)
     return _ops.tiles_correlate(pages, origins, weight, full_min, full_max, fill_value, out, tile_first_idx,
                                 _index(index))
 
 
-def tiles_box_filter(pages, origins, full_min, full_max, size=3, fill_value=0, out="tiles", tile_first_idx=None,
-                     index=None):
+def tiles_box_filter(pages: torch.Tensor, origins: torch.Tensor, full_min: list[int], full_max: list[int],
+                     size: int = 3, fill_value: int | float = 0, out: str = "tiles",
+                     tile_first_idx: torch.Tensor | None = None, index: list[torch.Tensor] | None = None
+                     ) -> torch.Tensor:
     """The mean over a box of ``size`` points per side (size ** d points in d dims) around every point of the
     first-wins field, reading across tile boundaries: `tiles_correlate` with a box kernel of weight 1 / size ** d.
 
@@ -183,15 +205,16 @@ def tiles_box_filter(pages, origins, full_min, full_max, size=3, fill_value=0, o
     tensor([[[0.4444, 0.4444],
              [0.4444, 0.4444]]])
     """
-    if not isinstance(size, int) or size < 1 or size % 2 == 0:
-        raise ValueError(f"torch_ragged.tiles_box_filter: size must be an odd int >= 1, got {size!r}")
+    if not isinstance(size, int) or isinstance(size, bool) or size < 1 or size % 2 == 0:
+        raise ValueError("torch_ragged.tiles_box_filter: size must be an odd int >= 1, got " + str(size))
     dims = origins.shape[1] if isinstance(origins, torch.Tensor) and origins.dim() == 2 else 1
-    feature = tuple(pages.shape[1 + dims:])
-    weight = torch.full((size,) * dims + feature, 1.0 / size**dims, dtype=pages.dtype, device=pages.device)
+    box = [size] * dims + list(pages.shape[1 + dims:])  # lists, not tuples: TorchScript compiles this
+    weight = torch.full(box, 1.0 / float(size**dims), dtype=pages.dtype, device=pages.device)
     return tiles_correlate(pages, origins, weight, full_min, full_max, fill_value, out, tile_first_idx, index)
 
 
-def tiles_from_dense(dense, tile_size, fill_value=0, full_min=None):
+def tiles_from_dense(dense: torch.Tensor, tile_size: list[int], fill_value: int | float = 0,
+                     full_min: list[int] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """``(pages, origins)`` of the ``tile_size``-aligned tiles of ``dense (*extent, *F)`` holding any value other
     than ``fill_value`` (origins from ``full_min``, default 0); `tiles_to_dense` gives ``dense`` back.
 
@@ -201,10 +224,12 @@ def tiles_from_dense(dense, tile_size, fill_value=0, full_min=None):
         fill_value: the background value: a tile is kept where any of its points differs from it.
         full_min: d ints: the dense tensor's first point (default 0s).
     """
-    (tile_size,) = _ints("tiles_from_dense", tile_size=tile_size)
-    if full_min is not None:
-        (full_min,) = _ints("tiles_from_dense", full_min=full_min)
-    return tuple(_ops.tiles_from_dense(dense, tile_size, fill_value, full_min))
+    if not torch.jit.is_scripting():
+        (tile_size,) = _ints("tiles_from_dense", tile_size=tile_size)
+        if full_min is not None:
+            (full_min,) = _ints("tiles_from_dense", full_min=full_min)
+    pages, origins = _ops.tiles_from_dense(dense, tile_size, fill_value, full_min)
+    return pages, origins
 
 
 # ---- fake kernels (torch.compile / torch.export) ----

@@ -93,3 +93,28 @@ def test_the_public_batch_and_segment_functions_script_and_match_eager():
     assert torch.equal(eager[0][0, -3:], members[0]) and bool((eager[0][0, :2] == -1.5).all())
     assert torch.equal(eager[8][0], torch.stack([m.sum(0) for m in members], 1))
     assert torch.equal(eager[10], torch.cat([members[2], members[0]]))
+
+
+def tiles_by_public_names(pages: torch.Tensor, origins: torch.Tensor, coords: torch.Tensor):
+    index = list(torch_ragged.tiles.tiles_index(origins, [4, 4], [0, 0], [12, 12], None))
+    dense = torch_ragged.tiles.tiles_to_dense(pages, origins, [0, 0], [12, 12], -1.0, "first", None, index)
+    summed = torch_ragged.tiles.tiles_to_dense(pages, origins, [0, 0], [12, 12], 0, "sum")
+    back = torch_ragged.tiles.dense_to_tiles(dense, origins, [4, 4], [0, 0], 0.5, True, None, index)
+    tile, local = torch_ragged.tiles.tiles_lookup(origins, [4, 4], coords, [0, 0], [12, 12], None, index)
+    correlated = torch_ragged.tiles.tiles_correlate(pages, origins, torch.ones(3, 3), [0, 0], [12, 12], 0.0, "dense")
+    boxed = torch_ragged.tiles.tiles_box_filter(pages, origins, [0, 0], [12, 12], 5, 1.0, "tiles")
+    cut_pages, cut_origins = torch_ragged.tiles.tiles_from_dense(summed, [4, 4], 0, [0, 0])
+    return [dense, summed, back, tile, local, correlated, boxed, cut_pages, cut_origins]
+
+
+def test_the_public_tiles_functions_script_and_match_eager():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # torch.jit.script is deprecated but supported
+        scripted = torch.jit.script(tiles_by_public_names)
+    pages, origins = torch.rand(3, 4, 4), torch.tensor([[0, 0], [2, 2], [8, 5]])  # tiles 0 and 1 overlap
+    coords = torch.tensor([[3, 3], [11, 0], [9, 6]])
+    eager = tiles_by_public_names(pages, origins, coords)
+    for a, b in zip(eager, scripted(pages, origins, coords), strict=True):
+        assert torch.equal(a, b)
+    assert torch.equal(eager[0][2:4, 2:4], pages[0, 2:4, 2:4])  # first wins where tiles 0 and 1 overlap
+    assert eager[3].tolist() == [0, -1, 2]
