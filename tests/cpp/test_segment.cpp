@@ -131,4 +131,47 @@ TEST(ScatterCompat, TorchScattersTablesFromCpp) {
   }
 }
 
+TEST(ScatterCompat, OneReductionNamesAndPygSoftmax) {
+  namespace ts = torch_ragged::scatter_compat;
+  const auto src = torch::tensor({1., 5., 3., 7., 9., 11., 2., 4., 8., 6., 10., 12.}).view({2, 6});
+  const auto index = longs({0, 1, 0, 1, 1, 3, 0, 0, 1, 0, 1, 2}).view({2, 6});
+  EXPECT_TRUE(torch::equal(ts::scatter_mul(src, index, 1),
+                           torch::tensor({3., 315., 1., 11., 48., 80., 12., 1.}).view({2, 4})));
+  EXPECT_TRUE(torch::equal(ts::scatter_sum(src, index, 1),
+                           torch::tensor({4., 21., 0., 11., 12., 18., 12., 0.}).view({2, 4})));
+  EXPECT_TRUE(torch::equal(ts::scatter_add(src, index, 1), ts::scatter_sum(src, index, 1)));
+  EXPECT_TRUE(torch::equal(ts::scatter_mean(src, index, 1),
+                           torch::tensor({2., 7., 0., 11., 4., 9., 12., 0.}).view({2, 4})));
+  const auto rows = torch::tensor({1., 2., 3., 4., 5., 6.});
+  const auto indptr = longs({0, 2, 5, 5, 6});
+  EXPECT_TRUE(torch::equal(ts::segment_sum_csr(rows, indptr), torch::tensor({3., 12., 0., 6.})));
+  EXPECT_TRUE(torch::equal(ts::segment_add_csr(rows, indptr), torch::tensor({3., 12., 0., 6.})));
+  EXPECT_TRUE(torch::equal(ts::segment_mean_csr(rows, indptr), torch::tensor({1.5, 4., 0., 6.})));
+  const auto sorted = longs({0, 0, 1, 1, 1, 3});
+  EXPECT_TRUE(torch::equal(ts::segment_sum_coo(rows, sorted), torch::tensor({3., 12., 0., 6.})));
+  EXPECT_TRUE(torch::equal(ts::segment_add_coo(rows, sorted), torch::tensor({3., 12., 0., 6.})));
+  EXPECT_TRUE(torch::equal(ts::segment_mean_coo(rows, sorted), torch::tensor({1.5, 4., 0., 6.})));
+  auto [highest, at] = ts::segment_max_coo(rows, sorted);
+  EXPECT_TRUE(torch::equal(highest, torch::tensor({2., 5., 0., 6.})));
+  EXPECT_TRUE(
+      torch::equal(at, longs({1, 4, 6, 5})));  // 6 = src.size(dim): nothing reaches position 2
+  auto [lowest, at_lowest] = ts::segment_min_coo(rows, sorted);
+  EXPECT_TRUE(torch::equal(lowest, torch::tensor({1., 3., 0., 6.})));
+  EXPECT_TRUE(torch::equal(at_lowest, longs({0, 2, 6, 5})));
+  // PyG's softmax: groups by sorted offsets (ptr) or by an index in any order; along dim 1 too
+  const auto scores = torch::tensor({0., 0., std::log(3.)});
+  const auto expected = torch::tensor({0.5, 0.5, 1.});
+  EXPECT_TRUE(torch::allclose(ts::softmax(scores, std::nullopt, longs({0, 2, 3})), expected));
+  EXPECT_TRUE(torch::allclose(ts::softmax(scores, longs({1, 1, 0})), expected));
+  EXPECT_TRUE(torch::allclose(
+      ts::softmax(scores.view({1, 3}), std::nullopt, longs({0, 2, 3}), std::nullopt, 1),
+      expected.view({1, 3})));
+  try {
+    ts::softmax(scores);
+    FAIL() << "expected an error";
+  } catch (const c10::ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("give index or ptr"), std::string::npos);
+  }
+}
+
 }  // namespace

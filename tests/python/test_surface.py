@@ -1,0 +1,109 @@
+"""The library's front doors, public function by public function: which functions are registered ops, which
+compile with TorchScript when called by their public name, and which the C++ headers declare. Every function that
+misses a door is listed below with the reason; a function that gains the door must leave the list (the lists are
+checked in both directions), so the ledger cannot go stale. torch.compile(fullgraph=True) and torch.export are
+checked per family in the family's own tests (test_*_pt2.py, test_export.py, the scatter / scan compile tests)."""
+
+import importlib
+import inspect
+import pathlib
+import re
+import warnings
+
+import pytest
+import torch
+import torch_ragged  # noqa: F401  (loads the op library)
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+MODULES = ["batch", "segment", "scatter_compat", "sparse", "pad", "tiles", "distributed"]
+
+SPARSE_REASON = ("Python composites over torch sparse tensors (layout dispatch in Python); their triplet ops "
+                 "(torch.ops.torch_ragged.sparse_*) are what TorchScript, export and C++ call today")
+DISTRIBUTED_REASON = "collectives over torch.distributed process groups: Python by design, no op"
+
+# (module, function) -> why it is not a registered op under its own public name
+NOT_AN_OP_BY_NAME = {
+    **{("scatter_compat", name): "calls one of the compat_* ops (torch_scatter's names would clash with the "
+       "library's own scatter ops)" for name in (
+           "gather_coo", "gather_csr", "scatter_add", "scatter_log_softmax", "scatter_logsumexp", "scatter_mean",
+           "scatter_mul", "scatter_softmax", "scatter_std", "scatter_sum", "segment_add_coo", "segment_add_csr",
+           "segment_coo", "segment_csr", "segment_max_coo", "segment_max_csr", "segment_mean_coo",
+           "segment_mean_csr", "segment_min_coo", "segment_min_csr", "segment_sum_coo", "segment_sum_csr",
+           "softmax")},
+    ("tiles", "tiles_box_filter"): "tiles_correlate with a box kernel built in Python",
+    **{("distributed", name): DISTRIBUTED_REASON for name in ("ragged_all_gather", "ragged_all_to_all", "rebalance")},
+}
+SPARSE_OPS_BY_NAME = {"sparse_mask"}  # the one sparse function whose op has its public name
+
+NOT_SCRIPTABLE = {
+    ("pad", "pad"): "numpy.pad's signature: keyword-only arguments and **kwargs for vector functions; TorchScript "
+                    "calls torch.ops.torch_ragged.pad (the broadcast forms)",
+    **{("distributed", name): DISTRIBUTED_REASON for name in ("ragged_all_gather", "ragged_all_to_all", "rebalance")},
+}
+SPARSE_SCRIPTABLE = {"is_accelerated"}
+
+# C++ declarations: the C++ API keeps one function per reduction where torch_scatter has several names
+NOT_DECLARED_IN_CPP = {
+    **{("distributed", name): DISTRIBUTED_REASON for name in ("ragged_all_gather", "ragged_all_to_all", "rebalance")},
+}
+SPARSE_DECLARED = {"coalesce", "mm", "softmax", "sparse_mask"}
+
+
+def public_functions():
+    for module in MODULES:
+        mod = importlib.import_module(f"torch_ragged.{module}")
+        for name in mod.__all__:
+            if inspect.isfunction(getattr(mod, name)):
+                yield module, name, getattr(mod, name)
+
+
+def expected_misses(exceptions: dict, sparse_hits: set) -> dict:
+    misses = dict(exceptions)
+    for module, name, _ in public_functions():
+        if module == "sparse" and name not in sparse_hits:
+            misses[module, name] = SPARSE_REASON
+    return misses
+
+
+def cpp_declarations(module: str) -> set[str]:
+    """The functions a module's C++ header declares (exported or inline); batch's get_first_idx is segment's."""
+    headers = {"batch": ["batch.h", "segment.h"], "segment": ["segment.h"], "scatter_compat": ["scatter_compat.h"],
+               "sparse": ["sparse.h"], "pad": ["pad.h"], "tiles": ["tiles.h"], "distributed": []}[module]
+    names = set()
+    for header in headers:
+        text = (ROOT / "csrc" / "torch_ragged" / header).read_text()
+        names |= set(re.findall(r"TORCH_RAGGED_API\s+[^;{]*?\b(\w+)\s*\(", text, re.S))
+        names |= set(re.findall(r"^inline\s+[^;{]*?\b(\w+)\s*\(", text, re.M | re.S))
+    return names
+
+
+def test_the_public_functions_are_counted_per_module():
+    counts = {module: sum(1 for m, _, _ in public_functions() if m == module) for module in MODULES}
+    assert counts == {"batch": 10, "segment": 19, "scatter_compat": 26, "sparse": 61, "pad": 1, "tiles": 7,
+                      "distributed": 3}, counts
+
+
+def test_registered_ops_by_public_name():
+    ops = set(dir(torch.ops.torch_ragged))
+    misses = {(m, n) for m, n, _ in public_functions() if n not in ops}
+    assert misses == set(expected_misses(NOT_AN_OP_BY_NAME, SPARSE_OPS_BY_NAME))
+
+
+def test_torchscript_compiles_each_public_function_by_name():
+    misses = set()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for module, name, function in public_functions():
+            try:
+                torch.jit.script(function)
+            except Exception:  # noqa: BLE001 - any failure to compile is a miss, listed below with its reason
+                misses.add((module, name))
+    assert misses == set(expected_misses(NOT_SCRIPTABLE, SPARSE_SCRIPTABLE))
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_cpp_headers_declare_the_public_functions(module):
+    declared = cpp_declarations(module)
+    misses = {(m, n) for m, n, _ in public_functions() if m == module and n not in declared}
+    expected = {key for key in expected_misses(NOT_DECLARED_IN_CPP, SPARSE_DECLARED) if key[0] == module}
+    assert misses == expected
