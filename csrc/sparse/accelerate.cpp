@@ -114,6 +114,39 @@ TorchKernel<BinaryFn> torch_sparse_mask("aten::sparse_mask", "");
 
 bool is_on() { return accelerated.load(std::memory_order_acquire); }
 
+// accelerate() takes over only what it makes faster. On the CPU, torch's own kernels beat ours
+// below about 128 entries (the default of ours_from_entries): the fixed work of a call (offsets,
+// the reduction tree's set-up, a few allocations) is most of it there. Measured 2026-12-07, 2
+// threads, accelerated / torch: mm at 16 entries 0.72x, 64 0.85-0.91x, 256 1.15-1.35x; sparse
+// softmax at 16 0.79x, 64 0.96-1.06x, 256 1.43x; sparse sum at 4-128 entries 0.58-0.99x,
+// 256 1.01-1.15x. torch's CPU kernels of these ops are deterministic, so results stay reproducible.
+// The tests set it to 0 (accelerate_torch_sparse_from) so that small inputs exercise these kernels.
+std::atomic<int64_t> ours_from_entries{128};
+
+// Whether torch's own kernel is the faster one here and may be trusted with the tensor: a CPU COO
+// tensor of fewer entries, whose indices are each in range and, where it is flagged coalesced,
+// strictly rising (row-major). One that is not goes to this library's kernels, which refuse it by
+// name where torch would read or write out of bounds. The check is one loop over the few entries.
+bool torch_is_faster_here(const at::Tensor& sparse) {
+  if (!sparse.is_cpu() || sparse._nnz() >= ours_from_entries.load(std::memory_order_relaxed)) {
+    return false;
+  }
+  const at::Tensor indices = sparse._indices();
+  if (indices.scalar_type() != at::kLong) return false;
+  const auto index = indices.accessor<int64_t, 2>();
+  const bool flagged = sparse.is_coalesced();
+  for (int64_t i = 0; i < index.size(1); ++i) {
+    int order = i == 0 ? 1 : 0;  // against the entry before: 1 above, -1 below, 0 equal
+    for (int64_t d = 0; d < index.size(0); ++d) {
+      const int64_t at = index[d][i];
+      if (at < 0 || at >= sparse.size(d)) return false;
+      if (order == 0) order = at > index[d][i - 1] ? 1 : (at < index[d][i - 1] ? -1 : 0);
+    }
+    if (flagged && order != 1) return false;
+  }
+  return true;
+}
+
 at::Tensor sparse_tensor(const at::Tensor& indices, const at::Tensor& values,
                          at::IntArrayRef size) {
   return at::_sparse_coo_tensor_unsafe(indices.to(at::kLong), values, size,
@@ -167,8 +200,9 @@ at::Tensor coalesce_kernel(c10::DispatchKeySet ks, const at::Tensor& self) {
 
 at::Tensor to_dense_kernel(c10::DispatchKeySet ks, const at::Tensor& self,
                            std::optional<at::ScalarType> dtype, std::optional<bool> masked_grad) {
-  // a dtype argument: torch's refusal ("dtype argument is not supported by sparse_to_dense")
-  if (!is_on() || dtype.has_value() || !sums_values_of(self)) {
+  // a dtype argument: torch's refusal ("dtype argument is not supported by sparse_to_dense"). Small
+  // CPU inputs torch can trust: its kernel (too few entries to thread: duplicates added in order).
+  if (!is_on() || dtype.has_value() || !sums_values_of(self) || torch_is_faster_here(self)) {
     return torch_to_dense(ks, self, dtype, masked_grad);
   }
   return ops::sparse_to_dense(self._indices(), self._values(), self.sym_sizes(), true);
@@ -185,7 +219,7 @@ bool softmax_here(const at::Tensor& values, bool half_to_float) {
 template <bool kLog>
 at::Tensor softmax_kernel(c10::DispatchKeySet ks, const at::Tensor& self, int64_t dim,
                           bool half_to_float) {
-  if (!is_on() || !softmax_here(self, half_to_float)) {
+  if (!is_on() || !softmax_here(self, half_to_float) || torch_is_faster_here(self)) {
     return (kLog ? torch_log_softmax : torch_softmax)(ks, self, dim, half_to_float);
   }
   const int64_t d = at::maybe_wrap_dim(dim, self.dim());
@@ -204,6 +238,10 @@ at::Tensor softmax_backward_kernel(c10::DispatchKeySet ks, const at::Tensor& gra
                                                                         dim, self);
   }
   const int64_t d = at::maybe_wrap_dim(dim, output.dim());
+  if (torch_is_faster_here(output)) {  // the dim wrapped: torch's own backward does not wrap it
+    return (kLog ? torch_log_softmax_backward : torch_softmax_backward)(ks, grad_output, output, d,
+                                                                        self);
+  }
   auto [indices, out_values] = coalesced_parts(output);
   const at::Tensor& given = grad_output._indices();
   at::Tensor grad;
@@ -220,7 +258,8 @@ at::Tensor softmax_backward_kernel(c10::DispatchKeySet ks, const at::Tensor& gra
 }
 
 at::Tensor sum_kernel(c10::DispatchKeySet ks, const at::Tensor& self, at::IntArrayRef dim) {
-  if (!is_on() || !has_kernels_for(SegmentDtypes::kSummable, self.scalar_type())) {
+  if (!is_on() || !has_kernels_for(SegmentDtypes::kSummable, self.scalar_type()) ||
+      torch_is_faster_here(self)) {
     return torch_sum(ks, self, dim);
   }
   // torch's errors for the dims: IndexError out of range, RuntimeError repeated (the op's own would
@@ -280,7 +319,8 @@ at::Tensor sparse_times_dense(std::string_view op, const at::Tensor& sparse,
 }
 
 at::Tensor mm_kernel(c10::DispatchKeySet ks, const at::Tensor& self, const at::Tensor& mat2) {
-  const bool same_kind = is_on() && multipliable(self, mat2) && is_plain_matrix(self);
+  const bool same_kind =
+      is_on() && multipliable(self, mat2) && is_plain_matrix(self) && !torch_is_faster_here(self);
   if (same_kind && is_plain_matrix(mat2)) {
     auto [a_indices, a_values] = coalesced_parts(self);
     auto [b_indices, b_values] = coalesced_parts(mat2);
@@ -299,9 +339,11 @@ at::Tensor addmm_kernel(c10::DispatchKeySet ks, const at::Tensor& self, const at
   const bool ours = is_on() && self.layout() == at::kStrided && mat2.layout() == at::kStrided &&
                     is_plain_matrix(mat1) && multipliable(mat1, mat2) &&
                     self.scalar_type() == mat1.scalar_type() && self.device() == mat1.device() &&
-                    at::is_expandable_to(self.sizes(), {mat1.size(0), mat2.size(1)});
+                    at::is_expandable_to(self.sizes(), {mat1.size(0), mat2.size(1)}) &&
+                    !torch_is_faster_here(mat1);
   if (!ours) return torch_addmm(ks, self, mat1, mat2, beta, alpha);
-  at::Tensor out = sparse_times_dense("addmm", mat1, mat2).mul_(alpha);
+  at::Tensor out = sparse_times_dense("addmm", mat1, mat2);
+  if (alpha.toComplexDouble() != 1.0) out.mul_(alpha);  // a pass over the output saved when 1
   if (beta.toComplexDouble() != 0.0) out.add_(self.expand_as(out), beta);
   return out;
 }
@@ -326,7 +368,7 @@ at::Tensor bmm_kernel(c10::DispatchKeySet ks, const at::Tensor& self, const at::
                     self.dim() == 3 && self.sparse_dim() == 3 && mat2.dim() == 3 &&
                     self.scalar_type() == mat2.scalar_type() && has_products(self.scalar_type()) &&
                     self.device() == mat2.device() && self.size(0) == mat2.size(0) &&
-                    self.size(2) == mat2.size(1);
+                    self.size(2) == mat2.size(1) && !torch_is_faster_here(self);
   if (!ours) return torch_bmm(ks, self, mat2);
   const int64_t batch = self.size(0), n = self.size(1), m = self.size(2), k = mat2.size(2);
   auto [indices, values] = coalesced_parts(self);
@@ -457,6 +499,14 @@ TORCH_LIBRARY_FRAGMENT(torch_ragged, m) {
   m.def("accelerate_torch_sparse(bool enabled) -> bool",
         [](bool enabled) { return accelerate_torch_sparse(enabled); });
   m.def("torch_sparse_accelerated() -> bool", [] { return torch_sparse_accelerated(); });
+  // CPU calls with fewer entries keep torch's own kernels (faster there); returns the previous
+  // count. 0 sends every call to this library's kernels: what the tests do, to test them.
+  m.def("accelerate_torch_sparse_from(int entries) -> int", [](int64_t entries) {
+    TORCH_CHECK_VALUE(entries >= 0,
+                      "torch_ragged.accelerate_torch_sparse_from: entries must be >= 0, got ",
+                      entries);
+    return ours_from_entries.exchange(entries);
+  });
 }
 
 }  // namespace torch_ragged

@@ -50,7 +50,8 @@ def test_every_op_has_a_sample():
     # tiles_lookup and tiles_index (integer outputs) run their opcheck subset in test_tiles.py; the accelerate
     # switches take no tensors (test_sparse_accelerate.py)
     assert registered - {"version", "cuda_version", "built_with_cuda", "built_with_torch", "tiles_lookup",
-                         "tiles_index", "accelerate_torch_sparse", "torch_sparse_accelerated"} <= covered
+                         "tiles_index", "accelerate_torch_sparse", "torch_sparse_accelerated",
+                         "accelerate_torch_sparse_from"} <= covered
 
 
 @pytest.mark.parametrize("side", ["right", "left"])

@@ -68,7 +68,8 @@ def test_every_sample_op_is_exported_above():
     # version queries and the accelerate switches take no tensors; tiles_lookup / tiles_index are exported in
     # test_tiles_index_exports
     assert registered - {"version", "cuda_version", "built_with_cuda", "built_with_torch", "tiles_lookup",
-                         "tiles_index", "accelerate_torch_sparse", "torch_sparse_accelerated"} <= exported
+                         "tiles_index", "accelerate_torch_sparse", "torch_sparse_accelerated",
+                         "accelerate_torch_sparse_from"} <= exported
 
 
 # ---- Dim.DYNAMIC: one exported program, several input sizes ----

@@ -20,8 +20,51 @@ sparse = torch_ragged.sparse
 
 @pytest.fixture(autouse=True)
 def off_after_each_test():
+    # These tests use small tensors, which the accelerated CPU kernels hand to torch's own by default (faster
+    # below 128 entries): 0 sends every call to this library's kernels, the ones under test here.
+    default = torch.ops.torch_ragged.accelerate_torch_sparse_from(0)
     yield
     sparse.accelerate(False)
+    torch.ops.torch_ragged.accelerate_torch_sparse_from(default)
+
+
+def test_small_cpu_inputs_keep_torchs_kernels_unless_their_indices_cannot_be_trusted():
+    """By default a CPU call with fewer than 128 entries runs torch's own kernel (bit for bit torch's result), one
+    with more runs this library's; a small tensor flagged coalesced whose indices are not is still refused by name
+    (torch's kernel would read out of bounds), and a negative dim reaches torch's softmax backward wrapped."""
+    assert torch.ops.torch_ragged.accelerate_torch_sparse_from(128) == 0  # the fixture's setting
+    small = random_sparse((6, 5), 2, 12, seed=3, coalesced=True)
+    dense = torch.randn(5, 4, dtype=torch.float64)
+    torch_results = [torch.mm(small, dense), torch.addmm(torch.ones(6, 4, dtype=torch.float64), small, dense),
+                     torch.sparse.softmax(small, 1).values(), torch.sparse.sum(small, 1).values(), small.to_dense()]
+    with sparse.accelerate():
+        assert not sparse_kernels_ran_for(small, dense)
+        ours = [torch.mm(small, dense), torch.addmm(torch.ones(6, 4, dtype=torch.float64), small, dense),
+                torch.sparse.softmax(small, 1).values(), torch.sparse.sum(small, 1).values(), small.to_dense()]
+        for theirs, got in zip(torch_results, ours, strict=True):
+            assert torch.equal(theirs, got)
+        large = random_sparse((40, 30), 2, 300, seed=4, coalesced=True)
+        assert sparse_kernels_ran_for(large, torch.randn(30, 4, dtype=torch.float64))
+        lying = torch.sparse_coo_tensor([[0, 7], [0, 1]], [1.0, 2.0], (3, 3), is_coalesced=True, check_invariants=False)
+        with pytest.raises(ValueError, match=r"aten::mm\): the sparse operand is flagged coalesced"):
+            torch.mm(lying, torch.ones(3, 2))
+
+        def gradient(dim):
+            values = small.values().clone().requires_grad_()
+            out = torch.sparse.log_softmax(torch.sparse_coo_tensor(small.indices(), values, small.shape), dim)
+            (out.values() * torch.arange(out._nnz(), dtype=values.dtype).sin()).sum().backward()
+            return values.grad
+
+        torch.testing.assert_close(gradient(-2), gradient(0))  # torch's own backward alone does not wrap -2
+    with pytest.raises(ValueError, match="accelerate_torch_sparse_from: entries must be >= 0"):
+        torch.ops.torch_ragged.accelerate_torch_sparse_from(-1)
+
+
+def sparse_kernels_ran_for(s: torch.Tensor, dense: torch.Tensor) -> bool:
+    """Whether torch.mm(s, dense) ran this library's kernel: its profile names the segment core's gather-sum."""
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as profile:
+        torch.mm(s, dense)
+    return any("segment_gather_sum" in event.name for event in profile.events())
 
 
 def registered_from_here(op: str) -> bool:
