@@ -96,6 +96,37 @@ TEST(Segment, ScatterReducesEachPositionsRowsInOrder) {
 
 // torch_ragged::scatter_compat, torch_scatter's API from C++: its test_scatter.py table (an index
 // per element along dim 1) and test_segment.py's, written out by hand there.
+TEST(Segment, ScansRestartAtEachSegmentFromCpp) {
+  const auto data = torch::tensor({2., 3., 4., 5.});
+  const auto first_idx = longs({0, 2, 2, 4});  // an empty segment in the middle
+  EXPECT_TRUE(
+      torch::equal(torch_ragged::segment_cumsum(data, first_idx), torch::tensor({2., 5., 4., 9.})));
+  EXPECT_TRUE(torch::equal(torch_ragged::segment_cumsum(data, first_idx, false, true),
+                           torch::tensor({0., 2., 0., 4.})));
+  EXPECT_TRUE(torch::equal(torch_ragged::segment_cumsum(data, first_idx, true),
+                           torch::tensor({5., 3., 9., 5.})));
+  EXPECT_TRUE(torch::equal(torch_ragged::segment_cumprod(data, first_idx, true, true),
+                           torch::tensor({3., 1., 5., 1.})));
+  // torch.cummax's rule: the later of equal values
+  auto [highest, at] =
+      torch_ragged::segment_cummax(torch::tensor({1., 3., 3., 2.}), longs({0, 3, 4}));
+  EXPECT_TRUE(torch::equal(highest, torch::tensor({1., 3., 3., 2.})));
+  EXPECT_TRUE(torch::equal(at, longs({0, 1, 2, 3})));
+  auto [lowest, at_lowest] =
+      torch_ragged::segment_cummin(torch::tensor({3., 1., 2., 5.}), longs({0, 4}));
+  EXPECT_TRUE(torch::equal(lowest, torch::tensor({3., 1., 1., 1.})));
+  EXPECT_TRUE(torch::equal(at_lowest, longs({0, 1, 1, 1})));
+  const auto large = torch::tensor({0., 0., 1e4, 1e4}, torch::kDouble);
+  EXPECT_TRUE(
+      torch::allclose(torch_ragged::segment_logcumsumexp(large, longs({0, 2, 4})),
+                      torch::tensor({0., std::log(2.), 1e4, 1e4 + std::log(2.)}, torch::kDouble)));
+  EXPECT_TRUE(
+      torch::equal(torch_ragged::segment_arange(longs({0, 2, 2, 5})), longs({0, 1, 0, 1, 2})));
+  const auto x = torch::ones({4}, torch::requires_grad());
+  torch_ragged::segment_cumsum(x, longs({0, 2, 4})).sum().backward();
+  EXPECT_TRUE(torch::equal(x.grad(), torch::tensor({2.f, 1.f, 2.f, 1.f})));  // rows at or after it
+}
+
 TEST(ScatterCompat, TorchScattersTablesFromCpp) {
   namespace ts = torch_ragged::scatter_compat;
   const auto src = torch::tensor({1., 5., 3., 7., 9., 11., 2., 4., 8., 6., 10., 12.}).view({2, 6});
