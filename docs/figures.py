@@ -266,18 +266,24 @@ def _draw_tile_outlines(ax, origins, size=8):
         ax.text(c, r, f"tile {t}", color="white", fontsize=8, va="top", ha="left")
 
 
-def tiles_figure(path: str) -> None:
-    import matplotlib.pyplot as plt
+def _first_wins_field(ax):
+    """The example tiles read into their 24 x 24 bound (tiles_to_dense), each point coloured by its winning tile,
+    grey where none covers it, the tiles outlined. Returns (pages, origins)."""
     from matplotlib.colors import ListedColormap
 
     pages, origins = _tiles_example()
-    bound = [24, 24]
-    field = tiles.tiles_to_dense(pages, origins, [0, 0], bound, fill_value=0.0)
-    blurred = tiles.tiles_box_filter(pages, origins, [0, 0], bound, size=5, out="dense")
+    field = tiles.tiles_to_dense(pages, origins, [0, 0], [24, 24], fill_value=0.0)
+    ax.imshow(field.numpy(), cmap=ListedColormap([PADDING, *COLOURS[:4]]), vmin=0, vmax=4, interpolation="nearest")
+    _draw_tile_outlines(ax, origins)
+    return pages, origins
+
+
+def tiles_figure(path: str) -> None:
+    import matplotlib.pyplot as plt
+
     fig, (first_ax, filter_ax) = plt.subplots(1, 2, figsize=(10, 4.8))
-    first_ax.imshow(field.numpy(), cmap=ListedColormap([PADDING, *COLOURS[:4]]), vmin=0, vmax=4,
-                    interpolation="nearest")
-    _draw_tile_outlines(first_ax, origins)
+    pages, origins = _first_wins_field(first_ax)
+    blurred = tiles.tiles_box_filter(pages, origins, [0, 0], [24, 24], size=5, out="dense")
     first_ax.set_title("tiles_to_dense: where tiles 0 and 1 overlap, tile 0 wins\n(grey: no tile, fill_value)",
                        fontsize=10)
     image = filter_ax.imshow(blurred.numpy(), cmap="viridis", interpolation="nearest")
@@ -322,7 +328,6 @@ def container_views(path: str) -> None:
 def overview(path: str) -> None:
     """index.md: one small panel per family, each computed by the library."""
     import matplotlib.pyplot as plt
-    from matplotlib.colors import ListedColormap
 
     fig, axes = plt.subplots(2, 3, figsize=(12, 5.4))
     members = [torch.tensor([11.0, 12.0, 13.0]), torch.tensor([21.0]), torch.tensor([31.0, 32.0])]
@@ -357,11 +362,7 @@ def overview(path: str) -> None:
     _grid(axes[1, 1], [[0 if 3 <= c < 7 else 1 for c in range(len(reflected))]], [[f"{v:g}" for v in reflected]],
           "pad(signal, 3, \"reflect\"):\nnumpy.pad's eleven modes")
 
-    pages, origins = _tiles_example()
-    field = tiles.tiles_to_dense(pages, origins, [0, 0], [24, 24], fill_value=0.0)
-    axes[1, 2].imshow(field.numpy(), cmap=ListedColormap([PADDING, *COLOURS[:4]]), vmin=0, vmax=4,
-                      interpolation="nearest")
-    _draw_tile_outlines(axes[1, 2], origins)
+    _first_wins_field(axes[1, 2])
     axes[1, 2].axis("off")
     axes[1, 2].set_title("tiles_to_dense: the first\ncovering tile wins", fontsize=10)
     fig.tight_layout()
