@@ -85,6 +85,16 @@ def extension():
     return cpp_extension.CppExtension(sources=sources, extra_compile_args={"cxx": cxx_flags}, **kwargs)
 
 
+def fast_calls_extension():
+    """torch_ragged._fast: the ops as direct Python calls (bindings/fast_calls.cpp), for the wrappers' eager calls.
+    A Python module beside the op library, not part of it (the C++ package stays free of Python); it finds the ops
+    through the dispatcher by name, so it links nothing of ours."""
+    return cpp_extension.CppExtension(
+        name="torch_ragged._fast", sources=[os.path.join("bindings", "fast_calls.cpp")],
+        extra_compile_args={"cxx": ["-O2", "-std=c++20", "-fvisibility=hidden", "-g" if DEBUG else "-g0"]},
+        py_limited_api=False)
+
+
 def stage_headers(package_dir: str) -> None:
     """The public C++ headers into the package (torch_ragged/include/torch_ragged), where the package's CMake
     config (torch_ragged/share/cmake/TorchRagged) finds them: LibTorch programs build against the install."""
@@ -145,7 +155,7 @@ setup(
     packages=find_packages("python"),
     package_data={"torch_ragged": ["py.typed", "include/torch_ragged/*.h", "share/cmake/TorchRagged/*.cmake"]},
     install_requires=[f"torch=={TORCH_MINOR}.*"],
-    ext_modules=[extension()],
+    ext_modules=[extension(), fast_calls_extension()],
     cmdclass={"build_ext": BuildExtension},
     zip_safe=False,
 )

@@ -60,6 +60,10 @@ def _list_ops() -> None:
 _load_library()
 _list_ops()
 
+from . import _fast_calls  # noqa: E402
+
+_fast_calls.install()
+
 from . import _fake, batch, container, distributed, scatter_compat, segment, sparse, tiles  # noqa: E402,F401  (_fake registers the fake kernels)
 from .batch import *  # noqa: E402,F403  (re-exports batch.__all__)
 from .container import LazyStack, MemberExtremum, RaggedCollate, RaggedTensor, collate  # noqa: E402

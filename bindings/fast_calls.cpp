@@ -1,0 +1,279 @@
+// torch_ragged._fast: the ops as direct Python calls, the eager door of
+// torch.ops.torch_ragged.<op>.
+//
+// A call through torch.ops converts its Python arguments to a stack of IValues against the
+// schema, then dispatches boxed: ~1.5-2.5 us before the kernel starts, most of a small input's
+// time (torch's own functions pay ~0.5 us through their generated bindings). Each binding here
+// calls its op through the dispatcher, unboxed, with pybind11 converting the arguments, so every
+// dispatch key (autograd, autocast, vmap, fake tensors, Python dispatch modes, the JIT tracer)
+// sees the call as it sees a torch.ops one. torch_ragged/_fast_calls.py makes each binding the
+// __call__ of its op's packet (torch.ops.torch_ragged.<op>): TorchScript, torch.compile and
+// export see the packets as the ops they are and never run __call__.
+//
+// Each binding has two overloads. The first takes exactly the schema's arguments, positionally,
+// of exactly the types it converts without guessing: plain tensors (torch.Tensor or Parameter:
+// a subclass, and any tensor while a torch function mode is active, may define
+// __torch_function__, which torch.ops honours), Python ints / bools / floats / strings / lists.
+// Any other call (keywords, defaults left out, a subclass, an FX proxy, a 0-d tensor for an int)
+// falls to the second, which hands the arguments to torch's own call of the op unchanged: its
+// parsing, its errors. Not part of the C++ library: C++ callers call the ops directly.
+
+#include <ATen/PythonTorchFunctionTLS.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <c10/core/SymIntArrayRef.h>
+#include <pybind11/stl.h>
+#include <torch/csrc/autograd/python_variable.h>
+#include <torch/csrc/utils/pybind.h>
+
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+// A torch.Tensor (or Parameter) whose call needs no __torch_function__ handling.
+struct PlainTensor {
+  at::Tensor tensor;
+};
+
+namespace pybind11::detail {
+template <>
+struct type_caster<PlainTensor> {
+  PYBIND11_TYPE_CASTER(PlainTensor, _("torch.Tensor"));
+  bool load(handle source, bool) {
+    PyObject* object = source.ptr();
+    if (!THPVariable_CheckExact(object) || at::impl::torch_function_mode_enabled()) return false;
+    value.tensor = THPVariable_Unpack(object);
+    return true;
+  }
+};
+}  // namespace pybind11::detail
+
+namespace {
+
+namespace py = pybind11;
+
+// The Python-side type of each argument type of an op's typed signature, and its conversion. Sizes
+// arrive as Python ints (the wrappers call these only outside tracing: no symbolic sizes).
+template <typename T>
+struct FromPython {
+  using type = T;
+  static T to(T value) { return value; }
+};
+template <>
+struct FromPython<const at::Tensor&> {
+  using type = const PlainTensor&;
+  static const at::Tensor& to(const PlainTensor& value) { return value.tensor; }
+};
+template <>
+struct FromPython<const std::optional<at::Tensor>&> {
+  using type = const std::optional<PlainTensor>&;
+  static std::optional<at::Tensor> to(const std::optional<PlainTensor>& value) {
+    if (!value.has_value()) return std::nullopt;
+    return value->tensor;
+  }
+};
+template <>
+struct FromPython<c10::SymInt> {
+  using type = int64_t;
+  static c10::SymInt to(int64_t value) { return c10::SymInt(value); }
+};
+template <>
+struct FromPython<std::optional<c10::SymInt>> {
+  using type = std::optional<int64_t>;
+  static std::optional<c10::SymInt> to(std::optional<int64_t> value) {
+    if (!value.has_value()) return std::nullopt;
+    return c10::SymInt(*value);
+  }
+};
+template <>
+struct FromPython<c10::SymIntArrayRef> {
+  using type = const std::vector<int64_t>&;
+  static c10::SymIntArrayRef to(const std::vector<int64_t>& value) {
+    return c10::fromIntArrayRefSlow(value);
+  }
+};
+template <>
+struct FromPython<at::OptionalSymIntArrayRef> {
+  using type = const std::optional<std::vector<int64_t>>&;
+  static at::OptionalSymIntArrayRef to(const std::optional<std::vector<int64_t>>& value) {
+    if (!value.has_value()) return std::nullopt;
+    return c10::fromIntArrayRefSlow(*value);
+  }
+};
+template <>
+struct FromPython<at::IntArrayRef> {
+  using type = const std::vector<int64_t>&;
+  static at::IntArrayRef to(const std::vector<int64_t>& value) { return value; }
+};
+template <>
+struct FromPython<at::OptionalIntArrayRef> {
+  using type = const std::optional<std::vector<int64_t>>&;
+  static at::OptionalIntArrayRef to(const std::optional<std::vector<int64_t>>& value) {
+    if (!value.has_value()) return std::nullopt;
+    return at::IntArrayRef(*value);
+  }
+};
+template <>
+struct FromPython<c10::string_view> {
+  using type = const std::string&;
+  static c10::string_view to(const std::string& value) { return value; }
+};
+template <>
+struct FromPython<std::optional<c10::string_view>> {
+  using type = const std::optional<std::string>&;
+  static std::optional<c10::string_view> to(const std::optional<std::string>& value) {
+    if (!value.has_value()) return std::nullopt;
+    return c10::string_view(*value);
+  }
+};
+template <>
+struct FromPython<at::TensorList> {
+  using type = const std::vector<PlainTensor>&;
+  static std::vector<at::Tensor> to(const std::vector<PlainTensor>& value) {
+    std::vector<at::Tensor> tensors;
+    tensors.reserve(value.size());
+    for (const PlainTensor& plain : value) tensors.push_back(plain.tensor);
+    return tensors;
+  }
+};
+// torch's pybind caster cannot load a Scalar: Python's bool, int and float, tried in that order.
+template <>
+struct FromPython<const at::Scalar&> {
+  using type = const std::variant<bool, int64_t, double>&;
+  static at::Scalar to(const std::variant<bool, int64_t, double>& value) {
+    return std::visit([](auto number) { return at::Scalar(number); }, value);
+  }
+};
+
+template <typename Signature>
+struct Binder;
+
+template <typename R, typename... Args>
+struct Binder<R(Args...)> {
+  // Binds torch_ragged::<name> (its default overload) as _fast.<name>: the op is looked up once,
+  // when the module loads (after the op library), and its signature checked against the schema.
+  static void bind(py::module_& m, const char* name) {
+    const auto op = c10::Dispatcher::singleton()
+                        .findSchemaOrThrow((std::string("torch_ragged::") + name).c_str(), "")
+                        .typed<R(Args...)>();
+    m.def(
+        name,
+        [op](typename FromPython<Args>::type... args) -> R {
+          return op.call(FromPython<Args>::to(args)...);
+        },
+        py::call_guard<py::gil_scoped_release>());  // as torch.ops calls: other threads run
+                                                    // meanwhile
+    // Any other call: torch's own call of the op (the packet's _op), which parses what it is given.
+    // Looked up on the first such call; never released (it lives as long as the op registry).
+    m.def(name, [name = std::string(name), torch_call = static_cast<py::object*>(nullptr)](
+                    const py::args& args, const py::kwargs& kwargs) mutable {
+      if (torch_call == nullptr) {
+        torch_call = new py::object(py::module_::import("torch")
+                                        .attr("ops")
+                                        .attr("torch_ragged")
+                                        .attr(name.c_str())
+                                        .attr("_op"));
+      }
+      return (*torch_call)(*args, **kwargs);
+    });
+  }
+};
+
+using at::Tensor;
+using TensorRef = const at::Tensor&;
+using OptionalTensorRef = const std::optional<at::Tensor>&;
+using OptionalSymInt = std::optional<c10::SymInt>;
+using Pair = std::tuple<Tensor, Tensor>;
+using Quad = std::tuple<Tensor, Tensor, Tensor, Tensor>;
+
+}  // namespace
+
+PYBIND11_MODULE(_fast, m) {
+  m.doc() = "torch_ragged's ops as direct Python calls (eager mode; see bindings/fast_calls.cpp)";
+  // segment core
+  for (const char* name :
+       {"segment_sum", "segment_mean", "segment_softmax", "segment_log_softmax"}) {
+    Binder<Tensor(TensorRef, TensorRef)>::bind(m, name);
+  }
+  for (const char* name : {"segment_max", "segment_min"}) {
+    Binder<Pair(TensorRef, TensorRef)>::bind(m, name);
+  }
+  for (const char* name : {"segment_cumsum", "segment_cumprod"}) {
+    Binder<Tensor(TensorRef, TensorRef, bool, bool)>::bind(m, name);
+  }
+  Binder<Tensor(TensorRef, TensorRef, bool)>::bind(m, "segment_logcumsumexp");
+  for (const char* name : {"segment_cummax", "segment_cummin"}) {
+    Binder<Pair(TensorRef, TensorRef, bool)>::bind(m, name);
+  }
+  Binder<Tensor(TensorRef, bool)>::bind(m, "get_first_idx");
+  Binder<Tensor(TensorRef, TensorRef, OptionalSymInt)>::bind(m, "segment_expand");
+  for (const char* name : {"segment_ids", "segment_arange"}) {
+    Binder<Tensor(TensorRef, OptionalSymInt)>::bind(m, name);
+  }
+  Binder<Pair(TensorRef, TensorRef, TensorRef, OptionalSymInt)>::bind(m, "ragged_index_select");
+  Binder<Tensor(TensorRef, TensorRef, OptionalTensorRef, TensorRef)>::bind(m, "segment_gather_sum");
+  Binder<Tensor(TensorRef, TensorRef, TensorRef, TensorRef)>::bind(m, "segment_gather_dot");
+  Binder<Tensor(TensorRef, TensorRef, int64_t, OptionalSymInt, c10::string_view)>::bind(m,
+                                                                                        "scatter");
+  for (const char* name : {"scatter_max", "scatter_min"}) {
+    Binder<Pair(TensorRef, TensorRef, int64_t, OptionalSymInt)>::bind(m, name);
+  }
+  // batch
+  Binder<Tensor(at::TensorList)>::bind(m, "get_shape_per_tensor");
+  Binder<Tensor(TensorRef, at::OptionalSymIntArrayRef)>::bind(m, "fill_max_shape");
+  Binder<Pair(at::TensorList)>::bind(m, "list_to_packed");
+  Binder<Pair(at::TensorList, const at::Scalar&, at::OptionalSymIntArrayRef,
+              c10::string_view)>::bind(m, "list_to_padded");
+  Binder<Tensor(TensorRef, TensorRef, TensorRef, const at::Scalar&, at::OptionalSymIntArrayRef,
+                c10::string_view)>::bind(m, "packed_to_padded");
+  Binder<Tensor(TensorRef, TensorRef, c10::string_view, OptionalSymInt)>::bind(m,
+                                                                               "padded_to_packed");
+  Binder<std::vector<Tensor>(TensorRef, TensorRef, TensorRef)>::bind(m, "packed_to_list");
+  Binder<std::vector<Tensor>(TensorRef, TensorRef, c10::string_view)>::bind(m, "padded_to_list");
+  Binder<Tensor(TensorRef, TensorRef, OptionalSymInt)>::bind(m, "tile_to_packed");
+  // torch_scatter's names
+  Binder<Tensor(TensorRef, TensorRef, int64_t, OptionalTensorRef, OptionalSymInt,
+                c10::string_view)>::bind(m, "compat_scatter");
+  Binder<Pair(TensorRef, TensorRef, int64_t, OptionalTensorRef, OptionalSymInt,
+              c10::string_view)>::bind(m, "compat_scatter_arg");
+  Binder<Tensor(TensorRef, TensorRef, OptionalTensorRef, c10::string_view)>::bind(
+      m, "compat_segment_csr");
+  Binder<Pair(TensorRef, TensorRef, OptionalTensorRef, c10::string_view)>::bind(
+      m, "compat_segment_csr_arg");
+  for (const char* name : {"compat_gather_csr", "compat_gather_coo"}) {
+    Binder<Tensor(TensorRef, TensorRef, OptionalTensorRef)>::bind(m, name);
+  }
+  for (const char* name : {"compat_scatter_softmax", "compat_scatter_log_softmax"}) {
+    Binder<Tensor(TensorRef, TensorRef, int64_t, OptionalSymInt)>::bind(m, name);
+  }
+  // sparse (COO triplets)
+  Binder<Tensor(TensorRef, c10::SymIntArrayRef, bool)>::bind(m, "sparse_flat_keys");
+  Binder<Quad(TensorRef, TensorRef, c10::SymIntArrayRef, bool, bool)>::bind(m, "sparse_coalesce");
+  Binder<Pair(TensorRef, TensorRef, c10::SymIntArrayRef, at::OptionalIntArrayRef, bool)>::bind(
+      m, "sparse_sum");
+  Binder<Tensor(TensorRef, TensorRef, bool)>::bind(m, "sparse_mask");
+  Binder<Tensor(TensorRef, TensorRef, c10::SymIntArrayRef, bool)>::bind(m, "sparse_to_dense");
+  Binder<Pair(TensorRef, std::optional<int64_t>)>::bind(m, "sparse_from_dense");
+  Binder<Pair(TensorRef, TensorRef, c10::SymIntArrayRef, int64_t, TensorRef)>::bind(
+      m, "sparse_index_select");
+  Binder<Tensor(TensorRef, TensorRef, c10::SymIntArrayRef, int64_t, bool)>::bind(m,
+                                                                                 "sparse_softmax");
+  Binder<Tensor(TensorRef, TensorRef, c10::SymIntArrayRef, int64_t)>::bind(m, "sparse_pool_sum");
+  Binder<Quad(TensorRef, c10::SymIntArrayRef)>::bind(m, "sparse_mm_plan");
+  for (const char* name : {"sparse_mm", "sparse_sddmm"}) {
+    Binder<Tensor(TensorRef, TensorRef, TensorRef, TensorRef, TensorRef, TensorRef, TensorRef, bool,
+                  bool)>::bind(m, name);
+  }
+  Binder<Pair(TensorRef, TensorRef, TensorRef, TensorRef, c10::SymIntArrayRef,
+              c10::SymIntArrayRef)>::bind(m, "sparse_spgemm");
+  Binder<std::tuple<Tensor, Tensor, Tensor>(TensorRef, TensorRef, TensorRef, TensorRef, TensorRef,
+                                            TensorRef, c10::SymIntArrayRef,
+                                            c10::SymIntArrayRef)>::bind(m, "sparse_spgemm_csr");
+  Binder<Tensor(TensorRef, TensorRef, c10::SymInt)>::bind(m, "sparse_compressed_violation");
+  Binder<Tensor(TensorRef, c10::SymInt)>::bind(m, "sparse_row_offsets");
+  Binder<Pair(TensorRef, TensorRef)>::bind(m, "sparse_intersect");
+  // pad
+  Binder<Tensor(TensorRef, c10::SymIntArrayRef, c10::string_view, OptionalTensorRef,
+                OptionalTensorRef, at::OptionalIntArrayRef,
+                std::optional<c10::string_view>)>::bind(m, "pad");
+}
