@@ -10,11 +10,12 @@
 // __call__ of its op's packet (torch.ops.torch_ragged.<op>): TorchScript, torch.compile and
 // export see the packets as the ops they are and never run __call__.
 //
-// Each binding has two overloads. The first takes exactly the schema's arguments, positionally,
-// of exactly the types it converts without guessing: plain tensors (torch.Tensor or Parameter:
-// a subclass, and any tensor while a torch function mode is active, may define
+// Each binding has two overloads. The first takes the schema's arguments (by position or name,
+// defaults filled in), of exactly the types it converts without guessing: plain tensors
+// (torch.Tensor or Parameter: a subclass, and any tensor while a torch function mode is active, may
+// define
 // __torch_function__, which torch.ops honours), Python ints / bools / floats / strings / lists.
-// Any other call (keywords, defaults left out, a subclass, an FX proxy, a 0-d tensor for an int)
+// Any other call (a required argument left out, a subclass, an FX proxy, a 0-d tensor for an int)
 // falls to the second, which hands the arguments to torch's own call of the op unchanged: its
 // parsing, its errors. Not part of the C++ library: C++ callers call the ops directly.
 
@@ -145,24 +146,35 @@ struct FromPython<const at::Scalar&> {
   }
 };
 
+// A schema argument as a pybind11 keyword argument, with its default where the schema has one of
+// a plain Python type. An argument without one gets a default no converter takes (`missing`): a
+// call that leaves it out falls to torch's own call of the op, which names what is missing.
+py::arg_v keyword_argument(const c10::Argument& argument, const py::object& missing) {
+  const std::optional<c10::IValue>& value = argument.default_value();
+  py::object default_value = missing;
+  if (value.has_value() && value->isNone()) default_value = py::none();
+  if (value.has_value() && value->isBool()) default_value = py::bool_(value->toBool());
+  if (value.has_value() && value->isInt()) default_value = py::int_(value->toInt());
+  if (value.has_value() && value->isDouble()) default_value = py::float_(value->toDouble());
+  if (value.has_value() && value->isString()) default_value = py::str(value->toStringRef());
+  return py::arg_v(argument.name().c_str(), default_value);
+}
+
 template <typename Signature>
 struct Binder;
 
 template <typename R, typename... Args>
 struct Binder<R(Args...)> {
-  // Binds torch_ragged::<name> (its default overload) as _fast.<name>: the op is looked up once,
-  // when the module loads (after the op library), and its signature checked against the schema.
-  static void bind(py::module_& m, const char* name) {
-    const auto op = c10::Dispatcher::singleton()
-                        .findSchemaOrThrow((std::string("torch_ragged::") + name).c_str(), "")
-                        .typed<R(Args...)>();
-    m.def(
-        name,
-        [op](typename FromPython<Args>::type... args) -> R {
-          return op.call(FromPython<Args>::to(args)...);
-        },
-        py::call_guard<py::gil_scoped_release>());  // as torch.ops calls: other threads run
-                                                    // meanwhile
+  // Binds torch_ragged::<name> (its default overload) as _fast.<name>, with the schema's argument
+  // names and defaults: the op is looked up once, when the module loads (after the op library),
+  // and its signature checked against the schema.
+  static void bind(py::module_& m, const char* name, const py::object& missing) {
+    const c10::OperatorHandle handle = c10::Dispatcher::singleton().findSchemaOrThrow(
+        (std::string("torch_ragged::") + name).c_str(), "");
+    const auto op = handle.typed<R(Args...)>();
+    const std::vector<c10::Argument>& arguments = handle.schema().arguments();
+    TORCH_INTERNAL_ASSERT(arguments.size() == sizeof...(Args), name);
+    bind_with_keywords(m, name, op, arguments, missing, std::index_sequence_for<Args...>{});
     // Any other call: torch's own call of the op (the packet's _op), which parses what it is given.
     // Looked up on the first such call; never released (it lives as long as the op registry).
     m.def(name, [name = std::string(name), torch_call = static_cast<py::object*>(nullptr)](
@@ -177,6 +189,20 @@ struct Binder<R(Args...)> {
       return (*torch_call)(*args, **kwargs);
     });
   }
+
+  template <size_t... I>
+  static void bind_with_keywords(py::module_& m, const char* name,
+                                 const c10::TypedOperatorHandle<R(Args...)>& op,
+                                 const std::vector<c10::Argument>& arguments,
+                                 const py::object& missing, std::index_sequence<I...>) {
+    m.def(
+        name,
+        [op](typename FromPython<Args>::type... args) -> R {
+          return op.call(FromPython<Args>::to(args)...);
+        },
+        // as torch.ops calls: other threads run meanwhile
+        py::call_guard<py::gil_scoped_release>(), keyword_argument(arguments[I], missing)...);
+  }
 };
 
 using at::Tensor;
@@ -190,90 +216,101 @@ using Quad = std::tuple<Tensor, Tensor, Tensor, Tensor>;
 
 PYBIND11_MODULE(_fast, m) {
   m.doc() = "torch_ragged's ops as direct Python calls (eager mode; see bindings/fast_calls.cpp)";
+  // The default of the arguments the schemas require: an object no converter takes.
+  const py::object missing = py::module_::import("builtins").attr("object")();
+  m.attr("_missing") = missing;
   // segment core
   for (const char* name :
        {"segment_sum", "segment_mean", "segment_softmax", "segment_log_softmax"}) {
-    Binder<Tensor(TensorRef, TensorRef)>::bind(m, name);
+    Binder<Tensor(TensorRef, TensorRef)>::bind(m, name, missing);
   }
   for (const char* name : {"segment_max", "segment_min"}) {
-    Binder<Pair(TensorRef, TensorRef)>::bind(m, name);
+    Binder<Pair(TensorRef, TensorRef)>::bind(m, name, missing);
   }
   for (const char* name : {"segment_cumsum", "segment_cumprod"}) {
-    Binder<Tensor(TensorRef, TensorRef, bool, bool)>::bind(m, name);
+    Binder<Tensor(TensorRef, TensorRef, bool, bool)>::bind(m, name, missing);
   }
-  Binder<Tensor(TensorRef, TensorRef, bool)>::bind(m, "segment_logcumsumexp");
+  Binder<Tensor(TensorRef, TensorRef, bool)>::bind(m, "segment_logcumsumexp", missing);
   for (const char* name : {"segment_cummax", "segment_cummin"}) {
-    Binder<Pair(TensorRef, TensorRef, bool)>::bind(m, name);
+    Binder<Pair(TensorRef, TensorRef, bool)>::bind(m, name, missing);
   }
-  Binder<Tensor(TensorRef, bool)>::bind(m, "get_first_idx");
-  Binder<Tensor(TensorRef, TensorRef, OptionalSymInt)>::bind(m, "segment_expand");
+  Binder<Tensor(TensorRef, bool)>::bind(m, "get_first_idx", missing);
+  Binder<Tensor(TensorRef, TensorRef, OptionalSymInt)>::bind(m, "segment_expand", missing);
   for (const char* name : {"segment_ids", "segment_arange"}) {
-    Binder<Tensor(TensorRef, OptionalSymInt)>::bind(m, name);
+    Binder<Tensor(TensorRef, OptionalSymInt)>::bind(m, name, missing);
   }
-  Binder<Pair(TensorRef, TensorRef, TensorRef, OptionalSymInt)>::bind(m, "ragged_index_select");
-  Binder<Tensor(TensorRef, TensorRef, OptionalTensorRef, TensorRef)>::bind(m, "segment_gather_sum");
-  Binder<Tensor(TensorRef, TensorRef, TensorRef, TensorRef)>::bind(m, "segment_gather_dot");
-  Binder<Tensor(TensorRef, TensorRef, int64_t, OptionalSymInt, c10::string_view)>::bind(m,
-                                                                                        "scatter");
+  Binder<Pair(TensorRef, TensorRef, TensorRef, OptionalSymInt)>::bind(m, "ragged_index_select",
+                                                                      missing);
+  Binder<Tensor(TensorRef, TensorRef, OptionalTensorRef, TensorRef)>::bind(m, "segment_gather_sum",
+                                                                           missing);
+  Binder<Tensor(TensorRef, TensorRef, TensorRef, TensorRef)>::bind(m, "segment_gather_dot",
+                                                                   missing);
+  Binder<Tensor(TensorRef, TensorRef, int64_t, OptionalSymInt, c10::string_view)>::bind(
+      m, "scatter", missing);
   for (const char* name : {"scatter_max", "scatter_min"}) {
-    Binder<Pair(TensorRef, TensorRef, int64_t, OptionalSymInt)>::bind(m, name);
+    Binder<Pair(TensorRef, TensorRef, int64_t, OptionalSymInt)>::bind(m, name, missing);
   }
   // batch
-  Binder<Tensor(at::TensorList)>::bind(m, "get_shape_per_tensor");
-  Binder<Tensor(TensorRef, at::OptionalSymIntArrayRef)>::bind(m, "fill_max_shape");
-  Binder<Pair(at::TensorList)>::bind(m, "list_to_packed");
+  Binder<Tensor(at::TensorList)>::bind(m, "get_shape_per_tensor", missing);
+  Binder<Tensor(TensorRef, at::OptionalSymIntArrayRef)>::bind(m, "fill_max_shape", missing);
+  Binder<Pair(at::TensorList)>::bind(m, "list_to_packed", missing);
   Binder<Pair(at::TensorList, const at::Scalar&, at::OptionalSymIntArrayRef,
-              c10::string_view)>::bind(m, "list_to_padded");
+              c10::string_view)>::bind(m, "list_to_padded", missing);
   Binder<Tensor(TensorRef, TensorRef, TensorRef, const at::Scalar&, at::OptionalSymIntArrayRef,
-                c10::string_view)>::bind(m, "packed_to_padded");
-  Binder<Tensor(TensorRef, TensorRef, c10::string_view, OptionalSymInt)>::bind(m,
-                                                                               "padded_to_packed");
-  Binder<std::vector<Tensor>(TensorRef, TensorRef, TensorRef)>::bind(m, "packed_to_list");
-  Binder<std::vector<Tensor>(TensorRef, TensorRef, c10::string_view)>::bind(m, "padded_to_list");
-  Binder<Tensor(TensorRef, TensorRef, OptionalSymInt)>::bind(m, "tile_to_packed");
+                c10::string_view)>::bind(m, "packed_to_padded", missing);
+  Binder<Tensor(TensorRef, TensorRef, c10::string_view, OptionalSymInt)>::bind(
+      m, "padded_to_packed", missing);
+  Binder<std::vector<Tensor>(TensorRef, TensorRef, TensorRef)>::bind(m, "packed_to_list", missing);
+  Binder<std::vector<Tensor>(TensorRef, TensorRef, c10::string_view)>::bind(m, "padded_to_list",
+                                                                            missing);
+  Binder<Tensor(TensorRef, TensorRef, OptionalSymInt)>::bind(m, "tile_to_packed", missing);
   // torch_scatter's names
   Binder<Tensor(TensorRef, TensorRef, int64_t, OptionalTensorRef, OptionalSymInt,
-                c10::string_view)>::bind(m, "compat_scatter");
+                c10::string_view)>::bind(m, "compat_scatter", missing);
   Binder<Pair(TensorRef, TensorRef, int64_t, OptionalTensorRef, OptionalSymInt,
-              c10::string_view)>::bind(m, "compat_scatter_arg");
+              c10::string_view)>::bind(m, "compat_scatter_arg", missing);
   Binder<Tensor(TensorRef, TensorRef, OptionalTensorRef, c10::string_view)>::bind(
-      m, "compat_segment_csr");
+      m, "compat_segment_csr", missing);
   Binder<Pair(TensorRef, TensorRef, OptionalTensorRef, c10::string_view)>::bind(
-      m, "compat_segment_csr_arg");
+      m, "compat_segment_csr_arg", missing);
   for (const char* name : {"compat_gather_csr", "compat_gather_coo"}) {
-    Binder<Tensor(TensorRef, TensorRef, OptionalTensorRef)>::bind(m, name);
+    Binder<Tensor(TensorRef, TensorRef, OptionalTensorRef)>::bind(m, name, missing);
   }
   for (const char* name : {"compat_scatter_softmax", "compat_scatter_log_softmax"}) {
-    Binder<Tensor(TensorRef, TensorRef, int64_t, OptionalSymInt)>::bind(m, name);
+    Binder<Tensor(TensorRef, TensorRef, int64_t, OptionalSymInt)>::bind(m, name, missing);
   }
   // sparse (COO triplets)
-  Binder<Tensor(TensorRef, c10::SymIntArrayRef, bool)>::bind(m, "sparse_flat_keys");
-  Binder<Quad(TensorRef, TensorRef, c10::SymIntArrayRef, bool, bool)>::bind(m, "sparse_coalesce");
+  Binder<Tensor(TensorRef, c10::SymIntArrayRef, bool)>::bind(m, "sparse_flat_keys", missing);
+  Binder<Quad(TensorRef, TensorRef, c10::SymIntArrayRef, bool, bool)>::bind(m, "sparse_coalesce",
+                                                                            missing);
   Binder<Pair(TensorRef, TensorRef, c10::SymIntArrayRef, at::OptionalIntArrayRef, bool)>::bind(
-      m, "sparse_sum");
-  Binder<Tensor(TensorRef, TensorRef, bool)>::bind(m, "sparse_mask");
-  Binder<Tensor(TensorRef, TensorRef, c10::SymIntArrayRef, bool)>::bind(m, "sparse_to_dense");
-  Binder<Pair(TensorRef, std::optional<int64_t>)>::bind(m, "sparse_from_dense");
+      m, "sparse_sum", missing);
+  Binder<Tensor(TensorRef, TensorRef, bool)>::bind(m, "sparse_mask", missing);
+  Binder<Tensor(TensorRef, TensorRef, c10::SymIntArrayRef, bool)>::bind(m, "sparse_to_dense",
+                                                                        missing);
+  Binder<Pair(TensorRef, std::optional<int64_t>)>::bind(m, "sparse_from_dense", missing);
   Binder<Pair(TensorRef, TensorRef, c10::SymIntArrayRef, int64_t, TensorRef)>::bind(
-      m, "sparse_index_select");
-  Binder<Tensor(TensorRef, TensorRef, c10::SymIntArrayRef, int64_t, bool)>::bind(m,
-                                                                                 "sparse_softmax");
-  Binder<Tensor(TensorRef, TensorRef, c10::SymIntArrayRef, int64_t)>::bind(m, "sparse_pool_sum");
-  Binder<Quad(TensorRef, c10::SymIntArrayRef)>::bind(m, "sparse_mm_plan");
+      m, "sparse_index_select", missing);
+  Binder<Tensor(TensorRef, TensorRef, c10::SymIntArrayRef, int64_t, bool)>::bind(
+      m, "sparse_softmax", missing);
+  Binder<Tensor(TensorRef, TensorRef, c10::SymIntArrayRef, int64_t)>::bind(m, "sparse_pool_sum",
+                                                                           missing);
+  Binder<Quad(TensorRef, c10::SymIntArrayRef)>::bind(m, "sparse_mm_plan", missing);
   for (const char* name : {"sparse_mm", "sparse_sddmm"}) {
     Binder<Tensor(TensorRef, TensorRef, TensorRef, TensorRef, TensorRef, TensorRef, TensorRef, bool,
-                  bool)>::bind(m, name);
+                  bool)>::bind(m, name, missing);
   }
   Binder<Pair(TensorRef, TensorRef, TensorRef, TensorRef, c10::SymIntArrayRef,
-              c10::SymIntArrayRef)>::bind(m, "sparse_spgemm");
-  Binder<std::tuple<Tensor, Tensor, Tensor>(TensorRef, TensorRef, TensorRef, TensorRef, TensorRef,
-                                            TensorRef, c10::SymIntArrayRef,
-                                            c10::SymIntArrayRef)>::bind(m, "sparse_spgemm_csr");
-  Binder<Tensor(TensorRef, TensorRef, c10::SymInt)>::bind(m, "sparse_compressed_violation");
-  Binder<Tensor(TensorRef, c10::SymInt)>::bind(m, "sparse_row_offsets");
-  Binder<Pair(TensorRef, TensorRef)>::bind(m, "sparse_intersect");
+              c10::SymIntArrayRef)>::bind(m, "sparse_spgemm", missing);
+  Binder<std::tuple<Tensor, Tensor, Tensor>(
+      TensorRef, TensorRef, TensorRef, TensorRef, TensorRef, TensorRef, c10::SymIntArrayRef,
+      c10::SymIntArrayRef)>::bind(m, "sparse_spgemm_csr", missing);
+  Binder<Tensor(TensorRef, TensorRef, c10::SymInt)>::bind(m, "sparse_compressed_violation",
+                                                          missing);
+  Binder<Tensor(TensorRef, c10::SymInt)>::bind(m, "sparse_row_offsets", missing);
+  Binder<Pair(TensorRef, TensorRef)>::bind(m, "sparse_intersect", missing);
   // pad
   Binder<Tensor(TensorRef, c10::SymIntArrayRef, c10::string_view, OptionalTensorRef,
                 OptionalTensorRef, at::OptionalIntArrayRef,
-                std::optional<c10::string_view>)>::bind(m, "pad");
+                std::optional<c10::string_view>)>::bind(m, "pad", missing);
 }

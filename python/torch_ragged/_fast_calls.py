@@ -4,7 +4,7 @@ A call through ``torch.ops`` converts each Python argument to an IValue against 
 ~1.5-2.5 us before the kernel starts, most of a small input's time (torch's own functions pay ~0.5 us through their
 generated bindings). ``torch_ragged._fast`` binds the same ops, unboxed, through the dispatcher, so every dispatch
 key (autograd, autocast, vmap, fake tensors, Python dispatch modes, the JIT tracer) sees a call exactly as it sees
-a ``torch.ops`` one; a call the binding does not take as it is (keywords, left-out defaults, tensor subclasses and
+a ``torch.ops`` one; a call the binding does not take as it is (a required argument left out, tensor subclasses and
 FX proxies, which may define ``__torch_function__``, an active torch function mode, arguments needing a conversion)
 goes to torch's own call of the op, unchanged.
 

@@ -40,13 +40,15 @@ def test_the_binding_and_torchs_call_give_the_same_values_and_gradients():
     assert ops.segment_sum(data, first_idx).grad_fn.name() == torch_call("segment_sum", data, first_idx).grad_fn.name()
 
 
-def test_keywords_left_out_defaults_and_conversions_go_to_torchs_call_with_the_same_result():
+def test_keywords_defaults_and_conversions_give_torchs_result():
     values = torch.arange(6.0).view(3, 2)
     padded = ops.packed_to_padded(values, torch.tensor([[1], [2]]), torch.tensor([0, 1, 3]), 0.0)  # defaults
     by_keyword = ops.packed_to_padded(values, torch.tensor([[1], [2]]), torch.tensor([0, 1, 3]), padding_value=0.0,
                                       padding_side="right")
     assert torch.equal(padded, by_keyword)
     assert torch.equal(padded, torch.tensor([[[0.0, 1.0], [0.0, 0.0]], [[2.0, 3.0], [4.0, 5.0]]]))
+    assert torch.equal(padded, torch_call("packed_to_padded", values, torch.tensor([[1], [2]]), torch.tensor([0, 1, 3]),
+                                          0.0))
     # a 0-d tensor where the schema has an int (the binding refuses it; torch converts it)
     ids = ops.segment_ids(torch.tensor([0, 1, 3]), torch.tensor(3))
     assert ids.tolist() == [0, 1, 1]
