@@ -137,6 +137,15 @@ struct FromPython<at::TensorList> {
     return tensors;
   }
 };
+template <>
+struct FromPython<std::optional<at::TensorList>> {
+  using type = const std::optional<std::vector<PlainTensor>>&;
+  static std::optional<std::vector<at::Tensor>> to(
+      const std::optional<std::vector<PlainTensor>>& value) {
+    if (!value.has_value()) return std::nullopt;
+    return FromPython<at::TensorList>::to(*value);
+  }
+};
 // torch's pybind caster cannot load a Scalar: Python's bool, int and float, tried in that order.
 template <>
 struct FromPython<const at::Scalar&> {
@@ -309,6 +318,20 @@ PYBIND11_MODULE(_fast, m) {
                                                           missing);
   Binder<Tensor(TensorRef, c10::SymInt)>::bind(m, "sparse_row_offsets", missing);
   Binder<Pair(TensorRef, TensorRef)>::bind(m, "sparse_intersect", missing);
+  // tiles
+  using OptionalTensors = std::optional<at::TensorList>;
+  using Ints = at::IntArrayRef;
+  Binder<Quad(TensorRef, Ints, Ints, Ints, OptionalTensorRef)>::bind(m, "tiles_index", missing);
+  Binder<Tensor(TensorRef, TensorRef, Ints, Ints, const at::Scalar&, c10::string_view,
+                OptionalTensorRef, OptionalTensors)>::bind(m, "tiles_to_dense", missing);
+  Binder<Tensor(TensorRef, TensorRef, Ints, Ints, const at::Scalar&, bool, OptionalTensorRef,
+                OptionalTensors)>::bind(m, "dense_to_tiles", missing);
+  Binder<Pair(TensorRef, Ints, TensorRef, Ints, Ints, OptionalTensorRef, OptionalTensors)>::bind(
+      m, "tiles_lookup", missing);
+  Binder<Tensor(TensorRef, TensorRef, TensorRef, Ints, Ints, const at::Scalar&, c10::string_view,
+                OptionalTensorRef, OptionalTensors)>::bind(m, "tiles_correlate", missing);
+  Binder<Pair(TensorRef, Ints, const at::Scalar&, at::OptionalIntArrayRef)>::bind(
+      m, "tiles_from_dense", missing);
   // pad
   Binder<Tensor(TensorRef, c10::SymIntArrayRef, c10::string_view, OptionalTensorRef,
                 OptionalTensorRef, at::OptionalIntArrayRef,
