@@ -288,6 +288,10 @@ PYBIND11_MODULE(_fast, m) {
   for (const char* name : {"compat_scatter_softmax", "compat_scatter_log_softmax"}) {
     Binder<Tensor(TensorRef, TensorRef, int64_t, OptionalSymInt)>::bind(m, name, missing);
   }
+  Binder<Tensor(TensorRef, TensorRef, int64_t, OptionalTensorRef, OptionalSymInt, double)>::bind(
+      m, "compat_scatter_logsumexp", missing);
+  Binder<Tensor(TensorRef, TensorRef, int64_t, OptionalTensorRef, OptionalSymInt, bool)>::bind(
+      m, "compat_scatter_std", missing);
   // sparse (COO triplets)
   Binder<Tensor(TensorRef, c10::SymIntArrayRef, bool)>::bind(m, "sparse_flat_keys", missing);
   Binder<Quad(TensorRef, TensorRef, c10::SymIntArrayRef, bool, bool)>::bind(m, "sparse_coalesce",
