@@ -7,8 +7,11 @@
 // compositions of them, the segment core and ATen, so they run on every device, differentiate, and
 // trace for torch.compile through their parts.
 
+#include <ATen/Dispatch.h>
 #include <torch/library.h>
 #include <torch_ragged/sparse.h>
+
+#include <cstring>
 
 #include "common/checks.h"
 #include "common/missing_kernels.h"
@@ -221,6 +224,51 @@ bool strictly_rising(const at::Tensor& keys) {
   return true;
 }
 
+// Small CPU inputs outside autograd whose entries each sit in range and strictly after the one
+// before (row-major; a coalesced tensor's): each entry's row of values copied, bytes as they are
+// (what index_copy_ writes), to its position in `out` (zeros), in one loop over the entries. The
+// ATen route below costs ~10 us of fixed work on a handful of entries (torch's to_dense ~4 us).
+// Returns false, having written nothing, for entries that are not so: the route below then
+// sums them or names the entry out of range.
+constexpr int64_t kSmallToDense = 256;
+
+bool copy_rising_entries(const at::Tensor& indices, const at::Tensor& values,
+                         at::IntArrayRef sparse_sizes, at::Tensor& out) {
+  const int64_t nnz = indices.size(1), sparse_dim = indices.size(0);
+  const at::Tensor contiguous_values = values.contiguous();
+  const int64_t row_bytes = contiguous_values.numel() / std::max<int64_t>(nnz, 1) *
+                            static_cast<int64_t>(values.dtype().itemsize());
+  std::vector<int64_t> keys(nnz);
+  bool fits = true;
+  AT_DISPATCH_INDEX_TYPES(indices.scalar_type(), "sparse_to_dense_small", [&] {
+    const auto index = indices.accessor<index_t, 2>();
+    for (int64_t i = 0; i < nnz && fits; ++i) {
+      int64_t key = 0;
+      for (int64_t d = 0; d < sparse_dim; ++d) {
+        const int64_t at = index[d][i];
+        fits = fits && at >= 0 && at < sparse_sizes[d];
+        key = key * sparse_sizes[d] + at;
+      }
+      fits = fits && (i == 0 || key > keys[i - 1]);
+      keys[i] = key;
+    }
+  });
+  if (!fits) return false;
+  const auto* source = static_cast<const char*>(contiguous_values.const_data_ptr());
+  auto* target = static_cast<char*>(out.mutable_data_ptr());
+  for (int64_t i = 0; i < nnz; ++i) {
+    std::memcpy(target + keys[i] * row_bytes, source + i * row_bytes, row_bytes);
+  }
+  return true;
+}
+
+bool takes_small_to_dense(const at::Tensor& indices, const at::Tensor& values) {
+  return indices.is_cpu() && values.is_cpu() && !is_symbolic(indices) && !is_symbolic(values) &&
+         indices.size(1) < kSmallToDense &&
+         !(at::GradMode::is_enabled() && values.requires_grad()) &&
+         !values._fw_grad(/*level=*/0).defined();
+}
+
 at::Tensor sparse_to_dense_impl(const at::Tensor& indices, const at::Tensor& values,
                                 c10::SymIntArrayRef size, bool validate) {
   constexpr std::string_view op = "sparse_to_dense";
@@ -232,6 +280,10 @@ at::Tensor sparse_to_dense_impl(const at::Tensor& indices, const at::Tensor& val
     std::vector<int64_t> rows_shape = shape.dense_sizes();  // (positions, *dense sizes)
     rows_shape.insert(rows_shape.begin(), c10::multiply_integers(shape.sparse_sizes()));
     at::Tensor out = at::zeros(rows_shape, values.options());
+    if (takes_small_to_dense(indices, values) &&
+        copy_rising_entries(indices, values, shape.sparse_sizes(), out)) {
+      return out.view(shape.size);
+    }
     if (!is_symbolic(indices) && !is_symbolic(values)) {
       bool unchecked = validate;
       if (indices.is_cpu()) {

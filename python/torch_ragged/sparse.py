@@ -464,18 +464,18 @@ def to_dense(s: torch.Tensor, *, validate: bool = True) -> torch.Tensor:
     >>> to_dense(torch.sparse_coo_tensor([[1, 1]], [3, 4], (3,)))
     tensor([0, 7, 0])
     """
+    if isinstance(s, torch.Tensor) and s.layout == torch.sparse_coo:  # the common case first: ~1 us of a tiny call
+        return _ops.sparse_to_dense(s._indices(), _values(s), s.shape, validate)
     if isinstance(s, torch.Tensor) and s.layout in _BLOCKED:
         first, cols, blocks, (block_rows, block_cols, bh, bw) = _block_rows("to_dense", s, False, validate)
         rows = _ops.segment_ids(first, cols.numel())
         grid = _ops.sparse_to_dense(torch.stack([rows.to(cols.dtype), cols]), blocks,
                                     (block_rows, block_cols, bh, bw), False)
         return grid.permute(0, 2, 1, 3).reshape(s.shape)
-    _check_sparse("to_dense", s, compressed=True)
-    if s.layout in _COMPRESSED:
-        c = _compressed("to_dense", s, validate)
-        dense = _ops.sparse_to_dense(c.indices, c.values, c.size, validate)
-        return dense.transpose(0, 1).contiguous() if c.transposed else dense
-    return _ops.sparse_to_dense(s._indices(), _values(s), s.shape, validate)
+    _check_sparse("to_dense", s, compressed=True)  # COO returned above: CSR or CSC here
+    c = _compressed("to_dense", s, validate)
+    dense = _ops.sparse_to_dense(c.indices, c.values, c.size, validate)
+    return dense.transpose(0, 1).contiguous() if c.transposed else dense
 
 
 def to_sparse(dense: torch.Tensor, sparse_dim: int | None = None) -> torch.Tensor:

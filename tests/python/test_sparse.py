@@ -396,6 +396,42 @@ def test_to_dense_of_uncoalesced_input_is_bitwise_deterministic():
     torch.testing.assert_close(results[0].double().reshape(-1), torch.from_numpy(expected), rtol=1e-5, atol=1e-3)
 
 
+@pytest.mark.parametrize("nnz", [0, 1, 5, 255, 256])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.complex64, torch.bool, torch.int8])
+@pytest.mark.parametrize("index_dtype", [torch.int64, torch.int32])
+def test_small_coalesced_inputs_write_each_entry_as_it_is(nnz, dtype, index_dtype):
+    """Small CPU inputs take one loop that writes each entry's values where they lie (below 256 entries; 256 takes
+    the general route): every byte as given (-0.0, NaN), equal to a Python loop over the entries, for int32 and int64
+    indices and a dense dim; unsorted, repeated or out-of-range entries and values that need a gradient still take
+    the general route (its sums, its errors, its autograd)."""
+    g = torch.Generator().manual_seed(nnz)
+    positions = torch.randperm(40 * 40, generator=g)[:nnz].sort().values
+    indices = torch.stack([positions // 40, positions % 40]).to(index_dtype)
+    values = torch.randn(nnz, 2, generator=g)
+    if nnz:
+        values[0, 0], values[-1, 1] = -0.0, float("nan")
+    values = values.to(dtype) if dtype != torch.bool else values > 0
+    dense = ops.sparse_to_dense(indices, values, (40, 40, 2))
+    loop = torch.zeros(40, 40, 2, dtype=values.dtype)
+    for k in range(nnz):
+        loop[int(indices[0, k]), int(indices[1, k])] = values[k]
+    assert dense.view(torch.uint8).equal(loop.view(torch.uint8)) if dtype != torch.bool else dense.equal(loop)
+    if nnz >= 2:  # a repeated entry: summed (the general route), not overwritten
+        repeated = torch.cat([indices, indices[:, :1]], 1)
+        sums = ops.sparse_to_dense(repeated, torch.cat([values, values[:1]]), (40, 40, 2))
+        if dtype in (torch.float32, torch.int8):
+            row, col = int(indices[0, 0]), int(indices[1, 0])
+            assert torch.equal(sums[row, col], values[0] + values[0])
+        bad = indices.clone()
+        bad[1, -1] = 40
+        with pytest.raises(IndexError, match="torch_ragged.sparse_to_dense"):
+            ops.sparse_to_dense(bad, values, (40, 40, 2))
+    if dtype == torch.float32 and nnz:
+        leaf = values.nan_to_num().requires_grad_()
+        (grad,) = torch.autograd.grad((ops.sparse_to_dense(indices, leaf, (40, 40, 2)) * 3).sum(), leaf)
+        assert torch.equal(grad, torch.full_like(leaf, 3.0))
+
+
 @pytest.mark.parametrize("dtype,dense_sizes", [(torch.float32, (3,)), (torch.bool, ())])
 def test_to_dense_routes_give_the_same_bits(dtype, dense_sizes):
     """Coalesced (written in place), uncoalesced eager (the coalesce core) and traced (static sizes) give one
