@@ -918,9 +918,9 @@ def narrow_copy(s: torch.Tensor, dim: int, start: int, length: int) -> torch.Ten
 
 
 def transpose(s: torch.Tensor, dim0: int, dim1: int) -> torch.Tensor:
-    """``s.transpose(dim0, dim1)``: two sparse dims (their index rows swapped, then re-sorted by the coalesce core)
-    or two dense dims (the values transposed; torch refuses those). A sparse dim with a dense one is refused.
-    The result is coalesced.
+    """``s.transpose(dim0, dim1)``: two sparse dims (their index rows swapped, the entries left in their order, as
+    torch's: flagged uncoalesced unless empty) or two dense dims (the values transposed; torch refuses those). A
+    sparse dim with a dense one is refused. `coalesce` the result where sorted entries are needed.
 
     Args:
         s: a sparse COO tensor (any sparse and dense dims).
@@ -928,9 +928,9 @@ def transpose(s: torch.Tensor, dim0: int, dim1: int) -> torch.Tensor:
         dim1: the other.
 
     >>> s = torch.sparse_coo_tensor([[0, 1], [2, 0]], [1.0, 2.0], (2, 3))
-    >>> transpose(s, 0, 1).indices()
-    tensor([[0, 2],
-            [1, 0]])
+    >>> transpose(s, 0, 1)._indices()
+    tensor([[2, 0],
+            [0, 1]])
     """
     _check_sparse("transpose", s)
     ndim = s.dim()
@@ -948,15 +948,16 @@ def transpose(s: torch.Tensor, dim0: int, dim1: int) -> torch.Tensor:
 
 
 def permute(s: torch.Tensor, dims) -> torch.Tensor:
-    """``s.permute(dims)``: the sparse dims among themselves (their index rows reordered, then re-sorted by the
-    coalesce core) and the dense dims among themselves (the values permuted). The result is coalesced.
+    """``s.permute(dims)``: the sparse dims among themselves (their index rows reordered, the entries left in their
+    order, as torch's: flagged uncoalesced unless empty) and the dense dims among themselves (the values permuted;
+    the flag kept). `coalesce` the result where sorted entries are needed.
 
     Args:
         s: a sparse COO tensor (any sparse and dense dims).
         dims: the new order of the dims (a permutation of ``range(s.dim())``); sparse dims stay before dense ones.
 
     >>> s = torch.sparse_coo_tensor([[0, 1], [2, 0], [1, 1]], [1.0, 2.0], (2, 3, 2))
-    >>> permute(s, (2, 0, 1)).indices()
+    >>> permute(s, (2, 0, 1)).coalesce().indices()
     tensor([[1, 1],
             [0, 1],
             [2, 0]])
@@ -974,28 +975,26 @@ def permute(s: torch.Tensor, dims) -> torch.Tensor:
     values = _values(s)
     if sparse_dim < ndim:
         values = values.permute(0, *(d - sparse_dim + 1 for d in dims[sparse_dim:]))
-    if dims[:sparse_dim] == list(range(sparse_dim)):  # only dense dims move: the keys stay sorted
-        indices, values = (s._indices(), values) if s.is_coalesced() else _ops.sparse_coalesce(
-            s._indices(), values, shape, return_order=False)[:2]
-        return _sparse(indices, values, shape, True)
-    indices, values, _, _ = _ops.sparse_coalesce(s._indices()[dims[:sparse_dim]], values, shape, return_order=False)
-    return _sparse(indices, values, shape, True)
+    if dims[:sparse_dim] == list(range(sparse_dim)):  # only dense dims move: the keys keep their order
+        return _sparse(s._indices(), values, shape, s.is_coalesced())
+    # torch's relabel: no entry moves, so the order is no longer known (torch flags it so, empty tensors aside)
+    return _sparse(s._indices()[dims[:sparse_dim]], values, shape, s.is_coalesced() and s._nnz() == 0)
 
 
 def t(s: torch.Tensor) -> torch.Tensor:
-    """``s.t()``: the transpose of a sparse matrix (a 1-D or 0-d tensor as it is).
+    """``s.t()``: the transpose of a sparse matrix (see `transpose`; a 1-D or 0-d tensor as it is).
 
     Args:
         s: a sparse COO tensor of at most 2 dims.
 
-    >>> t(torch.sparse_coo_tensor([[0], [1]], [5.0], (2, 3))).indices()
+    >>> t(torch.sparse_coo_tensor([[0], [1]], [5.0], (2, 3)))._indices()
     tensor([[1],
             [0]])
     """
     _check_sparse("t", s)
     if s.dim() > 2:
         raise ValueError(f"torch_ragged.sparse.t: expected a tensor of at most 2 dims, got {s.dim()}; use transpose")
-    return transpose(s, 0, 1) if s.dim() == 2 else coalesce(s)
+    return transpose(s, 0, 1) if s.dim() == 2 else s
 
 
 def _sparse_list(op: str, tensors) -> list:

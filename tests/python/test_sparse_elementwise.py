@@ -17,6 +17,13 @@ def random_sparse(sizes, sparse_dim, nnz, seed, dtype=torch.float64, coalesced=F
     return s.coalesce() if coalesced else s
 
 
+def same_as_torch(ours, theirs):
+    """torch's own result exactly: the same entries in the same order, the same coalesced flag (a relabel)."""
+    assert ours.is_coalesced() == theirs.is_coalesced() and ours.shape == theirs.shape and ours.dtype == theirs.dtype
+    assert torch.equal(ours._indices().cpu(), theirs._indices().cpu())
+    assert torch.equal(ours._values().cpu(), theirs._values().cpu())
+
+
 def same_sparse(ours, theirs):
     theirs = theirs.coalesce()
     assert ours.is_coalesced() and ours.shape == theirs.shape and ours.dtype == theirs.dtype
@@ -67,18 +74,24 @@ def test_gradients_reach_both_values(op):
 
 @pytest.mark.parametrize("device", DEVICES)
 def test_transpose_and_t_match_torch(device):
-    s = random_sparse((4, 6, 3, 2), 3, 15, seed=7).to(device)
-    same_sparse(S.transpose(s, 0, 2), s.transpose(0, 2))
-    same_sparse(S.transpose(s, -4, 1), s.transpose(-4, 1))
+    """torch's relabel (index rows swapped, entries in place, flagged uncoalesced unless empty), coalesced or not."""
+    for coalesced in (False, True):
+        s = random_sparse((4, 6, 3, 2), 3, 15, seed=7, coalesced=coalesced).to(device)
+        same_as_torch(S.transpose(s, 0, 2), s.transpose(0, 2))
+        same_as_torch(S.transpose(s, -4, 1), s.transpose(-4, 1))
+        same_sparse(S.transpose(s, 0, 2).coalesce(), s.transpose(0, 2))
+        matrix = random_sparse((4, 6), 2, 10, seed=9, coalesced=coalesced).to(device)
+        same_as_torch(S.t(matrix), matrix.t())
+        vector = random_sparse((5,), 1, 4, seed=10, coalesced=coalesced).to(device)
+        same_as_torch(S.t(vector), vector.t())
+    empty = random_sparse((4, 6), 2, 0, seed=9, coalesced=True).to(device)
+    same_as_torch(S.t(empty), empty.t())
     hybrid = random_sparse((4, 6, 3, 2), 2, 15, seed=8).to(device)
     # torch refuses two dense dims ("transposed dimensions must be sparse"); the dense reference:
-    transposed = S.transpose(hybrid, 2, 3)
-    assert transposed.is_coalesced() and transposed.sparse_dim() == 2
-    torch.testing.assert_close(transposed.to_dense(), hybrid.to_dense().transpose(2, 3))
-    matrix = random_sparse((4, 6), 2, 10, seed=9).to(device)
-    same_sparse(S.t(matrix), matrix.t())
-    vector = random_sparse((5,), 1, 4, seed=10).to(device)
-    same_sparse(S.t(vector), vector.t())
+    for given in (hybrid, hybrid.coalesce()):
+        transposed = S.transpose(given, 2, 3)
+        assert transposed.is_coalesced() == given.is_coalesced() and transposed.sparse_dim() == 2
+        torch.testing.assert_close(transposed.to_dense(), hybrid.to_dense().transpose(2, 3))
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -224,9 +237,11 @@ def test_permute_and_cat_along_dense_dims_match_torch(device):
     a = random_sparse((4, 5, 3, 2), 2, 10, seed=10).to(device)
     b = random_sparse((4, 5, 3, 2), 2, 8, seed=11, coalesced=True).to(device)
     for dims in ((1, 0, 2, 3), (0, 1, 3, 2), (1, 0, 3, 2), (-3, -4, -1, -2)):
-        ours, theirs = S.permute(a, dims), a.permute(dims)
-        assert ours.is_coalesced() and ours.sparse_dim() == 2 and ours.shape == theirs.shape
-        torch.testing.assert_close(ours.to_dense(), theirs.to_dense())
+        for given in (a, b):
+            ours, theirs = S.permute(given, dims), given.permute(dims)
+            assert ours.is_coalesced() == theirs.is_coalesced() and ours.sparse_dim() == 2
+            assert ours.shape == theirs.shape and torch.equal(ours._indices(), theirs._indices())
+            torch.testing.assert_close(ours.to_dense(), theirs.to_dense())
     for dim in (2, 3, -1):
         wider = random_sparse((4, 5, 3, 4), 2, 6, seed=12).to(device)
         others = [a, b] if dim == 2 else [a, wider]
