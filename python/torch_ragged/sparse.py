@@ -821,7 +821,8 @@ def unsqueeze(s: torch.Tensor, dim: int) -> torch.Tensor:
 
 def stack(tensors, dim: int = 0) -> torch.Tensor:
     """``torch.stack`` of sparse COO tensors of one shape: `unsqueeze` then `cat` along the new dim (a sparse dim,
-    or a dense one when ``dim`` is past the sparse dims: the union of the patterns). The result is coalesced.
+    or a dense one when ``dim`` is past the sparse dims). Flagged as `cat` flags it (coalesced along dim 0 of
+    coalesced tensors, uncoalesced otherwise, as torch's).
 
     Args:
         tensors: a sequence of sparse COO tensors with the same sparse / dense dims and dtype.
@@ -1014,9 +1015,10 @@ def _sparse_list(op: str, tensors) -> list:
 
 def cat(tensors, dim: int = 0) -> torch.Tensor:
     """``torch.cat`` of sparse COO tensors. Along a sparse dim each tensor's indices are offset by the sizes before
-    it; along a dense dim each tensor's values fill their own slice of the joined dim, zeros elsewhere, so the
-    result holds the union of the patterns. One concatenation, one coalesce: the result is coalesced. The other dims
-    must agree.
+    it; along a dense dim each tensor's values fill their own slice of the joined dim, zeros elsewhere (a position
+    two tensors hold appears twice: `coalesce` sums it into the union). As torch's, the result is the tensors'
+    entries one after another, flagged uncoalesced -- except along dim 0 (a sparse dim) of coalesced tensors, whose
+    concatenation is already sorted and is flagged coalesced. The other dims must agree.
 
     Args:
         tensors: a sequence of sparse COO tensors with the same sparse / dense dims and dtype.
@@ -1058,13 +1060,10 @@ def cat(tensors, dim: int = 0) -> torch.Tensor:
             x_values = torch.nn.functional.pad(x_values, pad)
         indices.append(x_indices)
         values.append(x_values)
-    indices, values = torch.cat(indices, 1), torch.cat(values)
-    if dim == 0 < sparse_dim and all(x.is_coalesced() for x in tensors):
-        # each part's keys rise and every key of a later part is above them (its dim-0 indices are offset past
-        # the earlier parts'): the concatenation is already coalesced, no sort needed
-        return _sparse(indices, values, shape, True)
-    indices, values, _, _ = _ops.sparse_coalesce(indices, values, shape, return_order=False)
-    return _sparse(indices, values, shape, True)
+    # along dim 0, each coalesced part's keys rise and every key of a later part is above them (its dim-0 indices
+    # are offset past the earlier parts'): the concatenation is coalesced, and flagged so
+    coalesced = dim == 0 < sparse_dim and all(x.is_coalesced() for x in tensors)
+    return _sparse(torch.cat(indices, 1), torch.cat(values), shape, coalesced)
 
 
 # ---- matrix products ----

@@ -98,14 +98,20 @@ def test_transpose_and_t_match_torch(device):
 def test_cat_matches_torch(device):
     parts = [random_sparse((3, 5, 2), 2, 6, seed=11).to(device), random_sparse((4, 5, 2), 2, 7, seed=12).to(device),
              random_sparse((1, 5, 2), 2, 2, seed=13).to(device)]
-    same_sparse(S.cat(parts, 0), torch.cat(parts, 0))
-    # coalesced parts along dim 0 are joined without a sort; one uncoalesced part takes the sort again
+    """torch's concatenation entry for entry (flagged uncoalesced), except along dim 0 of coalesced parts, whose
+    concatenation is sorted already and flagged coalesced (torch flags it uncoalesced)."""
+    same_as_torch(S.cat(parts, 0), torch.cat(parts, 0))
     coalesced = [p.coalesce() for p in parts]
-    same_sparse(S.cat(coalesced, 0), torch.cat(coalesced, 0))
-    same_sparse(S.cat([coalesced[0], parts[1], coalesced[2]], 0), torch.cat(parts, 0))
+    ours = S.cat(coalesced, 0)
+    assert ours.is_coalesced()
+    assert torch.equal(ours._indices(), torch.cat(coalesced, 0)._indices())  # in order: nothing was sorted
+    same_sparse(ours, torch.cat(coalesced, 0))
+    same_as_torch(S.cat([coalesced[0], parts[1], coalesced[2]], 0), torch.cat([coalesced[0], parts[1], coalesced[2]]))
     same_sparse(S.stack(coalesced[:1] * 3, 0), torch.stack(coalesced[:1] * 3, 0))
+    same_as_torch(S.stack(coalesced[:1] * 3, 1), torch.stack(coalesced[:1] * 3, 1))
     wide = [random_sparse((3, 2), 2, 4, seed=14).to(device), random_sparse((3, 5), 2, 6, seed=15).to(device)]
-    same_sparse(S.cat(wide, -1), torch.cat(wide, 1))
+    same_as_torch(S.cat(wide, -1), torch.cat(wide, 1))
+    same_sparse(S.coalesce(S.cat(wide, -1)), torch.cat(wide, 1))
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -176,7 +182,8 @@ def test_unsqueeze_and_stack_match_torch(device, sizes, sparse_dim):
         assert not ours.is_coalesced() and S.unsqueeze(b, dim).is_coalesced()
         torch.testing.assert_close(ours.to_dense(), theirs.to_dense())
         stacked, expected = S.stack([a, b, a], dim), torch.stack([a, b, a], dim)
-        assert stacked.is_coalesced() and stacked.sparse_dim() == expected.sparse_dim()
+        same_as_torch(stacked, expected)  # torch's concatenation of the unsqueezed tensors, flagged uncoalesced
+        assert S.stack([b, b], dim).is_coalesced() == (dim % (len(sizes) + 1) == 0)  # sorted along dim 0 only
         torch.testing.assert_close(stacked.to_dense(), expected.to_dense())
     with pytest.raises(ValueError, match=r"torch_ragged.sparse.stack: tensors\[1\] has shape"):
         S.stack([a, random_sparse((2, 2), 2, 1, seed=6)])
@@ -246,14 +253,14 @@ def test_permute_and_cat_along_dense_dims_match_torch(device):
         wider = random_sparse((4, 5, 3, 4), 2, 6, seed=12).to(device)
         others = [a, b] if dim == 2 else [a, wider]
         ours = S.cat(others, dim)
-        assert ours.is_coalesced() and ours.sparse_dim() == 2
+        assert not ours.is_coalesced() and ours.sparse_dim() == 2  # as torch's: a position two parts hold, twice
         torch.testing.assert_close(ours.to_dense(), torch.cat([x.to_dense() for x in others], dim))
     with pytest.raises(ValueError, match="torch_ragged.sparse.permute: dims .* move a sparse dim among the dense"):
         S.permute(a, (2, 1, 0, 3))
     with pytest.raises(IndexError, match="torch_ragged.sparse.permute: dims .* are not a permutation"):
         S.permute(a, (0, 0, 1, 2))
     values = a.coalesce().values().clone().requires_grad_()
-    assert gradcheck(lambda v: S.cat([torch.sparse_coo_tensor(a.coalesce().indices(), v, a.shape)] * 2, 3).values(),
+    assert gradcheck(lambda v: S.to_dense(S.cat([torch.sparse_coo_tensor(a.coalesce().indices(), v, a.shape)] * 2, 3)),
                      (values,))
 
 
