@@ -694,7 +694,8 @@ class RaggedTensor:
         self._pack_pending()
         values, first_idx = _ops.ragged_index_select(self._values, self._first_idx, index)
         picks = index.to("cpu", torch.long)
-        picks = torch.where(picks < 0, picks + len(self), picks)  # in range: the op checked
+        if len(self):  # in [-len, len): the op checked; % wraps the negatives (one op, not a compare and a where)
+            picks = picks % len(self)
         return RaggedTensor(values, first_idx, self._shape_per_tensor.index_select(0, picks), validate=False)
 
     # ---- growing ----
