@@ -1048,22 +1048,23 @@ def cat(tensors, dim: int = 0) -> torch.Tensor:
         offsets.append(offsets[-1] + x.shape[dim])
     shape = list(first.shape)
     shape[dim] = offsets[-1]
-    indices, values = [], []
+    indices = torch.cat([x._indices() for x in tensors], 1)  # one copy; the offsets added in place below
+    values, start = [], 0
     for x, offset in zip(tensors, offsets[:-1], strict=True):
-        x_indices, x_values = x._indices(), _values(x).to(dtype)
+        x_values = _values(x).to(dtype)
         if dim < sparse_dim:
-            x_indices = x_indices.clone()
-            x_indices[dim] += offset
+            if offset:
+                indices[dim, start:start + x._nnz()] += offset
+            start += x._nnz()
         else:  # the values widened to the joined dense dim: this tensor's slice, zeros around it
             value_dim = dim - sparse_dim + 1
             pad = [0, 0] * (x_values.dim() - value_dim - 1) + [offset, offsets[-1] - offset - x.shape[dim]]
             x_values = torch.nn.functional.pad(x_values, pad)
-        indices.append(x_indices)
         values.append(x_values)
     # along dim 0, each coalesced part's keys rise and every key of a later part is above them (its dim-0 indices
     # are offset past the earlier parts'): the concatenation is coalesced, and flagged so
     coalesced = dim == 0 < sparse_dim and all(x.is_coalesced() for x in tensors)
-    return _sparse(torch.cat(indices, 1), torch.cat(values), shape, coalesced)
+    return _sparse(indices, torch.cat(values), shape, coalesced)
 
 
 # ---- matrix products ----
