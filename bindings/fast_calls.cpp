@@ -66,25 +66,9 @@ struct FromPython<const at::Tensor&> {
   static const at::Tensor& to(const PlainTensor& value) { return value.tensor; }
 };
 template <>
-struct FromPython<const std::optional<at::Tensor>&> {
-  using type = const std::optional<PlainTensor>&;
-  static std::optional<at::Tensor> to(const std::optional<PlainTensor>& value) {
-    if (!value.has_value()) return std::nullopt;
-    return value->tensor;
-  }
-};
-template <>
 struct FromPython<c10::SymInt> {
   using type = int64_t;
   static c10::SymInt to(int64_t value) { return c10::SymInt(value); }
-};
-template <>
-struct FromPython<std::optional<c10::SymInt>> {
-  using type = std::optional<int64_t>;
-  static std::optional<c10::SymInt> to(std::optional<int64_t> value) {
-    if (!value.has_value()) return std::nullopt;
-    return c10::SymInt(*value);
-  }
 };
 template <>
 struct FromPython<c10::SymIntArrayRef> {
@@ -94,38 +78,14 @@ struct FromPython<c10::SymIntArrayRef> {
   }
 };
 template <>
-struct FromPython<at::OptionalSymIntArrayRef> {
-  using type = const std::optional<std::vector<int64_t>>&;
-  static at::OptionalSymIntArrayRef to(const std::optional<std::vector<int64_t>>& value) {
-    if (!value.has_value()) return std::nullopt;
-    return c10::fromIntArrayRefSlow(*value);
-  }
-};
-template <>
 struct FromPython<at::IntArrayRef> {
   using type = const std::vector<int64_t>&;
   static at::IntArrayRef to(const std::vector<int64_t>& value) { return value; }
 };
 template <>
-struct FromPython<at::OptionalIntArrayRef> {
-  using type = const std::optional<std::vector<int64_t>>&;
-  static at::OptionalIntArrayRef to(const std::optional<std::vector<int64_t>>& value) {
-    if (!value.has_value()) return std::nullopt;
-    return at::IntArrayRef(*value);
-  }
-};
-template <>
 struct FromPython<c10::string_view> {
   using type = const std::string&;
   static c10::string_view to(const std::string& value) { return value; }
-};
-template <>
-struct FromPython<std::optional<c10::string_view>> {
-  using type = const std::optional<std::string>&;
-  static std::optional<c10::string_view> to(const std::optional<std::string>& value) {
-    if (!value.has_value()) return std::nullopt;
-    return c10::string_view(*value);
-  }
 };
 template <>
 struct FromPython<at::TensorList> {
@@ -137,15 +97,25 @@ struct FromPython<at::TensorList> {
     return tensors;
   }
 };
-template <>
-struct FromPython<std::optional<at::TensorList>> {
-  using type = const std::optional<std::vector<PlainTensor>>&;
-  static std::optional<std::vector<at::Tensor>> to(
-      const std::optional<std::vector<PlainTensor>>& value) {
+// An optional argument (std::optional, or an OptionalArrayRef): None, or what it holds as
+// FromPython<Value> converts it.
+template <typename Value>
+struct FromPythonOptional {
+  using type = const std::optional<std::decay_t<typename FromPython<Value>::type>>&;
+  static auto to(type value)
+      -> std::optional<std::decay_t<decltype(FromPython<Value>::to(*value))>> {
     if (!value.has_value()) return std::nullopt;
-    return FromPython<at::TensorList>::to(*value);
+    return FromPython<Value>::to(*value);
   }
 };
+template <typename Value>
+struct FromPython<std::optional<Value>> : FromPythonOptional<Value> {};
+template <>
+struct FromPython<const std::optional<at::Tensor>&> : FromPythonOptional<const at::Tensor&> {};
+template <>
+struct FromPython<at::OptionalSymIntArrayRef> : FromPythonOptional<c10::SymIntArrayRef> {};
+template <>
+struct FromPython<at::OptionalIntArrayRef> : FromPythonOptional<at::IntArrayRef> {};
 // torch's pybind caster cannot load a Scalar: Python's bool, int and float, tried in that order.
 template <>
 struct FromPython<const at::Scalar&> {

@@ -19,6 +19,7 @@
 #include "segment/offsets.h"
 #include "segment/segment_ops.h"
 #include "sparse/sparse_args.h"
+#include "sparse/sparse_index.h"
 #include "sparse/sparse_ops.h"
 
 namespace torch_ragged {
@@ -234,26 +235,25 @@ constexpr int64_t kSmallToDense = 256;
 
 bool copy_rising_entries(const at::Tensor& indices, const at::Tensor& values,
                          at::IntArrayRef sparse_sizes, at::Tensor& out) {
-  const int64_t nnz = indices.size(1), sparse_dim = indices.size(0);
-  const at::Tensor contiguous_values = values.contiguous();
-  const int64_t row_bytes = contiguous_values.numel() / std::max<int64_t>(nnz, 1) *
-                            static_cast<int64_t>(values.dtype().itemsize());
+  const std::optional<KeyGeometry> geometry = key_geometry(sparse_sizes);
+  if (!geometry.has_value()) return false;  // keys past int64: the general route refuses by name
+  const int64_t nnz = indices.size(1);
+  const at::Tensor index_rows =
+      indices.contiguous();  // flat_key reads sparse dim d's row at d * nnz
   std::vector<int64_t> keys(nnz);
   bool fits = true;
-  AT_DISPATCH_INDEX_TYPES(indices.scalar_type(), "sparse_to_dense_small", [&] {
-    const auto index = indices.accessor<index_t, 2>();
+  AT_DISPATCH_INDEX_TYPES(index_rows.scalar_type(), "sparse_to_dense_small", [&] {
+    const index_t* rows = index_rows.const_data_ptr<index_t>();
     for (int64_t i = 0; i < nnz && fits; ++i) {
-      int64_t key = 0;
-      for (int64_t d = 0; d < sparse_dim; ++d) {
-        const int64_t at = index[d][i];
-        fits = fits && at >= 0 && at < sparse_sizes[d];
-        key = key * sparse_sizes[d] + at;
-      }
-      fits = fits && (i == 0 || key > keys[i - 1]);
-      keys[i] = key;
+      bool in_range;
+      keys[i] = flat_key(*geometry, rows, nnz, i, in_range);
+      fits = in_range && (i == 0 || keys[i] > keys[i - 1]);
     }
   });
   if (!fits) return false;
+  const at::Tensor contiguous_values = values.contiguous();
+  const int64_t row_bytes = contiguous_values.numel() / std::max<int64_t>(nnz, 1) *
+                            static_cast<int64_t>(values.dtype().itemsize());
   const auto* source = static_cast<const char*>(contiguous_values.const_data_ptr());
   auto* target = static_cast<char*>(out.mutable_data_ptr());
   for (int64_t i = 0; i < nnz; ++i) {
