@@ -145,9 +145,17 @@ ReductionTree with_chunk_table(ReductionTree tree, const at::Tensor& like, at::T
   return tree;
 }
 
+// A thread keeps kChunkLoads rows in flight, so fewer threads hide the latency: at most 48
+// registers (5 blocks of 256 per SM) for accumulators of 4 bytes whose loads need no segment (at
+// 56 registers, 4 blocks, benchmarks/gpu_model.py puts 100k segments of 64 columns in 4 waves of
+// threads instead of 3); 64 for the others (their values or segments spilled at 48).
+template <typename Reducer, typename Load>
+constexpr int kChunkBlocksPerSm = sizeof(typename Reducer::Acc) <= 4 && !Load::kUsesSegment ? 5 : 4;
+
 template <typename Reducer, typename Load, typename Write>
-__global__ void reduce_chunks_kernel(ReductionTree tree, int64_t width, Load load, Write write,
-                                     typename Reducer::Acc* heads, typename Reducer::Acc* tails) {
+__global__ void __launch_bounds__(kCudaThreads, kChunkBlocksPerSm<Reducer, Load>)
+    reduce_chunks_kernel(ReductionTree tree, int64_t width, Load load, Write write,
+                         typename Reducer::Acc* heads, typename Reducer::Acc* tails) {
   const int64_t total = tree.nodes(0) * width;
   for (int64_t t = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; t < total;
        t += int64_t{gridDim.x} * blockDim.x) {

@@ -165,32 +165,15 @@ using sum_acc_t =
                        std::conditional_t<std::is_signed_v<scalar_t>, int64_t, uint64_t>,
                        at::opmath_type<scalar_t>>;
 
-// ---- Reduction rules: identity, one row's value, merge a later partial into an earlier one ----
-// fold(load, segment, lo, hi, column) is value(0, rows [lo, hi)) of one column.
-
-// Rows a level-0 fold loads ahead of its additions (reduce_chunk: one GPU thread per column).
-constexpr int kFoldLoads = 4;
+// ---- Reduction rules: identity, add one row's value, merge a later partial into an earlier one
+// ----
 
 template <typename acc_t>
 struct SumReducer {
   using Acc = acc_t;
   C10_HOST_DEVICE static Acc identity() { return Acc(0); }
+  C10_HOST_DEVICE static void add(Acc& acc, Acc value, int64_t /*row*/) { acc += value; }
   C10_HOST_DEVICE static void merge(Acc& acc, const Acc& later) { acc += later; }
-  template <typename Load>
-  C10_HOST_DEVICE static Acc fold(const Load& load, int64_t segment, int64_t lo, int64_t hi,
-                                  int64_t column) {
-    Acc acc = identity();
-    int64_t row = lo;
-    // kFoldLoads rows loaded before they are added (the additions stay in row order: the same
-    // bits), so a GPU thread keeps that many loads in flight rather than one behind each add.
-    for (; row + kFoldLoads <= hi; row += kFoldLoads) {
-      Acc value[kFoldLoads];
-      for (int k = 0; k < kFoldLoads; ++k) value[k] = load(segment, row + k, column);
-      for (int k = 0; k < kFoldLoads; ++k) acc += value[k];
-    }
-    for (; row < hi; ++row) acc += load(segment, row, column);
-    return acc;
-  }
 };
 
 template <typename acc_t>
@@ -216,19 +199,6 @@ struct ExtremumReducer {
   C10_HOST_DEVICE static void merge(Acc& acc, const Acc& later) {
     if (later.row >= 0 && (acc.row < 0 || beats(later.value, acc.value))) acc = later;
   }
-  template <typename Load>
-  C10_HOST_DEVICE static Acc fold(const Load& load, int64_t segment, int64_t lo, int64_t hi,
-                                  int64_t column) {
-    Acc acc = identity();
-    int64_t row = lo;
-    for (; row + kFoldLoads <= hi; row += kFoldLoads) {  // as SumReducer::fold
-      acc_t value[kFoldLoads];
-      for (int k = 0; k < kFoldLoads; ++k) value[k] = load(segment, row + k, column);
-      for (int k = 0; k < kFoldLoads; ++k) add(acc, value[k], row + k);
-    }
-    for (; row < hi; ++row) add(acc, load(segment, row, column), row);
-    return acc;
-  }
 };
 
 // Softmax shifts each segment's column by its max (0 for a column of only -inf, so that it
@@ -251,6 +221,7 @@ C10_HOST_DEVICE inline acc_t exp_of(acc_t x) {
 template <typename scalar_t, typename Acc = at::opmath_type<scalar_t>>
 struct LoadRows {
   using acc_t = Acc;
+  static constexpr bool kUsesSegment = false;  // whether a load reads its segment
   const scalar_t* data;
   int64_t width;
   const int64_t* index = nullptr;
@@ -267,6 +238,7 @@ struct LoadRows {
 template <typename scalar_t>
 struct LoadShiftedExp {
   using acc_t = at::opmath_type<scalar_t>;
+  static constexpr bool kUsesSegment = true;  // whether a load reads its segment
   const scalar_t* data;
   const acc_t* shifts;  // num_segments x width
   int64_t width;
@@ -280,6 +252,7 @@ struct LoadShiftedExp {
 template <typename scalar_t>
 struct LoadGradTerm {
   using acc_t = at::opmath_type<scalar_t>;
+  static constexpr bool kUsesSegment = false;  // whether a load reads its segment
   const scalar_t* grad;
   const scalar_t* output;  // nullptr: log_softmax
   int64_t width;
@@ -356,12 +329,15 @@ struct WriteAcc {
 };
 
 // ---- Row maps: an output element from its row, column and segment statistics ----
+// map(segment, row, column) computes the element; map_chunk stores it at out[row * width + column]
+// (computing a batch of rows before storing any, so that their loads are in flight together).
 
 // softmax: exp(x - shift) * (1 / S); log_softmax: (x - shift) - log(S): shifted first, so that at
 // large magnitudes log(S) is not rounded away (x - (M + log S) lost it at -1e7 in float).
 template <typename scalar_t, bool kLog>
 struct SoftmaxOutput {
   using acc_t = at::opmath_type<scalar_t>;
+  using value_type = scalar_t;
   const scalar_t* data;
   const acc_t* shifts;    // num_segments x width
   const acc_t* divisors;  // num_segments x width: 1 / S, or log(S)
@@ -371,9 +347,10 @@ struct SoftmaxOutput {
     const acc_t shifted = x - shift;
     return kLog ? shifted - divisor : product(exp_of(shifted), divisor);
   }
-  C10_HOST_DEVICE void operator()(int64_t segment, int64_t row, int64_t column) const {
-    const int64_t i = row * width + column, s = segment * width + column;
-    out[i] = static_cast<scalar_t>(value(static_cast<acc_t>(data[i]), shifts[s], divisors[s]));
+  C10_HOST_DEVICE scalar_t operator()(int64_t segment, int64_t row, int64_t column) const {
+    const int64_t s = segment * width + column;
+    return static_cast<scalar_t>(
+        value(static_cast<acc_t>(data[row * width + column]), shifts[s], divisors[s]));
   }
 };
 
@@ -381,19 +358,19 @@ struct SoftmaxOutput {
 template <typename scalar_t, bool kLog>
 struct SoftmaxGradInput {
   using acc_t = at::opmath_type<scalar_t>;
+  using value_type = scalar_t;
   const scalar_t* grad;
   const scalar_t* output;
   const acc_t* segment_sum;
-  scalar_t* grad_input;
+  scalar_t* out;  // the gradient of the input
   int64_t width;
   C10_HOST_DEVICE static acc_t value(acc_t g, acc_t y, acc_t s) {
     return kLog ? g - product(exp_of(y), s) : product(y, g - s);
   }
-  C10_HOST_DEVICE void operator()(int64_t segment, int64_t row, int64_t column) const {
+  C10_HOST_DEVICE scalar_t operator()(int64_t segment, int64_t row, int64_t column) const {
     const int64_t i = row * width + column;
-    grad_input[i] =
-        static_cast<scalar_t>(value(static_cast<acc_t>(grad[i]), static_cast<acc_t>(output[i]),
-                                    segment_sum[segment * width + column]));
+    return static_cast<scalar_t>(value(static_cast<acc_t>(grad[i]), static_cast<acc_t>(output[i]),
+                                       segment_sum[segment * width + column]));
   }
 };
 
@@ -627,34 +604,84 @@ C10_HOST_DEVICE inline void chunk_first_segment(const ReductionTree& tree, int64
   out[chunk] = tree.segment_of(tree.begin(0, chunk));
 }
 
-// Level 0, one (chunk, column): each segment inside the chunk is reduced and written; the head and
-// tail pieces leave their values in heads / tails (chunks x width).
+// Rows a level-0 thread (reduce_chunk, map_chunk) loads before it uses any of them: its loads in
+// flight. The rows are loaded (with their segments first where the load needs them: first_idx is
+// read only where a segment ends), then used in row order, so a segment's additions keep their
+// order (the same bits) while the loads of one batch overlap, whatever the segments' lengths.
+// 8 values of 4 bytes or less, 4 of 8 bytes or more: ~32 bytes per thread, which fits the CUDA
+// shell's 48 registers without spilling (8 doubles spilled 120 bytes).
+template <typename T>
+constexpr int kChunkLoads = sizeof(T) <= 4 ? 8 : 4;
+
+// Moves (b, next) -- a segment and its end, first_idx[b + 1] -- to the segment holding `row` (at
+// or after the rows before it); empty segments hold no row and are passed over.
+C10_HOST_DEVICE inline void advance_to_row(const ReductionTree& tree, int64_t row, int64_t& b,
+                                           int64_t& next) {
+  while (next <= row) next = tree.first_idx[++b + 1];
+}
+
+// Level 0, one (chunk, column): each segment inside the chunk is reduced (from the identity, row
+// by row in order) and written; the head and tail pieces leave their values in heads / tails
+// (chunks x width). The rows stream through in batches of kChunkLoads, across segment ends.
 template <typename Reducer, typename Load, typename Write>
 C10_HOST_DEVICE void reduce_chunk(const ReductionTree& tree, int64_t chunk, int64_t column,
                                   int64_t width, const Load& load, const Write& write,
                                   typename Reducer::Acc* heads, typename Reducer::Acc* tails) {
+  using Acc = typename Reducer::Acc;
   const int64_t begin = tree.begin(0, chunk), end = tree.end(0, chunk);
-  for (int64_t b = tree.first_segment_of_chunk(chunk);
-       b < tree.num_segments && tree.first_idx[b] < end; ++b) {
-    const int64_t seg_begin = tree.first_idx[b], seg_end = tree.first_idx[b + 1];
-    const int64_t lo = seg_begin > begin ? seg_begin : begin;
-    const int64_t hi = seg_end < end ? seg_end : end;
-    if (lo >= hi) continue;  // an empty segment
-    const typename Reducer::Acc acc = Reducer::fold(load, b, lo, hi, column);
-    if (seg_begin < begin) {
+  int64_t open = tree.first_segment_of_chunk(chunk), next = tree.first_idx[open + 1];
+  int64_t piece_begin = begin;  // the first row of the open segment's piece
+  Acc acc = Reducer::identity();
+  const auto close = [&](int64_t hi) {  // the open piece ends before row hi
+    if (tree.first_idx[open] < begin) {
       heads[chunk * width + column] = acc;
-    } else if (seg_end > end) {
+    } else if (next > end) {
       tails[chunk * width + column] = acc;
     } else {
-      write(b, column, acc, hi - lo);
+      write(open, column, acc, hi - piece_begin);
+    }
+  };
+  using Value = typename Load::acc_t;
+  constexpr int kLoads = kChunkLoads<Value>;
+  for (int64_t first = begin; first < end; first += kLoads) {
+    Value value[kLoads];
+    if constexpr (Load::kUsesSegment) {  // each row's segment, then the loads
+      int64_t segment[kLoads], b = open, b_next = next;
+      for (int k = 0; k < kLoads; ++k) {
+        if (first + k < end) advance_to_row(tree, first + k, b, b_next);
+        segment[k] = b;
+      }
+      for (int k = 0; k < kLoads; ++k) {
+        if (first + k < end) value[k] = load(segment[k], first + k, column);
+      }
+    } else {
+      for (int k = 0; k < kLoads; ++k) {
+        if (first + k < end) value[k] = load(open, first + k, column);
+      }
+    }
+    for (int k = 0; k < kLoads; ++k) {
+      const int64_t row = first + k;
+      if (row >= end) break;
+      if (row >= next) {  // the open segment ended: the next non-empty one starts here
+        close(row);
+        advance_to_row(tree, row, open, next);
+        piece_begin = row;
+        acc = Reducer::identity();
+      }
+      Reducer::add(acc, value[k], row);
     }
   }
+  close(end);
 }
 
 // Level L >= 1, one (node, column): its children's partials (level L - 1) merged in order. A
 // segment that started in one of its children and ends in another is written; the piece of the
 // segment that started before the node is its head, the piece of the one that continues after it
-// its tail. child_crossing: the crossing segments of every level L - 1 node (node_crossing).
+// its tail. child_crossing: the crossing segments of every level L - 1 node (node_crossing). The
+// children are read kMergeLoads at a time (their crossing entries, then their partials and the
+// head segments' ends), then merged in order.
+constexpr int kMergeLoads = 4;
+
 template <typename Reducer, typename Write>
 C10_HOST_DEVICE void merge_node(const ReductionTree& tree, int level, int64_t node, int64_t column,
                                 int64_t width, const CrossingSegments* child_crossing,
@@ -668,30 +695,47 @@ C10_HOST_DEVICE void merge_node(const ReductionTree& tree, int level, int64_t no
   int64_t open = -1;         // the segment being merged
   bool from_before = false;  // it started before this node
   Acc acc = Reducer::identity();
-  for (int64_t child = first_child; child < last_child; ++child) {
-    const int64_t head = child_crossing[child].head;
-    if (head >= 0) {
-      if (open < 0) {  // the first child: the segment started before this node
-        open = head;
-        from_before = true;
-        acc = Reducer::identity();
-      }
-      Reducer::merge(acc, child_heads[child * width + column]);
-      if (tree.first_idx[head + 1] <= tree.end(level - 1, child)) {  // it ends in this child
-        if (from_before) {
-          heads[node * width + column] = acc;
-        } else {
-          write(head, column, acc, tree.rows_of(head));
-        }
-        open = -1;
-      }
+  for (int64_t first = first_child; first < last_child; first += kMergeLoads) {
+    const int count = static_cast<int>(last_child - first < kMergeLoads ? last_child - first
+                                                                        : int64_t{kMergeLoads});
+    CrossingSegments crossing[kMergeLoads];
+    for (int k = 0; k < kMergeLoads; ++k) {
+      if (k < count) crossing[k] = child_crossing[first + k];
     }
-    const int64_t tail = child_crossing[child].tail;
-    if (tail >= 0) {
-      open = tail;
-      from_before = false;
-      acc = Reducer::identity();
-      Reducer::merge(acc, child_tails[child * width + column]);
+    Acc head_part[kMergeLoads], tail_part[kMergeLoads];
+    int64_t head_end[kMergeLoads];
+    for (int k = 0; k < kMergeLoads && k < count; ++k) {
+      const int64_t i = (first + k) * width + column;
+      if (crossing[k].head >= 0) {
+        head_part[k] = child_heads[i];
+        head_end[k] = tree.first_idx[crossing[k].head + 1];
+      }
+      if (crossing[k].tail >= 0) tail_part[k] = child_tails[i];
+    }
+    for (int k = 0; k < kMergeLoads && k < count; ++k) {
+      const int64_t head = crossing[k].head;
+      if (head >= 0) {
+        if (open < 0) {  // the first child: the segment started before this node
+          open = head;
+          from_before = true;
+          acc = Reducer::identity();
+        }
+        Reducer::merge(acc, head_part[k]);
+        if (head_end[k] <= tree.end(level - 1, first + k)) {  // it ends in this child
+          if (from_before) {
+            heads[node * width + column] = acc;
+          } else {
+            write(head, column, acc, tree.rows_of(head));
+          }
+          open = -1;
+        }
+      }
+      if (crossing[k].tail >= 0) {
+        open = crossing[k].tail;
+        from_before = false;
+        acc = Reducer::identity();
+        Reducer::merge(acc, tail_part[k]);
+      }
     }
   }
   if (open >= 0) (from_before ? heads : tails)[node * width + column] = acc;  // it goes on
@@ -704,15 +748,28 @@ C10_HOST_DEVICE inline void node_crossing(const ReductionTree& tree, int level, 
   out[node] = tree.crossing(level, node);
 }
 
-// One (chunk, column) of a row map: map(segment, row, column) for every row of the chunk.
+// One (chunk, column) of a row map: out[row * width + column] = map(segment, row, column) for every
+// row of the chunk, kChunkLoads rows computed before any is stored.
 template <typename Map>
 C10_HOST_DEVICE void map_chunk(const ReductionTree& tree, int64_t chunk, int64_t column,
                                const Map& map) {
   const int64_t begin = tree.begin(0, chunk), end = tree.end(0, chunk);
-  int64_t b = tree.first_segment_of_chunk(chunk);
-  for (int64_t row = begin; row < end; ++row) {
-    while (tree.first_idx[b + 1] <= row) ++b;  // empty segments hold no row
-    map(b, row, column);
+  int64_t b = tree.first_segment_of_chunk(chunk), next = tree.first_idx[b + 1];
+  using Value = typename Map::value_type;
+  constexpr int kLoads = kChunkLoads<Value>;
+  for (int64_t first = begin; first < end; first += kLoads) {
+    int64_t segment[kLoads];
+    for (int k = 0; k < kLoads; ++k) {
+      if (first + k < end) advance_to_row(tree, first + k, b, next);
+      segment[k] = b;
+    }
+    Value value[kLoads];
+    for (int k = 0; k < kLoads; ++k) {
+      if (first + k < end) value[k] = map(segment[k], first + k, column);
+    }
+    for (int k = 0; k < kLoads; ++k) {
+      if (first + k < end) map.out[(first + k) * map.width + column] = value[k];
+    }
   }
 }
 

@@ -148,6 +148,23 @@ TEST(SegmentEmulation, SumAndMeanMatchTheCpuBitForBit) {
   }
 }
 
+// Rows of -0.0 (a few of them 1.0): where a segment's piece starts from the identity (0 + -0.0 is
+// +0.0) shows in the sign of its sum, so a body that started a piece from its first row, or at
+// another row than the CPU, would differ from the CPU's bits here.
+TEST(SegmentEmulation, SumsOfNegativeZerosMatchTheCpuBitForBit) {
+  for (const Case& c : cases()) {
+    for (const auto dtype : kFloating) {
+      at::Tensor data = torch::full({c.first_idx.back(), c.width}, -0.0, dtype);
+      if (data.size(0) > 3) data.index_put_({torch::arange(0, data.size(0), 97)}, 1.0);
+      AT_DISPATCH_FLOATING_TYPES(dtype, "sum", [&] {
+        EXPECT_TRUE(same_bits(emulated_sum<scalar_t, false>(c, data),
+                              torch_ragged::segment_sum(data, offsets(c))))
+            << "sum of -0.0, width " << c.width << ", rows " << c.first_idx.back();
+      });
+    }
+  }
+}
+
 // Integer sums and means on the GPU's body: the 64-bit accumulator, the mean divided in 64 bits
 // (a count cast to int8 wrapped to 0 at 256 rows and trapped), against the CPU kernel and against
 // a plain loop of Python-style integers.
