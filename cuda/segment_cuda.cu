@@ -123,25 +123,31 @@ struct CudaSegments {
 
 // ---- kernels: thin shells over segment_index.h's bodies, one thread per (node, column) ----
 
-// One thread per chunk: the segment of its first row (chunk_first_segment).
-__global__ void chunk_first_segment_kernel(ReductionTree tree, int64_t* out) {
-  const int64_t total = tree.nodes(0);
-  for (int64_t chunk = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; chunk < total;
-       chunk += int64_t{gridDim.x} * blockDim.x) {
-    chunk_first_segment(tree, chunk, out);
+// One thread per entry of the tree tables (tree_table_entry), every level in one launch.
+__global__ void tree_tables_kernel(ReductionTree tree, int64_t* chunk_first_segments,
+                                   CrossingSegments* node_crossings) {
+  const int64_t total = tree.table_entries();
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    tree_table_entry(tree, i, chunk_first_segments, node_crossings);
   }
 }
 
-// `tree` with its chunk_first_segments filled on the device (held by `table`): one search per
-// chunk for all of the tree's passes (softmax runs three), not one per (chunk, column).
-ReductionTree with_chunk_table(ReductionTree tree, const at::Tensor& like, at::Tensor& table) {
-  const int64_t chunks = tree.nodes(0);
+// `tree` with its tables filled on the device (held by `tables`): the chunks' first segments and
+// every node's crossing segments, one launch for all of the tree's passes (softmax runs three) --
+// one search per chunk or node, not one per (chunk, column) or per (child, column).
+ReductionTree with_tree_tables(ReductionTree tree, const at::Tensor& like, at::Tensor& tables) {
+  const int64_t chunks = tree.nodes(0), entries = tree.table_entries();
   if (chunks == 0) return tree;
-  table = at::empty({chunks}, like.options().dtype(at::kLong));
-  chunk_first_segment_kernel<<<cuda_grid_for(chunks), kCudaThreads, 0, stream()>>>(
-      tree, table.mutable_data_ptr<int64_t>());
+  static_assert(sizeof(CrossingSegments) == 2 * sizeof(int64_t));
+  tables = at::empty({chunks + 2 * entries}, like.options().dtype(at::kLong));
+  int64_t* chunk_first = tables.mutable_data_ptr<int64_t>();
+  auto* crossings = reinterpret_cast<CrossingSegments*>(chunk_first + chunks);
+  tree_tables_kernel<<<cuda_grid_for(entries), kCudaThreads, 0, stream()>>>(tree, chunk_first,
+                                                                            crossings);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
-  tree.chunk_first_segments = table.const_data_ptr<int64_t>();
+  tree.chunk_first_segments = chunk_first;
+  tree.node_crossings = crossings;
   return tree;
 }
 
@@ -177,15 +183,6 @@ __global__ void merge_nodes_kernel(ReductionTree tree, int level, int64_t width,
   }
 }
 
-// One thread per node of `level`: its crossing segments, read by the merges of the level above.
-__global__ void node_crossing_kernel(ReductionTree tree, int level, CrossingSegments* out) {
-  const int64_t total = tree.nodes(level);
-  for (int64_t node = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; node < total;
-       node += int64_t{gridDim.x} * blockDim.x) {
-    node_crossing(tree, level, node, out);
-  }
-}
-
 template <typename Reducer, typename Write>
 __global__ void write_empty_segments_kernel(ReductionTree tree, int64_t width, Write write) {
   const int64_t total = tree.num_segments * width;
@@ -210,6 +207,8 @@ template <typename Reducer, typename Load, typename Write>
 void reduce_tree(const ReductionTree& tree, int64_t width, const at::Tensor& like, const Load& load,
                  const Write& write) {
   using Acc = typename Reducer::Acc;
+  TORCH_INTERNAL_ASSERT(tree.num_rows == 0 || tree.node_crossings != nullptr,
+                        "reduce_tree: the tree's tables are not filled (with_tree_tables)");
   // Partials of the level below and of the current one; the caching allocator keeps a freed
   // buffer from reuse until the stream's earlier work on it is done.
   std::pair<at::Tensor, Acc*> heads, tails, below_heads, below_tails;
@@ -229,15 +228,9 @@ void reduce_tree(const ReductionTree& tree, int64_t width, const at::Tensor& lik
       reduce_chunks_kernel<Reducer><<<cuda_grid_for(threads), kCudaThreads, 0, stream()>>>(
           tree, width, load, write, heads.second, tails.second);
     } else {
-      // The children's crossing segments, once per child (not per column): no search in merges.
-      const int64_t children = tree.nodes(launch.level - 1);
-      const auto crossing = cuda::scratch_buffer<CrossingSegments>(like, children);
-      node_crossing_kernel<<<cuda_grid_for(children), kCudaThreads, 0, stream()>>>(
-          tree, launch.level - 1, crossing.second);
-      C10_CUDA_KERNEL_LAUNCH_CHECK();
       merge_nodes_kernel<Reducer><<<cuda_grid_for(threads), kCudaThreads, 0, stream()>>>(
-          tree, launch.level, width, write, crossing.second, below_heads.second, below_tails.second,
-          heads.second, tails.second);
+          tree, launch.level, width, write, tree.crossings_of(launch.level - 1), below_heads.second,
+          below_tails.second, heads.second, tails.second);
     }
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   }
@@ -258,8 +251,8 @@ at::Tensor sum_or_mean_cuda(const at::Tensor& data, const at::Tensor& first_idx)
   constexpr std::string_view op = kMean ? "segment_mean" : "segment_sum";
   const CudaSegments s(op, data, first_idx, SegmentDtypes::kSummable);
   at::Tensor out = at::empty(per_segment_sizes(data, s.num_segments), data.options());
-  at::Tensor table;
-  const ReductionTree tree = with_chunk_table(s.tree(), data, table);
+  at::Tensor tables;
+  const ReductionTree tree = with_tree_tables(s.tree(), data, tables);
   AT_DISPATCH_V2(data.scalar_type(), "segment_sum_cuda", AT_WRAP([&] {
                    using acc_t = sum_acc_t<scalar_t>;
                    reduce_tree<SumReducer<acc_t>>(
@@ -288,8 +281,8 @@ std::tuple<at::Tensor, at::Tensor> extremum_cuda(const at::Tensor& data,
   const std::vector<int64_t> sizes = per_segment_sizes(data, s.num_segments);
   at::Tensor values = at::empty(sizes, data.options());
   at::Tensor arg = at::empty(sizes, data.options().dtype(at::kLong));
-  at::Tensor table;
-  const ReductionTree tree = with_chunk_table(s.tree(), data, table);
+  at::Tensor tables;
+  const ReductionTree tree = with_tree_tables(s.tree(), data, tables);
   AT_DISPATCH_V2(data.scalar_type(), "segment_extremum_cuda", AT_WRAP([&] {
                    using acc_t = at::opmath_type<scalar_t>;
                    reduce_tree<ExtremumReducer<acc_t, kMax>>(
@@ -327,8 +320,8 @@ at::Tensor softmax_cuda(const at::Tensor& data, const at::Tensor& first_idx) {
         at::Tensor shifts = at::empty({s.num_segments, s.width}, acc_options);
         at::Tensor divisors = at::empty({s.num_segments, s.width}, acc_options);
         const scalar_t* in = s.data.const_data_ptr<scalar_t>();
-        at::Tensor table;
-        const ReductionTree tree = with_chunk_table(s.tree(), data, table);
+        at::Tensor tables;
+        const ReductionTree tree = with_tree_tables(s.tree(), data, tables);
         reduce_tree<ExtremumReducer<acc_t, true>>(
             tree, s.width, data, LoadRows<scalar_t>{in, s.width},
             WriteShift<acc_t>{shifts.mutable_data_ptr<acc_t>(), s.width});
@@ -371,8 +364,8 @@ at::Tensor segment_softmax_backward_cuda(const at::Tensor& grad_output, const at
                                    output.options().dtype(c10::CppTypeToScalarType<acc_t>::value));
         const scalar_t* g = grad.const_data_ptr<scalar_t>();
         const scalar_t* y = s.data.const_data_ptr<scalar_t>();
-        at::Tensor table;
-        const ReductionTree tree = with_chunk_table(s.tree(), output, table);
+        at::Tensor tables;
+        const ReductionTree tree = with_tree_tables(s.tree(), output, tables);
         reduce_tree<SumReducer<acc_t>>(tree, s.width, output,
                                        LoadGradTerm<scalar_t>{g, log ? nullptr : y, s.width},
                                        WriteAcc<acc_t>{sum.mutable_data_ptr<acc_t>(), s.width});
@@ -694,9 +687,9 @@ at::Tensor segment_gather_sum(const at::Tensor& data, const at::Tensor& index,
   const at::Tensor weights = weight.defined() ? weight.contiguous() : weight;
   const int64_t runs = first_idx.numel() - 1, width = row_width(data);
   const int64_t rows = index.defined() ? index.numel() : data.size(0);
-  at::Tensor table;
-  const ReductionTree tree = with_chunk_table(
-      ReductionTree::of(first_idx.const_data_ptr<int64_t>(), runs, rows, width), data, table);
+  at::Tensor tables;
+  const ReductionTree tree = with_tree_tables(
+      ReductionTree::of(first_idx.const_data_ptr<int64_t>(), runs, rows, width), data, tables);
   at::Tensor out = at::empty(per_segment_sizes(data, runs), data.options());
   AT_DISPATCH_V2(data.scalar_type(), "segment_gather_sum_cuda", AT_WRAP([&] {
                    using acc_t = sum_acc_t<scalar_t>;

@@ -101,9 +101,11 @@ struct ReductionTree {
   int64_t num_segments;
   int64_t num_rows;
   int chunk_bits;  // chunk_bits(width)
-  // Optional: the segment of each chunk's first row (chunk_first_segment), filled once for all of a
-  // tree's passes (the GPU's); null: searched where needed.
+  // Optional (the GPU's tree tables, tree_table_entry, filled once for all of a tree's passes): the
+  // segment of each chunk's first row, and the crossing segments of every node of levels 0 ..
+  // levels() - 2, level after level (crossings_of); null: searched where needed.
   const int64_t* chunk_first_segments = nullptr;
+  const CrossingSegments* node_crossings = nullptr;
 
   static ReductionTree of(const int64_t* first_idx, int64_t num_segments, int64_t num_rows,
                           int64_t width) {
@@ -152,6 +154,20 @@ struct ReductionTree {
   // The segments crossing the edges of `node` at `level` (two searches).
   C10_HOST_DEVICE CrossingSegments crossing(int level, int64_t node) const {
     return crossing_segments(first_idx, num_segments, begin(level, node), end(level, node));
+  }
+  // Entries of the tree tables before `level`'s, and in all (at least the chunks' row).
+  C10_HOST_DEVICE int64_t table_offset(int level) const {
+    int64_t offset = 0;
+    for (int l = 0; l < level; ++l) offset += nodes(l);
+    return offset;
+  }
+  C10_HOST_DEVICE int64_t table_entries() const {
+    const int below_top = levels() - 1;
+    return table_offset(below_top > 1 ? below_top : 1);
+  }
+  // The crossing segments of `level`'s nodes in the tree tables.
+  C10_HOST_DEVICE const CrossingSegments* crossings_of(int level) const {
+    return node_crossings + table_offset(level);
   }
 };
 
@@ -596,12 +612,18 @@ inline std::vector<TreeLaunch> tree_launches(const ReductionTree& tree, int64_t 
 
 // ---- Kernel bodies (one thread each on the GPU) ----
 
-// Level 0, one chunk: the segment holding its first row, searched once per chunk (one thread per
-// chunk on the GPU) into the tree's chunk_first_segments, which every column's reduce_chunk /
-// map_chunk then reads instead of searching.
-C10_HOST_DEVICE inline void chunk_first_segment(const ReductionTree& tree, int64_t chunk,
-                                                int64_t* out) {
-  out[chunk] = tree.segment_of(tree.begin(0, chunk));
+// Entry i of the tree tables (one GPU thread each, all levels in one launch): for a chunk, the
+// segment of its first row (chunk_first_segments: read by every column's reduce_chunk / map_chunk
+// instead of a search) and its crossing segments; for a node above, its crossing segments (read by
+// the merges of the level above instead of two searches per child and column).
+C10_HOST_DEVICE inline void tree_table_entry(const ReductionTree& tree, int64_t i,
+                                             int64_t* chunk_first_segments,
+                                             CrossingSegments* node_crossings) {
+  int level = 0;
+  int64_t node = i;
+  while (node >= tree.nodes(level)) node -= tree.nodes(level++);
+  if (level == 0) chunk_first_segments[node] = tree.segment_of(tree.begin(0, node));
+  node_crossings[i] = tree.crossing(level, node);
 }
 
 // Rows a level-0 thread (reduce_chunk, map_chunk) loads before it uses any of them: its loads in

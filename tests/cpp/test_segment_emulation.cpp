@@ -17,20 +17,30 @@
 namespace torch_ragged::testing {
 namespace {
 
-// segment_cuda.cu's with_chunk_table: `tree` with chunk_first_segment_kernel's table (in `table`).
-inline ReductionTree emulated_with_chunk_table(ReductionTree tree, std::vector<int64_t>& table) {
-  table.assign(tree.nodes(0), -1);
-  emulate_launch(tree.nodes(0),
-                 [&](int64_t chunk) { chunk_first_segment(tree, chunk, table.data()); });
-  tree.chunk_first_segments = table.data();
+// segment_cuda.cu's with_tree_tables: `tree` with tree_tables_kernel's tables (held by `tables`).
+struct TreeTables {
+  std::vector<int64_t> chunk_first_segments;
+  std::vector<CrossingSegments> node_crossings;
+};
+
+inline ReductionTree emulated_with_tree_tables(ReductionTree tree, TreeTables& tables) {
+  tables.chunk_first_segments.assign(tree.nodes(0), -1);
+  tables.node_crossings.assign(tree.table_entries(), CrossingSegments{-2, -2});
+  emulate_launch(tree.table_entries(), [&](int64_t i) {
+    tree_table_entry(tree, i, tables.chunk_first_segments.data(), tables.node_crossings.data());
+  });
+  tree.chunk_first_segments = tables.chunk_first_segments.data();
+  tree.node_crossings = tables.node_crossings.data();
   return tree;
 }
 
 // The CUDA host code of segment_cuda.cu's reduce_tree, with the launches emulated.
 template <typename Reducer, typename Load, typename Write>
-void emulated_reduce_tree(const ReductionTree& tree, int64_t width, const Load& load,
+void emulated_reduce_tree(const ReductionTree& plain, int64_t width, const Load& load,
                           const Write& write) {
   using Acc = typename Reducer::Acc;
+  TreeTables tables;
+  const ReductionTree tree = emulated_with_tree_tables(plain, tables);
   std::vector<Acc> heads, tails, below_heads, below_tails;
   for (const TreeLaunch& launch : tree_launches(tree, width)) {
     if (launch.kind == TreeLaunch::kEmptySegments) {
@@ -44,21 +54,15 @@ void emulated_reduce_tree(const ReductionTree& tree, int64_t width, const Load& 
     heads.assign(launch.threads, Reducer::identity());
     tails.assign(launch.threads, Reducer::identity());
     if (launch.kind == TreeLaunch::kChunks) {
-      std::vector<int64_t> table;
-      const ReductionTree with_table = emulated_with_chunk_table(tree, table);
       emulate_launch(launch.threads, [&](int64_t t) {
-        reduce_chunk<Reducer>(with_table, t / width, t % width, width, load, write, heads.data(),
+        reduce_chunk<Reducer>(tree, t / width, t % width, width, load, write, heads.data(),
                               tails.data());
       });
     } else {
-      std::vector<CrossingSegments> crossing(tree.nodes(launch.level - 1));
-      emulate_launch(tree.nodes(launch.level - 1), [&](int64_t node) {
-        node_crossing(tree, launch.level - 1, node, crossing.data());
-      });
       emulate_launch(launch.threads, [&](int64_t t) {
-        merge_node<Reducer>(tree, launch.level, t / width, t % width, width, crossing.data(),
-                            below_heads.data(), below_tails.data(), write, heads.data(),
-                            tails.data());
+        merge_node<Reducer>(tree, launch.level, t / width, t % width, width,
+                            tree.crossings_of(launch.level - 1), below_heads.data(),
+                            below_tails.data(), write, heads.data(), tails.data());
       });
     }
   }
@@ -66,10 +70,10 @@ void emulated_reduce_tree(const ReductionTree& tree, int64_t width, const Load& 
 
 template <typename Map>
 void emulated_map_rows(const ReductionTree& tree, int64_t width, const Map& map) {
-  std::vector<int64_t> table;
-  const ReductionTree with_table = emulated_with_chunk_table(tree, table);
+  TreeTables tables;
+  const ReductionTree with_tables = emulated_with_tree_tables(tree, tables);
   emulate_launch(tree.nodes(0) * width,
-                 [&](int64_t t) { map_chunk(with_table, t / width, t % width, map); });
+                 [&](int64_t t) { map_chunk(with_tables, t / width, t % width, map); });
 }
 
 struct Case {
@@ -436,6 +440,30 @@ TEST(SegmentEmulation, ResultsDoNotDependOnTheCpuThreadCount) {
 // The launch plan: enough threads to fill a GPU (an H200 runs ~270k threads at once) on a long
 // scalar reduction and on many small segments of 64 columns, no launch with fewer than the
 // chunks' count at level 0, and every partial written by one thread (node x column: distinct).
+// The one launch of the tree tables fills every chunk's first segment and every node's crossing
+// segments of levels 0 .. levels() - 2 with what a search per node gives (a loop over the levels).
+TEST(SegmentEmulation, TreeTablesHoldWhatASearchPerNodeGives) {
+  for (const Case& c : cases()) {
+    const ReductionTree plain = tree_of(c);
+    TreeTables tables;
+    const ReductionTree tree = emulated_with_tree_tables(plain, tables);
+    for (int64_t chunk = 0; chunk < plain.nodes(0); ++chunk) {
+      ASSERT_EQ(tree.first_segment_of_chunk(chunk),
+                segment_of_row(c.first_idx.data(), plain.num_segments, chunk << plain.chunk_bits));
+    }
+    int64_t checked = 0;
+    for (int level = 0; level < std::max(plain.levels() - 1, 1); ++level) {
+      for (int64_t node = 0; node < plain.nodes(level); ++node, ++checked) {
+        const CrossingSegments want = plain.crossing(level, node),
+                               got = tree.crossings_of(level)[node];
+        ASSERT_EQ(got.head, want.head) << "level " << level << ", node " << node;
+        ASSERT_EQ(got.tail, want.tail) << "level " << level << ", node " << node;
+      }
+    }
+    EXPECT_EQ(checked, static_cast<int64_t>(tables.node_crossings.size()));
+  }
+}
+
 TEST(SegmentEmulation, TheLaunchPlanFillsAGpu) {
   const std::vector<int64_t> one_segment{0, 10'000'000};
   const auto long_scalar =
