@@ -387,12 +387,18 @@ C10_HOST_DEVICE void pad_fold_rows(const Block& block, const PadGeometry& g, con
       for (bool first_position = true;; first_position = false) {
         int64_t offset = 0;
         for (int d = 0; d < last; ++d) offset += axes[d].position() * out_stride[d];
+        // The lanes' own terms first, all in flight (their padding terms, on border columns only,
+        // follow in each element's order).
+        acc_t own_terms[kRowsInFlight];
+        for (int k = 0; k < kRowsInFlight; ++k) {
+          const int64_t j = first + k * lane_step;
+          if (j < row_length) own_terms[k] = static_cast<acc_t>(grad[offset + g.before[last] + j]);
+        }
         for (int k = 0; k < kRowsInFlight; ++k) {
           const int64_t j = first + k * lane_step;
           if (j >= row_length) break;
           const int64_t own = g.before[last] + j;
-          const acc_t own_term = static_cast<acc_t>(grad[offset + own]);
-          sums[k] = first_position ? own_term : sums[k] + own_term;
+          sums[k] = first_position ? own_terms[k] : sums[k] + own_terms[k];
           along_row[k].rewind();
           for (int64_t position = 0; along_row[k].next(own, &position);) {
             sums[k] += static_cast<acc_t>(grad[offset + position]);
