@@ -82,12 +82,15 @@ struct CrossingSegments {
   int64_t head = -1, tail = -1;
 };
 
-// The crossing segments of rows [begin, end) (end > begin).
+// The crossing segments of rows [begin, end) (end > begin); the segment holding row begin also
+// goes to *first_segment where that is given.
 C10_HOST_DEVICE inline CrossingSegments crossing_segments(const int64_t* first_idx,
                                                           int64_t num_segments, int64_t begin,
-                                                          int64_t end) {
+                                                          int64_t end,
+                                                          int64_t* first_segment = nullptr) {
   CrossingSegments crossing;
   const int64_t first = segment_of_row(first_idx, num_segments, begin);
+  if (first_segment != nullptr) *first_segment = first;
   const int64_t last = segment_of_row(first_idx, num_segments, end - 1);
   if (first_idx[first] < begin) crossing.head = first;
   if (first_idx[last + 1] > end && last != crossing.head) crossing.tail = last;
@@ -622,8 +625,9 @@ C10_HOST_DEVICE inline void tree_table_entry(const ReductionTree& tree, int64_t 
   int level = 0;
   int64_t node = i;
   while (node >= tree.nodes(level)) node -= tree.nodes(level++);
-  if (level == 0) chunk_first_segments[node] = tree.segment_of(tree.begin(0, node));
-  node_crossings[i] = tree.crossing(level, node);
+  node_crossings[i] =
+      crossing_segments(tree.first_idx, tree.num_segments, tree.begin(level, node),
+                        tree.end(level, node), level == 0 ? chunk_first_segments + node : nullptr);
 }
 
 // Rows a level-0 thread (reduce_chunk, map_chunk) loads before it uses any of them: its loads in
