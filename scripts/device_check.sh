@@ -166,6 +166,12 @@ for entry in "${SANITIZER_PIDS[@]}"; do
   grep -m 10 -E '^========= (Race|Barrier|Error|Warning)' "$OUT/${entry%%:*}.log" >>"$OUT/summary.log"
 done
 
+# The cost model's predictions for the benchmark cases (no GPU needed), to read beside the measured rows below.
+step "GPU cost model"
+timed 30 "$PYTHON" benchmarks/gpu_model.py --json "$OUT/gpu_model.json" >"$OUT/gpu_model.log" 2>&1
+note "exit $?"
+grep -E '^\|' "$OUT/gpu_model.log" | head -n 40 >>"$OUT/summary.log"
+
 # Targets of the GPU benchmarks (ratios are baseline time / ours, > 1: faster).
 note "targets: batch >= 1.2x pad_sequence / NJT and >= 70% of device copy; segment >= 3x torch.segment_reduce;"
 note "         sparse >= 1x torch CUDA sparse"

@@ -8,7 +8,7 @@ import torch
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 STEPS = ["build", "CUDA tests", "compute-sanitizer memcheck",
-         "compute-sanitizer racecheck and synccheck (cooperative kernels)",
+         "compute-sanitizer racecheck and synccheck (cooperative kernels)", "GPU cost model",
          *(f"GPU benchmark {f}" for f in ("segment", "sparse", "batch", "pad", "container")),
          "GPU benchmark segmented scans", "done"]
 
@@ -22,6 +22,7 @@ def test_dry_run_reaches_every_step(tmp_path):
     headers = [line[3:].rsplit(" (", 1)[0] for line in summary.splitlines() if line.startswith("== ")]
     assert headers == STEPS
     assert "CUDA tests exit 0:" in summary  # the CUDA test files collected and ran (skipping, without a GPU)
+    assert "| model / measured |" in summary  # the cost model's table, to read beside the measured rows
     if not torch.cuda.is_available():
         # memcheck, racecheck / synccheck, five benchmark families and the scans
         assert summary.count("skipped: needs a CUDA device") == 8
