@@ -204,7 +204,7 @@ std::tuple<at::Tensor, at::Tensor> tiles_lookup_cuda(
   at::Tensor local = at::empty({n, plan.geo.dims}, plan.points.options());
   if (n > 0) {
     lookup_kernel<<<cuda_grid_for(n), kCudaThreads, 0, stream()>>>(
-        plan.geo, plan.cells.view(plan.set), plan.points.const_data_ptr<int64_t>(),
+        plan.geo, plan.cells_view(), plan.points.const_data_ptr<int64_t>(),
         plan.member.defined() ? plan.member.const_data_ptr<int64_t>() : nullptr, n,
         tile.mutable_data_ptr<int64_t>(), local.mutable_data_ptr<int64_t>());
     C10_CUDA_KERNEL_LAUNCH_CHECK();

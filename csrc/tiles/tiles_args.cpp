@@ -425,6 +425,25 @@ GatherPlan plan_tiles_halo(std::string_view op, const at::Tensor& pages, const a
   return plan;
 }
 
+namespace {
+
+// TileCells::key_slots for a lookup of `points` points: worth its O(key space) build (three ATen
+// calls) when there are at least 256 points, the key space is at most 8 entries per point or key
+// (each point then saves a binary search of ~log2(keys) dependent loads) and at most 2^24 keys
+// (128 MB); undefined otherwise.
+at::Tensor key_slots_for(const TileGeometry& geo, const TileSet& set, const CellIndex& cells,
+                         int64_t points) {
+  constexpr int64_t kMaxKeySpace = int64_t{1} << 24;
+  if (points < 256 || set.members < 1 || geo.num_cells > kMaxKeySpace / set.members) return {};
+  const int64_t key_space = set.members * geo.num_cells, keys = cells.keys.numel();
+  if (key_space > kMaxKeySpace || key_space > 8 * (points + keys)) return {};
+  at::Tensor slots = at::full({key_space}, -1, cells.keys.options());
+  slots.index_put_({cells.keys}, at::arange(keys, cells.keys.options()));
+  return slots;
+}
+
+}  // namespace
+
 LookupPlan plan_tiles_lookup(std::string_view op, const at::Tensor& origins,
                              at::IntArrayRef tile_size, const at::Tensor& coords,
                              at::IntArrayRef full_min, at::IntArrayRef full_max,
@@ -451,6 +470,7 @@ LookupPlan plan_tiles_lookup(std::string_view op, const at::Tensor& origins,
             ((plan.member >= 0) & (plan.member < plan.set.members)).all().item<bool>(),
         "torch_ragged.", op, ": coords[:, 0] (the member) must be in [0, ", plan.set.members, ")");
   }
+  plan.key_slots = key_slots_for(plan.geo, plan.set, plan.cells, plan.points.size(0));
   return plan;
 }
 

@@ -126,8 +126,14 @@ struct LookupPlan {
   TileGeometry geo;
   TileSet set;
   CellIndex cells;
-  at::Tensor points;  // (N, d) int64 contiguous
-  at::Tensor member;  // (N,) int64, or undefined: one member
+  at::Tensor points;     // (N, d) int64 contiguous
+  at::Tensor member;     // (N,) int64, or undefined: one member
+  at::Tensor key_slots;  // TileCells::key_slots where the key space is small next to the points
+  TileCells cells_view() const {
+    TileCells view = cells.view(set);
+    if (key_slots.defined()) view.key_slots = key_slots.const_data_ptr<int64_t>();
+    return view;
+  }
 };
 LookupPlan plan_tiles_lookup(std::string_view op, const at::Tensor& origins,
                              at::IntArrayRef tile_size, const at::Tensor& coords,

@@ -759,7 +759,7 @@ std::tuple<at::Tensor, at::Tensor> tiles_lookup_cpu(
   const int64_t n = plan.points.size(0), dims = plan.geo.dims;
   at::Tensor tile = at::empty({n}, plan.points.options());
   at::Tensor local = at::empty({n, dims}, plan.points.options());
-  const TileCells cells = plan.cells.view(plan.set);
+  const TileCells cells = plan.cells_view();
   const int64_t* points = plan.points.const_data_ptr<int64_t>();
   const int64_t* member = plan.member.defined() ? plan.member.const_data_ptr<int64_t>() : nullptr;
   int64_t* t = tile.mutable_data_ptr<int64_t>();

@@ -12,7 +12,8 @@
 // most 2 cells per dim. Each (member, cell) that some tile overlaps has a key, member * num_cells +
 // cell; keys are sorted and distinct, and the tiles overlapping keys[i] are
 // tiles[first[i] : first[i + 1]] in ascending order. A point's owner is found by one binary search
-// and a scan of a short list (1 entry for non-overlapping aligned tiles).
+// (or one load, from a key -> slot table where a lookup builds one) and a scan of a short list (1
+// entry for non-overlapping aligned tiles).
 
 #include <c10/macros/Macros.h>
 
@@ -79,8 +80,12 @@ struct TileCells {
   const int64_t* tiles;
   int64_t num_keys;
   const int64_t* origins;
+  // Optional: every key's position in keys, -1 for a key no tile has, over the whole key space
+  // (members * num_cells): one load instead of a binary search (tiles_lookup of many points).
+  const int64_t* key_slots = nullptr;
 
   C10_HOST_DEVICE int64_t find(int64_t key) const {
+    if (key_slots != nullptr) return key_slots[key];
     const int64_t lo = lower_bound_in(keys, 0, num_keys, key);
     return lo < num_keys && keys[lo] == key ? lo : -1;
   }

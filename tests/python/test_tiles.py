@@ -163,12 +163,13 @@ def test_dense_to_tiles(device, case, owned_only):
 
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("case", ["2d_seed", "2d_overlap_outside", "3d", "1d"])
-def test_lookup_matches_a_scan_of_the_tiles(device, case):
+@pytest.mark.parametrize("points", [200, 3000])  # 3000: enough for the lookup's key -> slot table
+def test_lookup_matches_a_scan_of_the_tiles(device, case, points):
     tile, origins, lo, hi = CASES[case]
     origins = torch.tensor(origins)
     generator = torch.Generator().manual_seed(1)
-    coords = torch.stack([torch.randint(a - 3, b + 3, (200,), generator=generator) for a, b in zip(lo, hi,
-                                                                                                 strict=True)], 1)
+    coords = torch.stack([torch.randint(a - 3, b + 3, (points,), generator=generator) for a, b in zip(lo, hi,
+                                                                                                    strict=True)], 1)
     found, local = tiles.tiles_lookup(origins, tile, coords.to(device), lo, hi)
     for i, g in enumerate(coords.tolist()):
         inside = all(a <= x < b for x, a, b in zip(g, lo, hi, strict=True))
@@ -199,6 +200,17 @@ def test_batches_give_one_dense_output_per_member(device):
     coords = torch.tensor([[0, 1, 1], [1, 1, 1], [2, 2, 3], [2, 0, 0]])
     found, _ = tiles.tiles_lookup(origins, tile, coords.to(device), lo, hi, tile_first_idx)
     assert found.tolist() == [0, -1, 2, 3]
+    # many points (the lookup's key -> slot table): each member's own tiles, scanned
+    generator = torch.Generator().manual_seed(3)
+    many = torch.stack([torch.randint(0, 3, (2000,), generator=generator), torch.randint(-1, 5, (2000,),
+                        generator=generator), torch.randint(-1, 6, (2000,), generator=generator)], 1)
+    found, _ = tiles.tiles_lookup(origins, tile, many.to(device), lo, hi, tile_first_idx)
+    for i, (b, y, x) in enumerate(many.tolist()):
+        start, stop = tile_first_idx[b].item(), tile_first_idx[b + 1].item()
+        owners = [t for t in range(start, stop) if all(
+            o <= v < o + s for v, o, s in zip((y, x), origins[t].tolist(), tile, strict=True))]
+        inside = lo[0] <= y < hi[0] and lo[1] <= x < hi[1]
+        assert found[i].item() == (owners[0] if inside and owners else -1), (b, y, x)
 
 
 @pytest.mark.parametrize("device", DEVICES)
