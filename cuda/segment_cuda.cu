@@ -158,14 +158,20 @@ ReductionTree with_tree_tables(ReductionTree tree, const at::Tensor& like, at::T
 template <typename Reducer, typename Load>
 constexpr int kChunkBlocksPerSm = sizeof(typename Reducer::Acc) <= 4 && !Load::kUsesSegment ? 5 : 4;
 
-template <typename Reducer, typename Load, typename Write>
+// kPiecesOnly: only the chunks' head and tail pieces (reduce_chunk_pieces; softmax_chunks_kernel
+// computes the segments inside a chunk).
+template <typename Reducer, bool kPiecesOnly, typename Load, typename Write>
 __global__ void __launch_bounds__(kCudaThreads, kChunkBlocksPerSm<Reducer, Load>)
     reduce_chunks_kernel(ReductionTree tree, int64_t width, Load load, Write write,
                          typename Reducer::Acc* heads, typename Reducer::Acc* tails) {
   const int64_t total = tree.nodes(0) * width;
   for (int64_t t = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; t < total;
        t += int64_t{gridDim.x} * blockDim.x) {
-    reduce_chunk<Reducer>(tree, t / width, t % width, width, load, write, heads, tails);
+    if constexpr (kPiecesOnly) {
+      reduce_chunk_pieces<Reducer>(tree, t / width, t % width, width, load, heads, tails);
+    } else {
+      reduce_chunk<Reducer>(tree, t / width, t % width, width, load, write, heads, tails);
+    }
   }
 }
 
@@ -203,7 +209,7 @@ __global__ void map_chunks_kernel(ReductionTree tree, int64_t width, Map map) {
 
 // The tree's launches (tree_launches: the chunks, a merge per level, the empty segments), each
 // reading the partials of the one before.
-template <typename Reducer, typename Load, typename Write>
+template <typename Reducer, bool kPiecesOnly = false, typename Load, typename Write>
 void reduce_tree(const ReductionTree& tree, int64_t width, const at::Tensor& like, const Load& load,
                  const Write& write) {
   using Acc = typename Reducer::Acc;
@@ -225,14 +231,25 @@ void reduce_tree(const ReductionTree& tree, int64_t width, const at::Tensor& lik
     heads = cuda::scratch_buffer<Acc>(like, threads);
     tails = cuda::scratch_buffer<Acc>(like, threads);
     if (launch.kind == TreeLaunch::kChunks) {
-      reduce_chunks_kernel<Reducer><<<cuda_grid_for(threads), kCudaThreads, 0, stream()>>>(
-          tree, width, load, write, heads.second, tails.second);
+      reduce_chunks_kernel<Reducer, kPiecesOnly>
+          <<<cuda_grid_for(threads), kCudaThreads, 0, stream()>>>(tree, width, load, write,
+                                                                  heads.second, tails.second);
     } else {
       merge_nodes_kernel<Reducer><<<cuda_grid_for(threads), kCudaThreads, 0, stream()>>>(
           tree, launch.level, width, write, tree.crossings_of(launch.level - 1), below_heads.second,
           below_tails.second, heads.second, tails.second);
     }
     C10_CUDA_KERNEL_LAUNCH_CHECK();
+  }
+}
+
+template <typename scalar_t, bool kLog>
+__global__ void softmax_chunks_kernel(ReductionTree tree, int64_t width,
+                                      SoftmaxOutput<scalar_t, kLog> map) {
+  const int64_t total = tree.nodes(0) * width;
+  for (int64_t t = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; t < total;
+       t += int64_t{gridDim.x} * blockDim.x) {
+    softmax_chunk(tree, t / width, t % width, map);
   }
 }
 
@@ -307,6 +324,9 @@ std::tuple<at::Tensor, at::Tensor> segment_min_cuda(const at::Tensor& data,
 }
 
 // ---- softmax: the segments' maxima (exact), the sums of exp(x - shift) by the tree, one map ----
+// The trees fold only the chunks' head and tail pieces (the segments crossing chunk edges); a
+// segment inside a chunk is computed whole by softmax_chunks_kernel, which also maps the crossing
+// segments' rows with the trees' statistics: the data read once from memory, not three times.
 
 template <bool kLog>
 at::Tensor softmax_cuda(const at::Tensor& data, const at::Tensor& first_idx) {
@@ -322,17 +342,21 @@ at::Tensor softmax_cuda(const at::Tensor& data, const at::Tensor& first_idx) {
         const scalar_t* in = s.data.const_data_ptr<scalar_t>();
         at::Tensor tables;
         const ReductionTree tree = with_tree_tables(s.tree(), data, tables);
-        reduce_tree<ExtremumReducer<acc_t, true>>(
+        reduce_tree<ExtremumReducer<acc_t, true>, /*kPiecesOnly=*/true>(
             tree, s.width, data, LoadRows<scalar_t>{in, s.width},
             WriteShift<acc_t>{shifts.mutable_data_ptr<acc_t>(), s.width});
-        reduce_tree<SumReducer<acc_t>>(
+        reduce_tree<SumReducer<acc_t>, /*kPiecesOnly=*/true>(
             tree, s.width, data,
             LoadShiftedExp<scalar_t>{in, shifts.const_data_ptr<acc_t>(), s.width},
             WriteSoftmaxDivisor<acc_t, kLog>{divisors.mutable_data_ptr<acc_t>(), s.width});
-        map_rows(tree, s.width,
-                 SoftmaxOutput<scalar_t, kLog>{in, shifts.const_data_ptr<acc_t>(),
-                                               divisors.const_data_ptr<acc_t>(),
-                                               out.mutable_data_ptr<scalar_t>(), s.width});
+        if (const int64_t threads = tree.nodes(0) * s.width; threads > 0) {
+          softmax_chunks_kernel<<<cuda_grid_for(threads), kCudaThreads, 0, stream()>>>(
+              tree, s.width,
+              SoftmaxOutput<scalar_t, kLog>{in, shifts.const_data_ptr<acc_t>(),
+                                            divisors.const_data_ptr<acc_t>(),
+                                            out.mutable_data_ptr<scalar_t>(), s.width});
+          C10_CUDA_KERNEL_LAUNCH_CHECK();
+        }
       }),
       AT_EXPAND(AT_FLOATING_TYPES), at::kHalf, at::kBFloat16);
   return out.view(data.sizes());

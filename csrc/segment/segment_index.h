@@ -700,6 +700,48 @@ C10_HOST_DEVICE void reduce_chunk(const ReductionTree& tree, int64_t chunk, int6
   close(end);
 }
 
+// value(0, rows [lo, hi)) of one column: folded from the identity in row order, kChunkLoads rows
+// loaded at a time.
+template <typename Reducer, typename Load>
+C10_HOST_DEVICE typename Reducer::Acc fold_rows(const Load& load, int64_t segment, int64_t lo,
+                                                int64_t hi, int64_t column) {
+  using Value = typename Load::acc_t;
+  constexpr int kLoads = kChunkLoads<Value>;
+  typename Reducer::Acc acc = Reducer::identity();
+  for (int64_t first = lo; first < hi; first += kLoads) {
+    Value value[kLoads];
+    for (int k = 0; k < kLoads; ++k) {
+      if (first + k < hi) value[k] = load(segment, first + k, column);
+    }
+    for (int k = 0; k < kLoads; ++k) {
+      if (first + k < hi) Reducer::add(acc, value[k], first + k);
+    }
+  }
+  return acc;
+}
+
+// Level 0 of a tree whose segments inside one chunk are computed elsewhere (softmax_chunk): one
+// (chunk, column) folds only its head and tail pieces (the tree tables' crossing segments), which
+// are what the merges read -- the same values reduce_chunk leaves -- and neither reads nor writes
+// the segments inside the chunk. Needs the tree tables.
+template <typename Reducer, typename Load>
+C10_HOST_DEVICE void reduce_chunk_pieces(const ReductionTree& tree, int64_t chunk, int64_t column,
+                                         int64_t width, const Load& load,
+                                         typename Reducer::Acc* heads,
+                                         typename Reducer::Acc* tails) {
+  const int64_t begin = tree.begin(0, chunk), end = tree.end(0, chunk);
+  const CrossingSegments crossing = tree.node_crossings[chunk];
+  if (crossing.head >= 0) {
+    const int64_t head_end = tree.first_idx[crossing.head + 1];
+    heads[chunk * width + column] =
+        fold_rows<Reducer>(load, crossing.head, begin, head_end < end ? head_end : end, column);
+  }
+  if (crossing.tail >= 0) {
+    tails[chunk * width + column] =
+        fold_rows<Reducer>(load, crossing.tail, tree.first_idx[crossing.tail], end, column);
+  }
+}
+
 // Level L >= 1, one (node, column): its children's partials (level L - 1) merged in order. A
 // segment that started in one of its children and ends in another is written; the piece of the
 // segment that started before the node is its head, the piece of the one that continues after it
@@ -796,6 +838,73 @@ C10_HOST_DEVICE void map_chunk(const ReductionTree& tree, int64_t chunk, int64_t
     for (int k = 0; k < kLoads; ++k) {
       if (first + k < end) map.out[(first + k) * map.width + column] = value[k];
     }
+  }
+}
+
+// Softmax's terms with the shift of one segment and column held by the thread: LoadShiftedExp's
+// arithmetic.
+template <typename scalar_t>
+struct LoadExpShiftedBy {
+  using acc_t = at::opmath_type<scalar_t>;
+  static constexpr bool kUsesSegment = false;
+  const scalar_t* data;
+  int64_t width;
+  acc_t shift;
+  C10_HOST_DEVICE acc_t operator()(int64_t /*segment*/, int64_t row, int64_t column) const {
+    return exp_of(static_cast<acc_t>(data[row * width + column]) - shift);
+  }
+};
+
+// out rows [lo, hi) of one column from their segment's shift and divisor, kChunkLoads rows
+// computed before any is stored.
+template <typename scalar_t, bool kLog>
+C10_HOST_DEVICE void softmax_rows(const SoftmaxOutput<scalar_t, kLog>& map, int64_t lo, int64_t hi,
+                                  int64_t column, at::opmath_type<scalar_t> shift,
+                                  at::opmath_type<scalar_t> divisor) {
+  using acc_t = at::opmath_type<scalar_t>;
+  constexpr int kLoads = kChunkLoads<scalar_t>;
+  for (int64_t first = lo; first < hi; first += kLoads) {
+    scalar_t value[kLoads];
+    for (int k = 0; k < kLoads; ++k) {
+      if (first + k >= hi) continue;
+      const acc_t x = static_cast<acc_t>(map.data[(first + k) * map.width + column]);
+      value[k] = static_cast<scalar_t>(map.value(x, shift, divisor));
+    }
+    for (int k = 0; k < kLoads; ++k) {
+      if (first + k < hi) map.out[(first + k) * map.width + column] = value[k];
+    }
+  }
+}
+
+// softmax / log_softmax of one (chunk, column), after the tree passes of reduce_chunk_pieces: a
+// segment inside the chunk is computed from its own rows -- its max (exact), the sum of exp(x -
+// shift) from the identity in row order (the tree's value for a segment inside one chunk), then
+// its outputs: its rows read three times, the second and third from cache; the rows of a segment
+// crossing the chunk's edges take the shift and divisor the tree wrote for it. The same bits as
+// the two tree passes and map_chunk, so as the CPU; the data read once from memory instead of
+// three times.
+template <typename scalar_t, bool kLog>
+C10_HOST_DEVICE void softmax_chunk(const ReductionTree& tree, int64_t chunk, int64_t column,
+                                   const SoftmaxOutput<scalar_t, kLog>& map) {
+  using acc_t = at::opmath_type<scalar_t>;
+  const int64_t begin = tree.begin(0, chunk), end = tree.end(0, chunk);
+  int64_t b = tree.first_segment_of_chunk(chunk), next = tree.first_idx[b + 1];
+  for (int64_t lo = begin; lo < end;) {
+    advance_to_row(tree, lo, b, next);
+    const int64_t hi = next < end ? next : end;
+    if (tree.first_idx[b] < begin || next > end) {  // a piece of a crossing segment
+      const int64_t s = b * map.width + column;
+      softmax_rows(map, lo, hi, column, map.shifts[s], map.divisors[s]);
+    } else {
+      const acc_t shift =
+          softmax_shift(fold_rows<ExtremumReducer<acc_t, true>>(
+                            LoadRows<scalar_t>{map.data, map.width}, b, lo, hi, column)
+                            .value);
+      const acc_t sum = fold_rows<SumReducer<acc_t>>(
+          LoadExpShiftedBy<scalar_t>{map.data, map.width, shift}, b, lo, hi, column);
+      softmax_rows(map, lo, hi, column, shift, WriteSoftmaxDivisor<acc_t, kLog>::of(sum));
+    }
+    lo = hi;
   }
 }
 

@@ -7,6 +7,7 @@
 #include <torch/torch.h>
 #include <torch_ragged/torch_ragged.h>
 
+#include <limits>
 #include <tuple>
 #include <vector>
 
@@ -34,8 +35,9 @@ inline ReductionTree emulated_with_tree_tables(ReductionTree tree, TreeTables& t
   return tree;
 }
 
-// The CUDA host code of segment_cuda.cu's reduce_tree, with the launches emulated.
-template <typename Reducer, typename Load, typename Write>
+// The CUDA host code of segment_cuda.cu's reduce_tree, with the launches emulated (kPiecesOnly:
+// level 0 folds only the chunks' head and tail pieces, as softmax's trees do).
+template <typename Reducer, bool kPiecesOnly = false, typename Load, typename Write>
 void emulated_reduce_tree(const ReductionTree& plain, int64_t width, const Load& load,
                           const Write& write) {
   using Acc = typename Reducer::Acc;
@@ -55,8 +57,13 @@ void emulated_reduce_tree(const ReductionTree& plain, int64_t width, const Load&
     tails.assign(launch.threads, Reducer::identity());
     if (launch.kind == TreeLaunch::kChunks) {
       emulate_launch(launch.threads, [&](int64_t t) {
-        reduce_chunk<Reducer>(tree, t / width, t % width, width, load, write, heads.data(),
-                              tails.data());
+        if constexpr (kPiecesOnly) {
+          reduce_chunk_pieces<Reducer>(tree, t / width, t % width, width, load, heads.data(),
+                                       tails.data());
+        } else {
+          reduce_chunk<Reducer>(tree, t / width, t % width, width, load, write, heads.data(),
+                                tails.data());
+        }
       });
     } else {
       emulate_launch(launch.threads, [&](int64_t t) {
@@ -250,21 +257,28 @@ TEST(SegmentEmulation, MaxAndMinMatchTheCpu) {
   }
 }
 
+// segment_cuda.cu's softmax_cuda: the two trees over the chunks' head and tail pieces, then
+// softmax_chunk per (chunk, column). Statistics the trees do not write stay NaN: a row that read
+// one would show.
 template <typename scalar_t, bool kLog>
 at::Tensor emulated_softmax(const Case& c, const at::Tensor& data) {
   using acc_t = at::opmath_type<scalar_t>;
-  const ReductionTree tree = tree_of(c);
-  std::vector<acc_t> shifts(tree.num_segments * c.width), divisors(tree.num_segments * c.width);
+  TreeTables tables;
+  const ReductionTree tree = emulated_with_tree_tables(tree_of(c), tables);
+  const acc_t nan = std::numeric_limits<acc_t>::quiet_NaN();
+  std::vector<acc_t> shifts(tree.num_segments * c.width, nan),
+      divisors(tree.num_segments * c.width, nan);
   const scalar_t* in = data.const_data_ptr<scalar_t>();
-  emulated_reduce_tree<ExtremumReducer<acc_t, true>>(tree, c.width, LoadRows<scalar_t>{in, c.width},
-                                                     WriteShift<acc_t>{shifts.data(), c.width});
-  emulated_reduce_tree<SumReducer<acc_t>>(
+  emulated_reduce_tree<ExtremumReducer<acc_t, true>, true>(
+      tree, c.width, LoadRows<scalar_t>{in, c.width}, WriteShift<acc_t>{shifts.data(), c.width});
+  emulated_reduce_tree<SumReducer<acc_t>, true>(
       tree, c.width, LoadShiftedExp<scalar_t>{in, shifts.data(), c.width},
       WriteSoftmaxDivisor<acc_t, kLog>{divisors.data(), c.width});
   at::Tensor out = torch::empty_like(data);
-  emulated_map_rows(tree, c.width,
-                    SoftmaxOutput<scalar_t, kLog>{in, shifts.data(), divisors.data(),
-                                                  out.mutable_data_ptr<scalar_t>(), c.width});
+  const SoftmaxOutput<scalar_t, kLog> map{in, shifts.data(), divisors.data(),
+                                          out.mutable_data_ptr<scalar_t>(), c.width};
+  emulate_launch(tree.nodes(0) * c.width,
+                 [&](int64_t t) { softmax_chunk(tree, t / c.width, t % c.width, map); });
   return out;
 }
 
