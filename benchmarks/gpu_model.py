@@ -337,20 +337,37 @@ def tree_levels(case: SegmentCase) -> list[int]:
     return levels
 
 
+def crossing_piece_rows(case: SegmentCase) -> float:
+    """Rows of a chunk's head or tail piece: half the length of a segment crossing the edge (a crossing segment is
+    picked by length: E[L^2] / E[L] for L ~ U[1, max_len]), at most the chunk."""
+    chunk = chunk_rows(case.width)
+    if case.max_len >= chunk:
+        return chunk
+    lengths = range(1, case.max_len + 1)
+    return min(chunk, sum(n * n for n in lengths) / sum(lengths) / 2)
+
+
 def reduction_tree(case: SegmentCase, version: str, *, rule: str, partial_bytes: int, load_extra: float = 0.0,
-                   match: tuple[str, ...], merge_match: tuple[str, ...]) -> list[Launch]:
+                   match: tuple[str, ...], merge_match: tuple[str, ...], pieces_only: bool = False) -> list[Launch]:
     """The launches of one fixed-order tree: reduce_chunk per (chunk, column), merge_node per (node, column) and
     level, write_if_empty per (segment, column); `load_extra` dependent statistic loads per piece (softmax's shift)
-    and the instructions of computing a term (exp)."""
+    and the instructions of computing a term (exp). pieces_only: level 0 folds only each chunk's head and tail pieces
+    (reduce_chunk_pieces: softmax's trees)."""
     old = version == "2026-12-04"
     chunk = chunk_rows(case.width)
     chunks = math.ceil(case.rows / chunk)
     rounds, pieces = chunk_fold(case, 4)
-    if not old:  # kChunkLoads rows loaded at a time, across segment ends
+    data = case.rows * case.width * F32
+    folded_rows = chunk
+    if pieces_only:  # the head and tail pieces, each folded CHUNK_LOADS rows at a time
+        piece = crossing_piece_rows(case)
+        rounds = (1 if piece >= chunk else 2) * math.ceil(piece / CHUNK_LOADS)
+        folded_rows = min(chunk, (1 if piece >= chunk else 2) * piece)
+        data = min(data, chunks * folded_rows * case.width * F32)
+    elif not old:  # kChunkLoads rows loaded at a time, across segment ends
         rounds = math.ceil(chunk / CHUNK_LOADS)
     crossing = min(1.0, chunk / case.mean_len)  # head and tail partials: both where segments are short
     search = math.ceil(math.log2(max(case.segments, 2)))
-    data = case.rows * case.width * F32
     launches = []
     launches.append(Launch(
         "reduce_chunks_kernel", chunks * case.width, dram_rounds=rounds,
@@ -359,7 +376,7 @@ def reduction_tree(case: SegmentCase, version: str, *, rule: str, partial_bytes:
         l2_steps=search + pieces * load_extra if old else 1,
         l1_steps=2 * pieces,  # first_idx where a segment ends (the warp's 32 column threads share the lines)
         bytes=data + 2 * chunks * case.width * partial_bytes + case.segments * case.width * F32,
-        instructions=(12 + 30 * load_extra) * chunk + 40 * pieces + (12 * search if old else 0),
+        instructions=(12 + 30 * load_extra) * folded_rows + 40 * pieces + (12 * search if old else 0),
         built=RUN_2026_12_04[f"reduce_chunks_kernel/{rule}"] if old else None, match=match,
         note=f"a thread per ({chunk}-row chunk, column); 4-byte loads, "
              + ("4 in flight, a segment at a time" if old else f"{CHUNK_LOADS} in flight across segment ends")))
@@ -407,7 +424,7 @@ OP_CALL = [("op call from Python", PYTHON_CALL_US, False)]
 def segment_sum(case: SegmentCase, version: str, measured: float | None) -> OpModel:
     launches = [check_first_idx(case.segments, version), *([] if version == "2026-12-04" else [tree_tables(case)]),
                 *reduction_tree(case, version, rule="sum", partial_bytes=F32,
-                                match=("reduce_chunks_kernelINS_10SumReducerIfEENS_8LoadRowsIffEENS_8WriteSumIfLb0",),
+                                match=("reduce_chunks_kernelINS_10SumReducerIfEELb0ENS_8LoadRowsIffEENS_8WriteSumIfLb0",),
                                 merge_match=("merge_nodes_kernelINS_10SumReducerIfEENS_8WriteSumIfLb0",))]
     useful = (case.rows + case.segments) * case.width * F32
     return OpModel(case.name, "sum", version, useful, launches, OP_CALL, measured)
@@ -446,26 +463,39 @@ def segment_softmax(case: SegmentCase, version: str, measured: float | None) -> 
     chunks = math.ceil(case.rows / chunk)
     _, pieces = chunk_fold(case, 4)
     launches = [check_first_idx(case.segments, version), *([] if old else [tree_tables(case)])]
+    # Now the trees fold only the chunks' head and tail pieces (the segments inside a chunk are the fused
+    # kernel's).
     launches += reduction_tree(  # max (with its row), written as each segment's shift; partials of 16 bytes
-        case, version, rule="max+shift", partial_bytes=16,
-        match=("reduce_chunks_kernelINS_15ExtremumReducerIfLb1EEENS_8LoadRowsIffEENS_10WriteShift",),
+        case, version, rule="max+shift", partial_bytes=16, pieces_only=not old,
+        match=("reduce_chunks_kernelINS_15ExtremumReducerIfLb1EEELb1ENS_8LoadRowsIffEENS_10WriteShift",),
         merge_match=("merge_nodes_kernelINS_15ExtremumReducerIfLb1EEENS_10WriteShift",))
     launches += reduction_tree(  # sums of exp(x - shift), written as 1 / sum
-        case, version, rule="exp-sum", partial_bytes=F32, load_extra=1.0,
-        match=("LoadShiftedExpIfEENS_19WriteSoftmaxDivisorIfLb0",),
+        case, version, rule="exp-sum", partial_bytes=F32, load_extra=1.0, pieces_only=not old,
+        match=("Lb1ENS_14LoadShiftedExpIfEENS_19WriteSoftmaxDivisorIfLb0",),
         merge_match=("merge_nodes_kernelINS_10SumReducerIfEENS_19WriteSoftmaxDivisorIfLb0",))
     data = case.rows * case.width * F32
-    # map_chunks, old: per row, `while (first_idx[b + 1] <= row)` (an L1 hit) settles the segment before the
-    # row's load is issued, and the row's store waits for its load: a DRAM round trip per row. Now: the
-    # segments of CHUNK_LOADS rows, their loads (rows and statistics), then their stores.
-    launches.append(Launch("map_chunks_kernel", chunks * case.width,
-                           dram_rounds=chunk if old else math.ceil(chunk / CHUNK_LOADS),
-                           l1_steps=chunk if old else pieces, l2_steps=2 * pieces if old else 0,
-                           bytes=2 * data, instructions=60 * chunk,
-                           built=RUN_2026_12_04["map_chunks_kernel/softmax"] if old else None,
-                           match=("map_chunks_kernelINS_13SoftmaxOutputIfLb0",),
-                           note="a thread per (chunk, column), " + ("one row's load in flight" if old else
-                                                                     f"{CHUNK_LOADS} rows in flight")))
+    if old:
+        # map_chunks: per row, `while (first_idx[b + 1] <= row)` (an L1 hit) settles the segment before the row's
+        # load is issued, and the row's store waits for its load: a DRAM round trip per row.
+        launches.append(Launch("map_chunks_kernel", chunks * case.width, dram_rounds=chunk, l1_steps=chunk,
+                               l2_steps=2 * pieces, bytes=2 * data, instructions=60 * chunk,
+                               built=RUN_2026_12_04["map_chunks_kernel/softmax"],
+                               note="a thread per (chunk, column), one row's load in flight"))
+    else:
+        # softmax_chunks: per (chunk, column), a segment inside the chunk in three passes over its rows -- max
+        # (from memory, CHUNK_LOADS rows at a time), sum of exp, outputs (both from L1: a warp's 32 columns of a
+        # segment are ~2 KB) -- and the crossing pieces mapped with the trees' shift and divisor (L2).
+        inside = max(0.0, pieces - 2) if case.max_len < chunk else 0.0
+        per_segment = sum(math.ceil(n / CHUNK_LOADS) for n in range(1, case.max_len + 1)) / case.max_len \
+            if case.max_len < chunk else 0.0
+        piece = crossing_piece_rows(case)
+        crossing_pieces = 1 if piece >= chunk else 2
+        launches.append(Launch(
+            "softmax_chunks_kernel", chunks * case.width,
+            dram_rounds=inside * per_segment + crossing_pieces * math.ceil(piece / CHUNK_LOADS),
+            l1_steps=2 * inside * per_segment + pieces, l2_steps=crossing_pieces, bytes=2 * data,
+            instructions=90 * chunk, match=("softmax_chunks_kernelIfLb0E",),
+            note="a thread per (chunk, column): inside segments in three passes, crossing pieces mapped"))
     return OpModel(case.name, "softmax", version, 2 * data, launches, OP_CALL, measured)
 
 
