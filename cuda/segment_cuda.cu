@@ -198,15 +198,6 @@ __global__ void write_empty_segments_kernel(ReductionTree tree, int64_t width, W
   }
 }
 
-template <typename Map>
-__global__ void map_chunks_kernel(ReductionTree tree, int64_t width, Map map) {
-  const int64_t total = tree.nodes(0) * width;
-  for (int64_t t = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; t < total;
-       t += int64_t{gridDim.x} * blockDim.x) {
-    map_chunk(tree, t / width, t % width, map);
-  }
-}
-
 // The tree's launches (tree_launches: the chunks, a merge per level, the empty segments), each
 // reading the partials of the one before.
 template <typename Reducer, bool kPiecesOnly = false, typename Load, typename Write>
@@ -244,6 +235,16 @@ void reduce_tree(const ReductionTree& tree, int64_t width, const at::Tensor& lik
 }
 
 template <typename scalar_t, bool kLog>
+__global__ void softmax_grad_chunks_kernel(ReductionTree tree, int64_t width,
+                                           SoftmaxGradInput<scalar_t, kLog> map) {
+  const int64_t total = tree.nodes(0) * width;
+  for (int64_t t = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; t < total;
+       t += int64_t{gridDim.x} * blockDim.x) {
+    softmax_grad_chunk(tree, t / width, t % width, map);
+  }
+}
+
+template <typename scalar_t, bool kLog>
 __global__ void softmax_chunks_kernel(ReductionTree tree, int64_t width,
                                       SoftmaxOutput<scalar_t, kLog> map) {
   const int64_t total = tree.nodes(0) * width;
@@ -251,14 +252,6 @@ __global__ void softmax_chunks_kernel(ReductionTree tree, int64_t width,
        t += int64_t{gridDim.x} * blockDim.x) {
     softmax_chunk(tree, t / width, t % width, map);
   }
-}
-
-template <typename Map>
-void map_rows(const ReductionTree& tree, int64_t width, const Map& map) {
-  const int64_t threads = tree.nodes(0) * width;
-  if (threads == 0) return;
-  map_chunks_kernel<<<cuda_grid_for(threads), kCudaThreads, 0, stream()>>>(tree, width, map);
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
 // ---- reductions ----
@@ -390,19 +383,24 @@ at::Tensor segment_softmax_backward_cuda(const at::Tensor& grad_output, const at
         const scalar_t* y = s.data.const_data_ptr<scalar_t>();
         at::Tensor tables;
         const ReductionTree tree = with_tree_tables(s.tree(), output, tables);
-        reduce_tree<SumReducer<acc_t>>(tree, s.width, output,
-                                       LoadGradTerm<scalar_t>{g, log ? nullptr : y, s.width},
-                                       WriteAcc<acc_t>{sum.mutable_data_ptr<acc_t>(), s.width});
+        // As the forward: the tree over the chunks' head and tail pieces, then one kernel for
+        // every segment inside a chunk and the crossing pieces' rows.
+        reduce_tree<SumReducer<acc_t>, /*kPiecesOnly=*/true>(
+            tree, s.width, output, LoadGradTerm<scalar_t>{g, log ? nullptr : y, s.width},
+            WriteAcc<acc_t>{sum.mutable_data_ptr<acc_t>(), s.width});
         scalar_t* gi = grad_input.mutable_data_ptr<scalar_t>();
+        const int64_t threads = tree.nodes(0) * s.width;
+        if (threads == 0) return;
         if (log) {
-          map_rows(
+          softmax_grad_chunks_kernel<<<cuda_grid_for(threads), kCudaThreads, 0, stream()>>>(
               tree, s.width,
               SoftmaxGradInput<scalar_t, true>{g, y, sum.const_data_ptr<acc_t>(), gi, s.width});
         } else {
-          map_rows(
+          softmax_grad_chunks_kernel<<<cuda_grid_for(threads), kCudaThreads, 0, stream()>>>(
               tree, s.width,
               SoftmaxGradInput<scalar_t, false>{g, y, sum.const_data_ptr<acc_t>(), gi, s.width});
         }
+        C10_CUDA_KERNEL_LAUNCH_CHECK();
       }),
       AT_EXPAND(AT_FLOATING_TYPES), at::kHalf, at::kBFloat16);
   return grad_input.view(output.sizes());

@@ -348,15 +348,13 @@ struct WriteAcc {
 };
 
 // ---- Row maps: an output element from its row, column and segment statistics ----
-// map(segment, row, column) computes the element; map_chunk stores it at out[row * width + column]
-// (computing a batch of rows before storing any, so that their loads are in flight together).
+// (softmax_chunk / softmax_grad_chunk on the GPU; the CPU kernels call value() on whole rows.)
 
 // softmax: exp(x - shift) * (1 / S); log_softmax: (x - shift) - log(S): shifted first, so that at
 // large magnitudes log(S) is not rounded away (x - (M + log S) lost it at -1e7 in float).
 template <typename scalar_t, bool kLog>
 struct SoftmaxOutput {
   using acc_t = at::opmath_type<scalar_t>;
-  using value_type = scalar_t;
   const scalar_t* data;
   const acc_t* shifts;    // num_segments x width
   const acc_t* divisors;  // num_segments x width: 1 / S, or log(S)
@@ -366,18 +364,12 @@ struct SoftmaxOutput {
     const acc_t shifted = x - shift;
     return kLog ? shifted - divisor : product(exp_of(shifted), divisor);
   }
-  C10_HOST_DEVICE scalar_t operator()(int64_t segment, int64_t row, int64_t column) const {
-    const int64_t s = segment * width + column;
-    return static_cast<scalar_t>(
-        value(static_cast<acc_t>(data[row * width + column]), shifts[s], divisors[s]));
-  }
 };
 
 // softmax: y * (g - s); log_softmax: g - exp(y) * s, with s the segment's sum of LoadGradTerm.
 template <typename scalar_t, bool kLog>
 struct SoftmaxGradInput {
   using acc_t = at::opmath_type<scalar_t>;
-  using value_type = scalar_t;
   const scalar_t* grad;
   const scalar_t* output;
   const acc_t* segment_sum;
@@ -385,11 +377,6 @@ struct SoftmaxGradInput {
   int64_t width;
   C10_HOST_DEVICE static acc_t value(acc_t g, acc_t y, acc_t s) {
     return kLog ? g - product(exp_of(y), s) : product(y, g - s);
-  }
-  C10_HOST_DEVICE scalar_t operator()(int64_t segment, int64_t row, int64_t column) const {
-    const int64_t i = row * width + column;
-    return static_cast<scalar_t>(value(static_cast<acc_t>(grad[i]), static_cast<acc_t>(output[i]),
-                                       segment_sum[segment * width + column]));
   }
 };
 
@@ -616,9 +603,9 @@ inline std::vector<TreeLaunch> tree_launches(const ReductionTree& tree, int64_t 
 // ---- Kernel bodies (one thread each on the GPU) ----
 
 // Entry i of the tree tables (one GPU thread each, all levels in one launch): for a chunk, the
-// segment of its first row (chunk_first_segments: read by every column's reduce_chunk / map_chunk
-// instead of a search) and its crossing segments; for a node above, its crossing segments (read by
-// the merges of the level above instead of two searches per child and column).
+// segment of its first row (chunk_first_segments: read by every column's reduce_chunk /
+// softmax_chunk instead of a search) and its crossing segments; for a node above, its crossing
+// segments (read by the merges of the level above instead of two searches per child and column).
 C10_HOST_DEVICE inline void tree_table_entry(const ReductionTree& tree, int64_t i,
                                              int64_t* chunk_first_segments,
                                              CrossingSegments* node_crossings) {
@@ -630,12 +617,12 @@ C10_HOST_DEVICE inline void tree_table_entry(const ReductionTree& tree, int64_t 
                         tree.end(level, node), level == 0 ? chunk_first_segments + node : nullptr);
 }
 
-// Rows a level-0 thread (reduce_chunk, map_chunk) loads before it uses any of them: its loads in
-// flight. The rows are loaded (with their segments first where the load needs them: first_idx is
-// read only where a segment ends), then used in row order, so a segment's additions keep their
-// order (the same bits) while the loads of one batch overlap, whatever the segments' lengths.
-// 8 values of 4 bytes or less, 4 of 8 bytes or more: ~32 bytes per thread, which fits the CUDA
-// shell's 48 registers without spilling (8 doubles spilled 120 bytes).
+// Rows a level-0 thread (reduce_chunk, fold_rows, the softmax chunks) loads before it uses any of
+// them: its loads in flight. The rows are loaded (with their segments first where the load needs
+// them: first_idx is read only where a segment ends), then used in row order, so a segment's
+// additions keep their order (the same bits) while the loads of one batch overlap, whatever the
+// segments' lengths. 8 values of 4 bytes or less, 4 of 8 bytes or more: ~32 bytes per thread, which
+// fits the CUDA shell's 48 registers without spilling (8 doubles spilled 120 bytes).
 template <typename T>
 constexpr int kChunkLoads = sizeof(T) <= 4 ? 8 : 4;
 
@@ -816,31 +803,6 @@ C10_HOST_DEVICE inline void node_crossing(const ReductionTree& tree, int level, 
   out[node] = tree.crossing(level, node);
 }
 
-// One (chunk, column) of a row map: out[row * width + column] = map(segment, row, column) for every
-// row of the chunk, kChunkLoads rows computed before any is stored.
-template <typename Map>
-C10_HOST_DEVICE void map_chunk(const ReductionTree& tree, int64_t chunk, int64_t column,
-                               const Map& map) {
-  const int64_t begin = tree.begin(0, chunk), end = tree.end(0, chunk);
-  int64_t b = tree.first_segment_of_chunk(chunk), next = tree.first_idx[b + 1];
-  using Value = typename Map::value_type;
-  constexpr int kLoads = kChunkLoads<Value>;
-  for (int64_t first = begin; first < end; first += kLoads) {
-    int64_t segment[kLoads];
-    for (int k = 0; k < kLoads; ++k) {
-      if (first + k < end) advance_to_row(tree, first + k, b, next);
-      segment[k] = b;
-    }
-    Value value[kLoads];
-    for (int k = 0; k < kLoads; ++k) {
-      if (first + k < end) value[k] = map(segment[k], first + k, column);
-    }
-    for (int k = 0; k < kLoads; ++k) {
-      if (first + k < end) map.out[(first + k) * map.width + column] = value[k];
-    }
-  }
-}
-
 // Softmax's terms with the shift of one segment and column held by the thread: LoadShiftedExp's
 // arithmetic.
 template <typename scalar_t>
@@ -881,7 +843,7 @@ C10_HOST_DEVICE void softmax_rows(const SoftmaxOutput<scalar_t, kLog>& map, int6
 // shift) from the identity in row order (the tree's value for a segment inside one chunk), then
 // its outputs: its rows read three times, the second and third from cache; the rows of a segment
 // crossing the chunk's edges take the shift and divisor the tree wrote for it. The same bits as
-// the two tree passes and map_chunk, so as the CPU; the data read once from memory instead of
+// two full tree passes and a map, so as the CPU; the data read once from memory instead of
 // three times.
 template <typename scalar_t, bool kLog>
 C10_HOST_DEVICE void softmax_chunk(const ReductionTree& tree, int64_t chunk, int64_t column,
@@ -904,6 +866,52 @@ C10_HOST_DEVICE void softmax_chunk(const ReductionTree& tree, int64_t chunk, int
           LoadExpShiftedBy<scalar_t>{map.data, map.width, shift}, b, lo, hi, column);
       softmax_rows(map, lo, hi, column, shift, WriteSoftmaxDivisor<acc_t, kLog>::of(sum));
     }
+    lo = hi;
+  }
+}
+
+// grad_input rows [lo, hi) of one column from their segment's sum s, kChunkLoads rows computed
+// before any is stored.
+template <typename scalar_t, bool kLog>
+C10_HOST_DEVICE void softmax_grad_rows(const SoftmaxGradInput<scalar_t, kLog>& map, int64_t lo,
+                                       int64_t hi, int64_t column, at::opmath_type<scalar_t> s) {
+  using acc_t = at::opmath_type<scalar_t>;
+  constexpr int kLoads = kChunkLoads<scalar_t>;
+  for (int64_t first = lo; first < hi; first += kLoads) {
+    scalar_t value[kLoads];
+    for (int k = 0; k < kLoads; ++k) {
+      if (first + k >= hi) continue;
+      const int64_t i = (first + k) * map.width + column;
+      value[k] = static_cast<scalar_t>(
+          map.value(static_cast<acc_t>(map.grad[i]), static_cast<acc_t>(map.output[i]), s));
+    }
+    for (int k = 0; k < kLoads; ++k) {
+      if (first + k < hi) map.out[(first + k) * map.width + column] = value[k];
+    }
+  }
+}
+
+// softmax's backward of one (chunk, column), after the tree of LoadGradTerm over the chunks' head
+// and tail pieces (reduce_chunk_pieces): a segment inside the chunk sums its own terms (from the
+// identity in row order: the tree's value) and maps its rows with that sum, the second pass from
+// cache; a crossing segment's rows map with the sum the tree wrote. The same bits as a full tree
+// and a map, so as the CPU.
+template <typename scalar_t, bool kLog>
+C10_HOST_DEVICE void softmax_grad_chunk(const ReductionTree& tree, int64_t chunk, int64_t column,
+                                        const SoftmaxGradInput<scalar_t, kLog>& map) {
+  using acc_t = at::opmath_type<scalar_t>;
+  const int64_t begin = tree.begin(0, chunk), end = tree.end(0, chunk);
+  int64_t b = tree.first_segment_of_chunk(chunk), next = tree.first_idx[b + 1];
+  for (int64_t lo = begin; lo < end;) {
+    advance_to_row(tree, lo, b, next);
+    const int64_t hi = next < end ? next : end;
+    const acc_t s =
+        tree.first_idx[b] < begin || next > end  // a piece of a crossing segment
+            ? map.segment_sum[b * map.width + column]
+            : fold_rows<SumReducer<acc_t>>(
+                  LoadGradTerm<scalar_t>{map.grad, kLog ? nullptr : map.output, map.width}, b, lo,
+                  hi, column);
+    softmax_grad_rows(map, lo, hi, column, s);
     lo = hi;
   }
 }

@@ -75,14 +75,6 @@ void emulated_reduce_tree(const ReductionTree& plain, int64_t width, const Load&
   }
 }
 
-template <typename Map>
-void emulated_map_rows(const ReductionTree& tree, int64_t width, const Map& map) {
-  TreeTables tables;
-  const ReductionTree with_tables = emulated_with_tree_tables(tree, tables);
-  emulate_launch(tree.nodes(0) * width,
-                 [&](int64_t t) { map_chunk(with_tables, t / width, t % width, map); });
-}
-
 struct Case {
   std::vector<int64_t> first_idx;
   int64_t width;
@@ -353,17 +345,19 @@ TEST(SegmentEmulation, ScalarSegmentsWithSpecialValuesMatchTheCpuBitForBit) {
 template <typename scalar_t, bool kLog>
 at::Tensor emulated_softmax_backward(const Case& c, const at::Tensor& grad, const at::Tensor& y) {
   using acc_t = at::opmath_type<scalar_t>;
-  const ReductionTree tree = tree_of(c);
-  std::vector<acc_t> sums(tree.num_segments * c.width);
+  TreeTables tables;
+  const ReductionTree tree = emulated_with_tree_tables(tree_of(c), tables);
+  std::vector<acc_t> sums(tree.num_segments * c.width, std::numeric_limits<acc_t>::quiet_NaN());
   const scalar_t* g = grad.const_data_ptr<scalar_t>();
   const scalar_t* out = y.const_data_ptr<scalar_t>();
-  emulated_reduce_tree<SumReducer<acc_t>>(tree, c.width,
-                                          LoadGradTerm<scalar_t>{g, kLog ? nullptr : out, c.width},
-                                          WriteAcc<acc_t>{sums.data(), c.width});
+  emulated_reduce_tree<SumReducer<acc_t>, true>(
+      tree, c.width, LoadGradTerm<scalar_t>{g, kLog ? nullptr : out, c.width},
+      WriteAcc<acc_t>{sums.data(), c.width});
   at::Tensor grad_input = torch::empty_like(grad);
-  emulated_map_rows(tree, c.width,
-                    SoftmaxGradInput<scalar_t, kLog>{
-                        g, out, sums.data(), grad_input.mutable_data_ptr<scalar_t>(), c.width});
+  const SoftmaxGradInput<scalar_t, kLog> map{g, out, sums.data(),
+                                             grad_input.mutable_data_ptr<scalar_t>(), c.width};
+  emulate_launch(tree.nodes(0) * c.width,
+                 [&](int64_t t) { softmax_grad_chunk(tree, t / c.width, t % c.width, map); });
   return grad_input;
 }
 
