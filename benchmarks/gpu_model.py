@@ -494,7 +494,7 @@ def segment_softmax(case: SegmentCase, version: str, measured: float | None) -> 
             "softmax_chunks_kernel", chunks * case.width,
             dram_rounds=inside * per_segment + crossing_pieces * math.ceil(piece / CHUNK_LOADS),
             l1_steps=2 * inside * per_segment + pieces, l2_steps=crossing_pieces, bytes=2 * data,
-            instructions=90 * chunk, match=("softmax_chunks_kernelIfLb0E",),
+            instructions=90 * chunk, match=("softmax_chunks_kernelINS_13SoftmaxOutputIfLb0E",),
             note="a thread per (chunk, column): inside segments in three passes, crossing pieces mapped"))
     return OpModel(case.name, "softmax", version, 2 * data, launches, OP_CALL, measured)
 

@@ -234,19 +234,9 @@ void reduce_tree(const ReductionTree& tree, int64_t width, const at::Tensor& lik
   }
 }
 
-template <typename scalar_t, bool kLog>
-__global__ void softmax_grad_chunks_kernel(ReductionTree tree, int64_t width,
-                                           SoftmaxGradInput<scalar_t, kLog> map) {
-  const int64_t total = tree.nodes(0) * width;
-  for (int64_t t = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; t < total;
-       t += int64_t{gridDim.x} * blockDim.x) {
-    softmax_grad_chunk(tree, t / width, t % width, map);
-  }
-}
-
-template <typename scalar_t, bool kLog>
-__global__ void softmax_chunks_kernel(ReductionTree tree, int64_t width,
-                                      SoftmaxOutput<scalar_t, kLog> map) {
+// Map: SoftmaxOutput (the forward) or SoftmaxGradInput (the backward); softmax_chunk's overloads.
+template <typename Map>
+__global__ void softmax_chunks_kernel(ReductionTree tree, int64_t width, Map map) {
   const int64_t total = tree.nodes(0) * width;
   for (int64_t t = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; t < total;
        t += int64_t{gridDim.x} * blockDim.x) {
@@ -392,11 +382,11 @@ at::Tensor segment_softmax_backward_cuda(const at::Tensor& grad_output, const at
         const int64_t threads = tree.nodes(0) * s.width;
         if (threads == 0) return;
         if (log) {
-          softmax_grad_chunks_kernel<<<cuda_grid_for(threads), kCudaThreads, 0, stream()>>>(
+          softmax_chunks_kernel<<<cuda_grid_for(threads), kCudaThreads, 0, stream()>>>(
               tree, s.width,
               SoftmaxGradInput<scalar_t, true>{g, y, sum.const_data_ptr<acc_t>(), gi, s.width});
         } else {
-          softmax_grad_chunks_kernel<<<cuda_grid_for(threads), kCudaThreads, 0, stream()>>>(
+          softmax_chunks_kernel<<<cuda_grid_for(threads), kCudaThreads, 0, stream()>>>(
               tree, s.width,
               SoftmaxGradInput<scalar_t, false>{g, y, sum.const_data_ptr<acc_t>(), gi, s.width});
         }

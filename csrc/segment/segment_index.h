@@ -348,7 +348,7 @@ struct WriteAcc {
 };
 
 // ---- Row maps: an output element from its row, column and segment statistics ----
-// (softmax_chunk / softmax_grad_chunk on the GPU; the CPU kernels call value() on whole rows.)
+// (softmax_chunk on the GPU, one overload per map; the CPU kernels call value() on whole rows.)
 
 // softmax: exp(x - shift) * (1 / S); log_softmax: (x - shift) - log(S): shifted first, so that at
 // large magnitudes log(S) is not rounded away (x - (M + log S) lost it at -1e7 in float).
@@ -817,24 +817,34 @@ struct LoadExpShiftedBy {
   }
 };
 
-// out rows [lo, hi) of one column from their segment's shift and divisor, kChunkLoads rows
-// computed before any is stored.
-template <typename scalar_t, bool kLog>
-C10_HOST_DEVICE void softmax_rows(const SoftmaxOutput<scalar_t, kLog>& map, int64_t lo, int64_t hi,
-                                  int64_t column, at::opmath_type<scalar_t> shift,
-                                  at::opmath_type<scalar_t> divisor) {
-  using acc_t = at::opmath_type<scalar_t>;
+// out[row * width + column] = value_of(row) for rows [lo, hi), kChunkLoads rows computed (their
+// loads in flight together) before any is stored.
+template <typename scalar_t, typename ValueOf>
+C10_HOST_DEVICE void store_rows(scalar_t* out, int64_t width, int64_t lo, int64_t hi,
+                                int64_t column, const ValueOf& value_of) {
   constexpr int kLoads = kChunkLoads<scalar_t>;
   for (int64_t first = lo; first < hi; first += kLoads) {
     scalar_t value[kLoads];
     for (int k = 0; k < kLoads; ++k) {
-      if (first + k >= hi) continue;
-      const acc_t x = static_cast<acc_t>(map.data[(first + k) * map.width + column]);
-      value[k] = static_cast<scalar_t>(map.value(x, shift, divisor));
+      if (first + k < hi) value[k] = value_of(first + k);
     }
     for (int k = 0; k < kLoads; ++k) {
-      if (first + k < hi) map.out[(first + k) * map.width + column] = value[k];
+      if (first + k < hi) out[(first + k) * width + column] = value[k];
     }
+  }
+}
+
+// Calls visit(b, lo, hi, crossing) for the rows [lo, hi) of each non-empty segment b in the chunk,
+// in order; crossing: b also has rows outside the chunk (its statistics come from the tree).
+template <typename Visit>
+C10_HOST_DEVICE void for_each_piece(const ReductionTree& tree, int64_t chunk, const Visit& visit) {
+  const int64_t begin = tree.begin(0, chunk), end = tree.end(0, chunk);
+  int64_t b = tree.first_segment_of_chunk(chunk), next = tree.first_idx[b + 1];
+  for (int64_t lo = begin; lo < end;) {
+    advance_to_row(tree, lo, b, next);
+    const int64_t hi = next < end ? next : end;
+    visit(b, lo, hi, tree.first_idx[b] < begin || next > end);
+    lo = hi;
   }
 }
 
@@ -849,46 +859,22 @@ template <typename scalar_t, bool kLog>
 C10_HOST_DEVICE void softmax_chunk(const ReductionTree& tree, int64_t chunk, int64_t column,
                                    const SoftmaxOutput<scalar_t, kLog>& map) {
   using acc_t = at::opmath_type<scalar_t>;
-  const int64_t begin = tree.begin(0, chunk), end = tree.end(0, chunk);
-  int64_t b = tree.first_segment_of_chunk(chunk), next = tree.first_idx[b + 1];
-  for (int64_t lo = begin; lo < end;) {
-    advance_to_row(tree, lo, b, next);
-    const int64_t hi = next < end ? next : end;
-    if (tree.first_idx[b] < begin || next > end) {  // a piece of a crossing segment
-      const int64_t s = b * map.width + column;
-      softmax_rows(map, lo, hi, column, map.shifts[s], map.divisors[s]);
+  for_each_piece(tree, chunk, [&](int64_t b, int64_t lo, int64_t hi, bool crossing) {
+    acc_t shift, divisor;
+    if (crossing) {
+      shift = map.shifts[b * map.width + column];
+      divisor = map.divisors[b * map.width + column];
     } else {
-      const acc_t shift =
-          softmax_shift(fold_rows<ExtremumReducer<acc_t, true>>(
-                            LoadRows<scalar_t>{map.data, map.width}, b, lo, hi, column)
-                            .value);
-      const acc_t sum = fold_rows<SumReducer<acc_t>>(
-          LoadExpShiftedBy<scalar_t>{map.data, map.width, shift}, b, lo, hi, column);
-      softmax_rows(map, lo, hi, column, shift, WriteSoftmaxDivisor<acc_t, kLog>::of(sum));
+      const LoadRows<scalar_t> rows{map.data, map.width};
+      shift = softmax_shift(fold_rows<ExtremumReducer<acc_t, true>>(rows, b, lo, hi, column).value);
+      divisor = WriteSoftmaxDivisor<acc_t, kLog>::of(fold_rows<SumReducer<acc_t>>(
+          LoadExpShiftedBy<scalar_t>{map.data, map.width, shift}, b, lo, hi, column));
     }
-    lo = hi;
-  }
-}
-
-// grad_input rows [lo, hi) of one column from their segment's sum s, kChunkLoads rows computed
-// before any is stored.
-template <typename scalar_t, bool kLog>
-C10_HOST_DEVICE void softmax_grad_rows(const SoftmaxGradInput<scalar_t, kLog>& map, int64_t lo,
-                                       int64_t hi, int64_t column, at::opmath_type<scalar_t> s) {
-  using acc_t = at::opmath_type<scalar_t>;
-  constexpr int kLoads = kChunkLoads<scalar_t>;
-  for (int64_t first = lo; first < hi; first += kLoads) {
-    scalar_t value[kLoads];
-    for (int k = 0; k < kLoads; ++k) {
-      if (first + k >= hi) continue;
-      const int64_t i = (first + k) * map.width + column;
-      value[k] = static_cast<scalar_t>(
-          map.value(static_cast<acc_t>(map.grad[i]), static_cast<acc_t>(map.output[i]), s));
-    }
-    for (int k = 0; k < kLoads; ++k) {
-      if (first + k < hi) map.out[(first + k) * map.width + column] = value[k];
-    }
-  }
+    store_rows(map.out, map.width, lo, hi, column, [&](int64_t row) {
+      const acc_t x = static_cast<acc_t>(map.data[row * map.width + column]);
+      return static_cast<scalar_t>(map.value(x, shift, divisor));
+    });
+  });
 }
 
 // softmax's backward of one (chunk, column), after the tree of LoadGradTerm over the chunks' head
@@ -897,23 +883,21 @@ C10_HOST_DEVICE void softmax_grad_rows(const SoftmaxGradInput<scalar_t, kLog>& m
 // cache; a crossing segment's rows map with the sum the tree wrote. The same bits as a full tree
 // and a map, so as the CPU.
 template <typename scalar_t, bool kLog>
-C10_HOST_DEVICE void softmax_grad_chunk(const ReductionTree& tree, int64_t chunk, int64_t column,
-                                        const SoftmaxGradInput<scalar_t, kLog>& map) {
+C10_HOST_DEVICE void softmax_chunk(const ReductionTree& tree, int64_t chunk, int64_t column,
+                                   const SoftmaxGradInput<scalar_t, kLog>& map) {
   using acc_t = at::opmath_type<scalar_t>;
-  const int64_t begin = tree.begin(0, chunk), end = tree.end(0, chunk);
-  int64_t b = tree.first_segment_of_chunk(chunk), next = tree.first_idx[b + 1];
-  for (int64_t lo = begin; lo < end;) {
-    advance_to_row(tree, lo, b, next);
-    const int64_t hi = next < end ? next : end;
+  for_each_piece(tree, chunk, [&](int64_t b, int64_t lo, int64_t hi, bool crossing) {
     const acc_t s =
-        tree.first_idx[b] < begin || next > end  // a piece of a crossing segment
-            ? map.segment_sum[b * map.width + column]
-            : fold_rows<SumReducer<acc_t>>(
-                  LoadGradTerm<scalar_t>{map.grad, kLog ? nullptr : map.output, map.width}, b, lo,
-                  hi, column);
-    softmax_grad_rows(map, lo, hi, column, s);
-    lo = hi;
-  }
+        crossing ? map.segment_sum[b * map.width + column]
+                 : fold_rows<SumReducer<acc_t>>(
+                       LoadGradTerm<scalar_t>{map.grad, kLog ? nullptr : map.output, map.width}, b,
+                       lo, hi, column);
+    store_rows(map.out, map.width, lo, hi, column, [&](int64_t row) {
+      const int64_t i = row * map.width + column;
+      return static_cast<scalar_t>(
+          map.value(static_cast<acc_t>(map.grad[i]), static_cast<acc_t>(map.output[i]), s));
+    });
+  });
 }
 
 // One empty segment's identity, per column (count 0).

@@ -357,7 +357,7 @@ at::Tensor emulated_softmax_backward(const Case& c, const at::Tensor& grad, cons
   const SoftmaxGradInput<scalar_t, kLog> map{g, out, sums.data(),
                                              grad_input.mutable_data_ptr<scalar_t>(), c.width};
   emulate_launch(tree.nodes(0) * c.width,
-                 [&](int64_t t) { softmax_grad_chunk(tree, t / c.width, t % c.width, map); });
+                 [&](int64_t t) { softmax_chunk(tree, t / c.width, t % c.width, map); });
   return grad_input;
 }
 
