@@ -188,7 +188,6 @@ class Launch:
     bytes: float = 0.0  # DRAM bytes moved (sectors fetched)
     instructions: float = 30.0  # SASS instructions per thread (dynamic, estimated from the body)
     block: int = 256
-    longest_us: float = 0.0  # the longest thread's path, where it exceeds waves x average
     match: tuple[str, ...] = ()  # mangled-name parts of the current kernel in the build
     built: Resources | None = None  # a 2026-12-04 kernel's figures (RUN_2026_12_04)
     note: str = ""
@@ -224,7 +223,7 @@ def launch_time_us(launch: Launch, gpu: Gpu, res: Resources | None) -> dict:
     # Blocks start as others finish: with equal work per thread the last wave is a whole wave's time.
     waves = math.ceil(math.ceil(launch.threads / launch.block) * launch.block / resident)
     thread_us = launch.dram_rounds * LOADED_DRAM_US + launch.l2_steps * L2_US + launch.l1_steps * L1_US
-    latency = max(waves * thread_us, launch.longest_us)
+    latency = waves * thread_us
     bandwidth = launch.bytes / (gpu.copy_gbps * 1e3)
     issue = launch.threads * launch.instructions / 32 / (gpu.sms * 4 * gpu.clock_ghz * 1e3)
     bound = max(("latency", latency), ("bandwidth", bandwidth), ("issue", issue), key=lambda t: t[1])
@@ -236,6 +235,7 @@ def launch_time_us(launch: Launch, gpu: Gpu, res: Resources | None) -> dict:
         "resident_per_sm": resident // gpu.sms,
         "us": LAUNCH_US + bound[1],
         "bound": bound[0],
+        "note": launch.note,
     }
 
 
@@ -379,7 +379,8 @@ def reduction_tree(case: SegmentCase, version: str, *, rule: str, partial_bytes:
         instructions=(12 + 30 * load_extra) * folded_rows + 40 * pieces + (12 * search if old else 0),
         built=RUN_2026_12_04[f"reduce_chunks_kernel/{rule}"] if old else None, match=match,
         note=f"a thread per ({chunk}-row chunk, column); 4-byte loads, "
-             + ("4 in flight, a segment at a time" if old else f"{CHUNK_LOADS} in flight across segment ends")))
+             + ("4 in flight, a segment at a time" if old else f"{CHUNK_LOADS} in flight, "
+                + ("the head and tail pieces only" if pieces_only else "across segment ends"))))
     children = chunks
     for level, nodes in enumerate(tree_levels(case), 1):
         kids = min(32, children)
@@ -394,6 +395,8 @@ def reduction_tree(case: SegmentCase, version: str, *, rule: str, partial_bytes:
             built=RUN_2026_12_04["merge_nodes_kernel/" + ("max" if rule == "max+shift" else "sum")] if old else None,
             match=merge_match, note=f"level {level}: {nodes} nodes x {case.width} columns, {kids} children each"))
         children = nodes
+    if pieces_only:  # their statistics serve the rows' map; an empty segment has none
+        return launches
     launches.append(Launch("write_empty_segments_kernel", case.segments * case.width, dram_rounds=0, l2_steps=1,
                            bytes=case.segments * 16, instructions=20,
                            built=RUN_2026_12_04["write_empty_segments_kernel"] if old else None,
@@ -414,6 +417,7 @@ def tree_tables(case: SegmentCase) -> Launch:
 
 def check_first_idx(segments: int, version: str) -> Launch:
     return Launch("check_first_idx_kernel", segments + 1, dram_rounds=1, bytes=segments * 8, instructions=25,
+                  note="a thread per first_idx entry: the device-side check of the offsets",
                   built=RUN_2026_12_04["check_first_idx_kernel"] if version == "2026-12-04" else None,
                   match=("check_first_idx_kernel",))
 
@@ -659,7 +663,7 @@ def print_launches(rows: list[dict]) -> None:
         for k in r["H200"]["launches"]:
             print(f"  {k['kernel']:<30} threads {k['threads']:>10,}  regs {k['registers']:>3}  "
                   f"stack {k['stack'] if k['stack'] is not None else '-':>4}  resident/SM {k['resident_per_sm']:>5}  "
-                  f"{k['us']:8.1f} us  ({k['bound']})")
+                  f"{k['us']:8.1f} us  ({k['bound']})  {k['note']}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -674,6 +678,7 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
     rows = table(resources)
     print_table(rows)
+    print("\ncopy bandwidth: " + "; ".join(f"{g.name} {g.copy_gbps:.0f} GB/s ({g.copy_source})" for g in GPUS))
     if args.launches:
         print_launches(rows)
     if args.json:

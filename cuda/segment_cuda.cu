@@ -211,6 +211,8 @@ void reduce_tree(const ReductionTree& tree, int64_t width, const at::Tensor& lik
   std::pair<at::Tensor, Acc*> heads, tails, below_heads, below_tails;
   for (const TreeLaunch& launch : tree_launches(tree, width)) {
     const int64_t threads = launch.threads;
+    // A pieces-only tree's statistics serve its rows' map, and an empty segment has no row.
+    if (kPiecesOnly && launch.kind == TreeLaunch::kEmptySegments) continue;
     if (launch.kind == TreeLaunch::kEmptySegments) {
       write_empty_segments_kernel<Reducer>
           <<<cuda_grid_for(threads), kCudaThreads, 0, stream()>>>(tree, width, write);
@@ -242,6 +244,15 @@ __global__ void softmax_chunks_kernel(ReductionTree tree, int64_t width, Map map
        t += int64_t{gridDim.x} * blockDim.x) {
     softmax_chunk(tree, t / width, t % width, map);
   }
+}
+
+// After the pieces-only trees of `tree`: one thread per (chunk, column).
+template <typename Map>
+void softmax_chunks(const ReductionTree& tree, int64_t width, const Map& map) {
+  const int64_t threads = tree.nodes(0) * width;
+  if (threads == 0) return;
+  softmax_chunks_kernel<<<cuda_grid_for(threads), kCudaThreads, 0, stream()>>>(tree, width, map);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
 // ---- reductions ----
@@ -332,14 +343,10 @@ at::Tensor softmax_cuda(const at::Tensor& data, const at::Tensor& first_idx) {
             tree, s.width, data,
             LoadShiftedExp<scalar_t>{in, shifts.const_data_ptr<acc_t>(), s.width},
             WriteSoftmaxDivisor<acc_t, kLog>{divisors.mutable_data_ptr<acc_t>(), s.width});
-        if (const int64_t threads = tree.nodes(0) * s.width; threads > 0) {
-          softmax_chunks_kernel<<<cuda_grid_for(threads), kCudaThreads, 0, stream()>>>(
-              tree, s.width,
-              SoftmaxOutput<scalar_t, kLog>{in, shifts.const_data_ptr<acc_t>(),
-                                            divisors.const_data_ptr<acc_t>(),
-                                            out.mutable_data_ptr<scalar_t>(), s.width});
-          C10_CUDA_KERNEL_LAUNCH_CHECK();
-        }
+        softmax_chunks(tree, s.width,
+                       SoftmaxOutput<scalar_t, kLog>{in, shifts.const_data_ptr<acc_t>(),
+                                                     divisors.const_data_ptr<acc_t>(),
+                                                     out.mutable_data_ptr<scalar_t>(), s.width});
       }),
       AT_EXPAND(AT_FLOATING_TYPES), at::kHalf, at::kBFloat16);
   return out.view(data.sizes());
@@ -379,18 +386,15 @@ at::Tensor segment_softmax_backward_cuda(const at::Tensor& grad_output, const at
             tree, s.width, output, LoadGradTerm<scalar_t>{g, log ? nullptr : y, s.width},
             WriteAcc<acc_t>{sum.mutable_data_ptr<acc_t>(), s.width});
         scalar_t* gi = grad_input.mutable_data_ptr<scalar_t>();
-        const int64_t threads = tree.nodes(0) * s.width;
-        if (threads == 0) return;
         if (log) {
-          softmax_chunks_kernel<<<cuda_grid_for(threads), kCudaThreads, 0, stream()>>>(
+          softmax_chunks(
               tree, s.width,
               SoftmaxGradInput<scalar_t, true>{g, y, sum.const_data_ptr<acc_t>(), gi, s.width});
         } else {
-          softmax_chunks_kernel<<<cuda_grid_for(threads), kCudaThreads, 0, stream()>>>(
+          softmax_chunks(
               tree, s.width,
               SoftmaxGradInput<scalar_t, false>{g, y, sum.const_data_ptr<acc_t>(), gi, s.width});
         }
-        C10_CUDA_KERNEL_LAUNCH_CHECK();
       }),
       AT_EXPAND(AT_FLOATING_TYPES), at::kHalf, at::kBFloat16);
   return grad_input.view(output.sizes());

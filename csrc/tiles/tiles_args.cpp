@@ -436,7 +436,7 @@ at::Tensor key_slots_for(const TileGeometry& geo, const TileSet& set, const Cell
   constexpr int64_t kMaxKeySpace = int64_t{1} << 24;
   if (points < 256 || set.members < 1 || geo.num_cells > kMaxKeySpace / set.members) return {};
   const int64_t key_space = set.members * geo.num_cells, keys = cells.keys.numel();
-  if (key_space > kMaxKeySpace || key_space > 8 * (points + keys)) return {};
+  if (key_space > 8 * (points + keys)) return {};
   at::Tensor slots = at::full({key_space}, -1, cells.keys.options());
   slots.index_put_({cells.keys}, at::arange(keys, cells.keys.options()));
   return slots;

@@ -36,15 +36,18 @@ inline ReductionTree emulated_with_tree_tables(ReductionTree tree, TreeTables& t
 }
 
 // The CUDA host code of segment_cuda.cu's reduce_tree, with the launches emulated (kPiecesOnly:
-// level 0 folds only the chunks' head and tail pieces, as softmax's trees do).
+// level 0 folds only the chunks' head and tail pieces and empty segments are not written, as in
+// softmax's trees). The tree's tables are built here unless `given` has them.
 template <typename Reducer, bool kPiecesOnly = false, typename Load, typename Write>
-void emulated_reduce_tree(const ReductionTree& plain, int64_t width, const Load& load,
+void emulated_reduce_tree(const ReductionTree& given, int64_t width, const Load& load,
                           const Write& write) {
   using Acc = typename Reducer::Acc;
   TreeTables tables;
-  const ReductionTree tree = emulated_with_tree_tables(plain, tables);
+  const ReductionTree tree =
+      given.node_crossings != nullptr ? given : emulated_with_tree_tables(given, tables);
   std::vector<Acc> heads, tails, below_heads, below_tails;
   for (const TreeLaunch& launch : tree_launches(tree, width)) {
+    if (kPiecesOnly && launch.kind == TreeLaunch::kEmptySegments) continue;
     if (launch.kind == TreeLaunch::kEmptySegments) {
       emulate_launch(launch.threads, [&](int64_t t) {
         write_if_empty<Reducer>(tree, t / width, t % width, write);
