@@ -148,12 +148,7 @@ struct Binder<R(Args...)> {
   // names and defaults: the op is looked up once, when the module loads (after the op library),
   // and its signature checked against the schema.
   static void bind(py::module_& m, const char* name, const py::object& missing) {
-    const c10::OperatorHandle handle = c10::Dispatcher::singleton().findSchemaOrThrow(
-        (std::string("torch_ragged::") + name).c_str(), "");
-    const auto op = handle.typed<R(Args...)>();
-    const std::vector<c10::Argument>& arguments = handle.schema().arguments();
-    TORCH_INTERNAL_ASSERT(arguments.size() == sizeof...(Args), name);
-    bind_with_keywords(m, name, op, arguments, missing, std::index_sequence_for<Args...>{});
+    bind_overload(m, name, "", missing);
     // Any other call: torch's own call of the op (the packet's _op), which parses what it is given.
     // Looked up on the first such call; never released (it lives as long as the op registry).
     m.def(name, [name = std::string(name), torch_call = static_cast<py::object*>(nullptr)](
@@ -167,6 +162,18 @@ struct Binder<R(Args...)> {
       }
       return (*torch_call)(*args, **kwargs);
     });
+  }
+
+  // Binds the overload torch_ragged::<name>.<overload> as one more Python overload of _fast.<name>,
+  // without the fallback: bind it before the default overload's bind, which adds the fallback last.
+  static void bind_overload(py::module_& m, const char* name, const char* overload,
+                            const py::object& missing) {
+    const c10::OperatorHandle handle = c10::Dispatcher::singleton().findSchemaOrThrow(
+        (std::string("torch_ragged::") + name).c_str(), overload);
+    const auto op = handle.typed<R(Args...)>();
+    const std::vector<c10::Argument>& arguments = handle.schema().arguments();
+    TORCH_INTERNAL_ASSERT(arguments.size() == sizeof...(Args), name);
+    bind_with_keywords(m, name, op, arguments, missing, std::index_sequence_for<Args...>{});
   }
 
   template <size_t... I>
@@ -262,6 +269,27 @@ PYBIND11_MODULE(_fast, m) {
       m, "compat_scatter_logsumexp", missing);
   Binder<Tensor(TensorRef, TensorRef, int64_t, OptionalTensorRef, OptionalSymInt, bool)>::bind(
       m, "compat_scatter_std", missing);
+  // sparse (torch sparse tensors)
+  for (const char* name :
+       {"sparse_neg",   "sparse_abs",   "sparse_asin",    "sparse_asinh",  "sparse_atan",
+        "sparse_atanh", "sparse_ceil",  "sparse_deg2rad", "sparse_erf",    "sparse_erfinv",
+        "sparse_expm1", "sparse_floor", "sparse_frac",    "sparse_log1p",  "sparse_rad2deg",
+        "sparse_relu",  "sparse_round", "sparse_sgn",     "sparse_sign",   "sparse_signbit",
+        "sparse_sin",   "sparse_sinh",  "sparse_sqrt",    "sparse_square", "sparse_tan",
+        "sparse_tanh",  "sparse_trunc"}) {
+    Binder<Tensor(TensorRef)>::bind(m, name, missing);
+  }
+  Binder<Tensor(TensorRef, const at::Scalar&)>::bind(m, "sparse_pow", missing);
+  Binder<Tensor(TensorRef, int64_t, std::optional<at::ScalarType>)>::bind(m, "sparse_log_softmax",
+                                                                          missing);
+  // the sparse-tensor overloads ("tensor") of triplet ops' names, bound before those ops below
+  for (const char* name : {"sparse_coalesce", "sparse_to_dense"}) {
+    Binder<Tensor(TensorRef, bool)>::bind_overload(m, name, "tensor", missing);
+  }
+  Binder<Tensor(TensorRef, at::OptionalIntArrayRef, bool)>::bind_overload(m, "sparse_sum", "tensor",
+                                                                          missing);
+  Binder<Tensor(TensorRef, int64_t, std::optional<at::ScalarType>)>::bind_overload(
+      m, "sparse_softmax", "tensor", missing);
   // sparse (COO triplets)
   Binder<Tensor(TensorRef, c10::SymIntArrayRef, bool)>::bind(m, "sparse_flat_keys", missing);
   Binder<Quad(TensorRef, TensorRef, c10::SymIntArrayRef, bool, bool)>::bind(m, "sparse_coalesce",

@@ -9,8 +9,8 @@
 namespace torch_ragged {
 
 template <typename Signature>
-c10::TypedOperatorHandle<Signature> op_handle(const char* name) {
-  return c10::Dispatcher::singleton().findSchemaOrThrow(name, "").typed<Signature>();
+c10::TypedOperatorHandle<Signature> op_handle(const char* name, const char* overload = "") {
+  return c10::Dispatcher::singleton().findSchemaOrThrow(name, overload).typed<Signature>();
 }
 
 }  // namespace torch_ragged

@@ -36,6 +36,7 @@
 #include "segment/segment_ops.h"
 #include "sparse/softmax.h"
 #include "sparse/sparse_ops.h"
+#include "sparse/sparse_tensor.h"
 #include "torch_ragged/sparse.h"
 
 namespace torch_ragged {
@@ -147,10 +148,9 @@ bool torch_is_faster_here(const at::Tensor& sparse) {
   return true;
 }
 
-at::Tensor sparse_tensor(const at::Tensor& indices, const at::Tensor& values,
-                         at::IntArrayRef size) {
-  return at::_sparse_coo_tensor_unsafe(indices.to(at::kLong), values, size,
-                                       values.options().layout(at::kSparse), /*is_coalesced=*/true);
+at::Tensor coalesced_tensor(const at::Tensor& indices, const at::Tensor& values,
+                            at::IntArrayRef size) {
+  return coo_tensor(indices, values, size, /*coalesced=*/true);
 }
 
 // Whether this library sums values of this dtype (duplicates of bool values are or-ed).
@@ -160,12 +160,9 @@ bool sums_values_of(const at::Tensor& sparse) {
 }
 
 // (indices, values) of a sparse COO tensor, coalesced by this library when torch has not flagged
-// them so.
+// them so. Below autograd (these are backend kernels): the values as stored.
 std::pair<at::Tensor, at::Tensor> coalesced_parts(const at::Tensor& sparse) {
-  if (sparse.is_coalesced()) return {sparse._indices(), sparse._values()};
-  auto [indices, values, permutation, first_idx] =
-      ops::sparse_coalesce(sparse._indices(), sparse._values(), sparse.sym_sizes(), true, false);
-  return {indices, values};
+  return torch_ragged::coalesced_parts(sparse, sparse._values());
 }
 
 // from_values (on the coalesced from_indices) read at the coalesced to_indices; zero where from has
@@ -195,7 +192,7 @@ at::Tensor coalesce_kernel(c10::DispatchKeySet ks, const at::Tensor& self) {
   if (!is_on() || !sums_values_of(self)) return torch_coalesce(ks, self);
   auto [indices, values, permutation, first_idx] =
       ops::sparse_coalesce(self._indices(), self._values(), self.sym_sizes(), true, false);
-  return sparse_tensor(indices, values, self.sizes());
+  return coalesced_tensor(indices, values, self.sizes());
 }
 
 at::Tensor to_dense_kernel(c10::DispatchKeySet ks, const at::Tensor& self,
@@ -225,8 +222,8 @@ at::Tensor softmax_kernel(c10::DispatchKeySet ks, const at::Tensor& self, int64_
   const int64_t d = at::maybe_wrap_dim(dim, self.dim());
   auto [indices, values] = coalesced_parts(self);
   if (half_to_float) values = values.to(at::kFloat);
-  return sparse_tensor(indices, ops::sparse_softmax(indices, values, self.sym_sizes(), d, kLog),
-                       self.sizes());
+  return coalesced_tensor(indices, ops::sparse_softmax(indices, values, self.sym_sizes(), d, kLog),
+                          self.sizes());
 }
 
 template <bool kLog>
@@ -252,7 +249,7 @@ at::Tensor softmax_backward_kernel(c10::DispatchKeySet ks, const at::Tensor& gra
     grad = values_on_pattern(grad_indices, grad_values, indices,
                              output.sizes().slice(0, output.sparse_dim()));
   }
-  return sparse_tensor(
+  return coalesced_tensor(
       indices, sparse_softmax_backward(indices, out_values, grad, output.sym_sizes(), d, kLog),
       output.sizes());
 }
@@ -277,7 +274,7 @@ at::Tensor sum_kernel(c10::DispatchKeySet ks, const at::Tensor& self, at::IntArr
   for (int64_t d = 0; d < self.dim(); ++d) {
     if (!reduced[d]) kept.push_back(self.size(d));
   }
-  return sparse_tensor(indices, values, kept);
+  return coalesced_tensor(indices, values, kept);
 }
 
 bool has_products(at::ScalarType dtype) {
@@ -326,7 +323,7 @@ at::Tensor mm_kernel(c10::DispatchKeySet ks, const at::Tensor& self, const at::T
     auto [b_indices, b_values] = coalesced_parts(mat2);
     auto [indices, values] = ops::sparse_spgemm(a_indices, a_values, b_indices, b_values,
                                                 self.sym_sizes(), mat2.sym_sizes());
-    return sparse_tensor(indices, values, {self.size(0), mat2.size(1)});
+    return coalesced_tensor(indices, values, {self.size(0), mat2.size(1)});
   }
   if (same_kind && mat2.layout() == at::kStrided) return sparse_times_dense("mm", self, mat2);
   return torch_mm(ks, self, mat2);

@@ -590,6 +590,13 @@ TensorPair sparse_index_select(const Tensor& indices, const Tensor& values, SymS
   return op.call(indices, values, size, dim, index);
 }
 
+Tensor sparse_compressed_violation(const Tensor& compressed_indices, const Tensor& plain_indices,
+                                   c10::SymInt plain_size) {
+  static auto op = op_handle<Tensor(const Tensor&, const Tensor&, c10::SymInt)>(
+      "torch_ragged::sparse_compressed_violation");
+  return op.call(compressed_indices, plain_indices, std::move(plain_size));
+}
+
 }  // namespace ops
 
 // ---- Public C++ API (int sizes; torch sparse tensors in the convenience overloads) ----

@@ -6,6 +6,7 @@
 // Everything is deterministic and differentiable with respect to the values.
 
 #include <ATen/core/Tensor.h>
+#include <c10/core/Scalar.h>
 #include <torch_ragged/export.h>
 
 #include <optional>
@@ -92,5 +93,64 @@ TORCH_RAGGED_API bool accelerate_torch_sparse(bool enabled = true);
 
 // Whether accelerate_torch_sparse is in effect.
 TORCH_RAGGED_API bool torch_sparse_accelerated();
+
+// The functions of torch_ragged.sparse on torch sparse tensors, by their Python names. Each calls
+// its registered op (torch_ragged::sparse_<name>) through the dispatcher: autograd, every device.
+namespace sparse {
+
+// torch.<name>(s) of a sparse COO tensor: the function of its values on its pattern (each maps 0 to
+// 0). neg keeps the entries as they are (and the coalesced flag); the others sum duplicates first
+// (the result is coalesced), as torch does.
+TORCH_RAGGED_API at::Tensor neg(const at::Tensor& s);
+TORCH_RAGGED_API at::Tensor abs(const at::Tensor& s);
+TORCH_RAGGED_API at::Tensor asin(const at::Tensor& s);
+TORCH_RAGGED_API at::Tensor asinh(const at::Tensor& s);
+TORCH_RAGGED_API at::Tensor atan(const at::Tensor& s);
+TORCH_RAGGED_API at::Tensor atanh(const at::Tensor& s);
+TORCH_RAGGED_API at::Tensor ceil(const at::Tensor& s);
+TORCH_RAGGED_API at::Tensor deg2rad(const at::Tensor& s);
+TORCH_RAGGED_API at::Tensor erf(const at::Tensor& s);
+TORCH_RAGGED_API at::Tensor erfinv(const at::Tensor& s);
+TORCH_RAGGED_API at::Tensor expm1(const at::Tensor& s);
+TORCH_RAGGED_API at::Tensor floor(const at::Tensor& s);
+TORCH_RAGGED_API at::Tensor frac(const at::Tensor& s);
+TORCH_RAGGED_API at::Tensor log1p(const at::Tensor& s);
+TORCH_RAGGED_API at::Tensor rad2deg(const at::Tensor& s);
+TORCH_RAGGED_API at::Tensor relu(const at::Tensor& s);
+TORCH_RAGGED_API at::Tensor round(const at::Tensor& s);
+TORCH_RAGGED_API at::Tensor sgn(const at::Tensor& s);
+TORCH_RAGGED_API at::Tensor sign(const at::Tensor& s);
+TORCH_RAGGED_API at::Tensor signbit(const at::Tensor& s);
+TORCH_RAGGED_API at::Tensor sin(const at::Tensor& s);
+TORCH_RAGGED_API at::Tensor sinh(const at::Tensor& s);
+TORCH_RAGGED_API at::Tensor sqrt(const at::Tensor& s);
+TORCH_RAGGED_API at::Tensor square(const at::Tensor& s);
+TORCH_RAGGED_API at::Tensor tan(const at::Tensor& s);
+TORCH_RAGGED_API at::Tensor tanh(const at::Tensor& s);
+TORCH_RAGGED_API at::Tensor trunc(const at::Tensor& s);
+
+// torch.pow(s, exponent) for a positive exponent (ValueError otherwise), duplicates summed first.
+TORCH_RAGGED_API at::Tensor pow(const at::Tensor& s, const at::Scalar& exponent);
+
+// s.coalesce(): indices unique and sorted, duplicates summed in a fixed order (sparse_coalesce);
+// differentiable in s's values, also from an uncoalesced s.
+TORCH_RAGGED_API at::Tensor coalesce(const at::Tensor& s, bool validate = true);
+
+// s.to_dense() of a COO (duplicates summed in a fixed order), CSR, CSC, BSR or BSC tensor.
+TORCH_RAGGED_API at::Tensor to_dense(const at::Tensor& s, bool validate = true);
+
+// torch.sparse.sum(s, dim) of a COO, CSR or CSC tensor: a coalesced COO tensor over the kept dims,
+// or a dense one when every sparse dim is reduced (dim absent: all dims, a 0-d tensor).
+TORCH_RAGGED_API at::Tensor sum(const at::Tensor& s, at::OptionalIntArrayRef dim = std::nullopt,
+                                bool validate = true);
+
+// torch.sparse.softmax / log_softmax(s, dim, dtype) of a COO tensor (coalesced first) or a CSR /
+// CSC matrix (a result of its layout).
+TORCH_RAGGED_API at::Tensor softmax(const at::Tensor& s, int64_t dim,
+                                    std::optional<at::ScalarType> dtype = std::nullopt);
+TORCH_RAGGED_API at::Tensor log_softmax(const at::Tensor& s, int64_t dim,
+                                        std::optional<at::ScalarType> dtype = std::nullopt);
+
+}  // namespace sparse
 
 }  // namespace torch_ragged

@@ -383,6 +383,10 @@ def coalesce(s: torch.Tensor, *, validate: bool = True, return_order: bool = Fal
            values=tensor([4., 8.]),
            size=(3,), nnz=2, layout=torch.sparse_coo)
     """
+    if not (return_order or torch.compiler.is_compiling() or torch.compiler.is_exporting()):
+        return _ops.sparse_coalesce(s, validate)
+    # the triplet op here: a traced graph tracks an unbacked size (the unique count) only on dense tensors, so an op
+    # returning a sparse tensor of unbacked nnz cannot be traced (torch.export refuses it); this one returns triplets
     _check_sparse("coalesce", s)
     indices, values, permutation, first_idx = _ops.sparse_coalesce(s._indices(), _values(s), s.shape, validate,
                                                                    return_order)
@@ -390,7 +394,8 @@ def coalesce(s: torch.Tensor, *, validate: bool = True, return_order: bool = Fal
     return (result, permutation, first_idx) if return_order else result
 
 
-def sum(s: torch.Tensor, dim=None, *, validate: bool = True) -> torch.Tensor:  # noqa: A001 (torch.sparse.sum)
+def sum(s: torch.Tensor, dim: int | list[int] | None = None,  # noqa: A001 (torch.sparse.sum)
+        validate: bool = True) -> torch.Tensor:
     """``torch.sparse.sum(s, dim)``: a coalesced sparse COO tensor over the kept dims, or a dense tensor when every
     sparse dim is reduced (``dim=None`` reduces everything to a 0-d tensor). ``s`` may be CSR or CSC (torch's own
     sum takes those only with ``dim=None``).
@@ -409,20 +414,10 @@ def sum(s: torch.Tensor, dim=None, *, validate: bool = True) -> torch.Tensor:  #
            values=tensor([3., 3.]),
            size=(2,), nnz=2, layout=torch.sparse_coo)
     """
-    _check_sparse("sum", s, compressed=True)
-    dims = None
+    dims: list[int] | None = None
     if dim is not None:
         dims = [dim] if isinstance(dim, int) else list(dim)
-    if s.layout == torch.sparse_coo:
-        indices, values = s._indices(), _values(s)
-    else:  # the sum's rules are COO's: a CSR matrix is its coalesced entries, a CSC one those re-sorted
-        indices, values = _row_major("sum", s, validate)
-    indices, values = _ops.sparse_sum(indices, values, s.shape, dims, validate)
-    reduced = set(range(s.dim())) if dims is None else {d % s.dim() for d in dims}
-    kept = [size for d, size in enumerate(s.shape) if d not in reduced]
-    if indices.shape[0] == 0:  # every sparse dim reduced: dense
-        return values[0]
-    return _sparse(indices, values, kept, True)
+    return _ops.sparse_sum(s, dims, validate)
 
 
 def sparse_mask(dense: torch.Tensor, mask: torch.Tensor, *, validate: bool = True) -> torch.Tensor:
@@ -453,7 +448,7 @@ def sparse_mask(dense: torch.Tensor, mask: torch.Tensor, *, validate: bool = Tru
     return _sparse(mask._indices(), values, mask.shape, mask.is_coalesced())
 
 
-def to_dense(s: torch.Tensor, *, validate: bool = True) -> torch.Tensor:
+def to_dense(s: torch.Tensor, validate: bool = True) -> torch.Tensor:
     """``s.to_dense()`` of a COO (duplicates summed deterministically), CSR, CSC, BSR or BSC tensor.
 
     Args:
@@ -464,18 +459,7 @@ def to_dense(s: torch.Tensor, *, validate: bool = True) -> torch.Tensor:
     >>> to_dense(torch.sparse_coo_tensor([[1, 1]], [3, 4], (3,)))
     tensor([0, 7, 0])
     """
-    if isinstance(s, torch.Tensor) and s.layout == torch.sparse_coo:  # the common case first: ~1 us of a tiny call
-        return _ops.sparse_to_dense(s._indices(), _values(s), s.shape, validate)
-    if isinstance(s, torch.Tensor) and s.layout in _BLOCKED:
-        first, cols, blocks, (block_rows, block_cols, bh, bw) = _block_rows("to_dense", s, False, validate)
-        rows = _ops.segment_ids(first, cols.numel())
-        grid = _ops.sparse_to_dense(torch.stack([rows.to(cols.dtype), cols]), blocks,
-                                    (block_rows, block_cols, bh, bw), False)
-        return grid.permute(0, 2, 1, 3).reshape(s.shape)
-    _check_sparse("to_dense", s, compressed=True)  # COO returned above: CSR or CSC here
-    c = _compressed("to_dense", s, validate)
-    dense = _ops.sparse_to_dense(c.indices, c.values, c.size, validate)
-    return dense.transpose(0, 1).contiguous() if c.transposed else dense
+    return _ops.sparse_to_dense(s, validate)
 
 
 def to_sparse(dense: torch.Tensor, sparse_dim: int | None = None) -> torch.Tensor:
@@ -516,37 +500,6 @@ def index_select(s: torch.Tensor, dim: int, index) -> torch.Tensor:
     return _sparse(indices, values, size, False)
 
 
-def _softmax(op: str, s: torch.Tensor, dim: int, dtype, log: bool) -> torch.Tensor:
-    _check_sparse(op, s, compressed=True)
-    if s.layout in _COMPRESSED:
-        return _compressed_softmax(op, s, dim, dtype, log)
-    values = _values(s)
-    if dtype is not None:
-        values = values.to(dtype)  # torch casts before computing
-    indices = s._indices()
-    if not s.is_coalesced():  # duplicates are summed first, as torch does
-        indices, values, _, _ = _ops.sparse_coalesce(indices, values, s.shape, return_order=False)
-    out = _ops.sparse_softmax(indices, values, s.shape, dim, log)
-    return _sparse(indices, out, s.shape, True)
-
-
-def _compressed_softmax(op: str, s: torch.Tensor, dim: int, dtype, log: bool) -> torch.Tensor:
-    """Along the compressed dim (CSR's dim 1, CSC's dim 0) the pools are the segments of the compressed offsets: a
-    segment softmax, no pool search. Along the other dim it is the COO kernel on the row-major view."""
-    if not -s.dim() <= dim < s.dim():
-        raise IndexError(f"torch_ragged.sparse.{op}: dim {dim} is out of range for a {s.dim()}-D tensor")
-    dim %= s.dim()
-    c = _compressed(op, s)
-    values = c.values if dtype is None else c.values.to(dtype)
-    view_dim = 1 - dim if c.transposed and dim < 2 else dim
-    if view_dim == 1 and s.dense_dim() == 0:
-        segment_op = _ops.segment_log_softmax if log else _ops.segment_softmax
-        out = segment_op(values, c.compressed)
-    else:
-        out = _ops.sparse_softmax(c.indices, values, c.size, view_dim, log)
-    return _compressed_like(s, c.compressed, c.plain, out, s.shape)
-
-
 def softmax(s: torch.Tensor, dim: int, dtype: torch.dtype | None = None) -> torch.Tensor:
     """``torch.sparse.softmax(s, dim, dtype)``: each slice along ``dim`` normalised over its specified entries
     (unspecified entries count as -inf); the result keeps the (coalesced) sparsity pattern.
@@ -566,7 +519,7 @@ def softmax(s: torch.Tensor, dim: int, dtype: torch.dtype | None = None) -> torc
     tensor([[0.5000, 0.0000, 0.5000],
             [0.0000, 1.0000, 0.0000]])
     """
-    return _softmax("softmax", s, dim, dtype, False)
+    return _ops.sparse_softmax(s, dim, dtype)
 
 
 def log_softmax(s: torch.Tensor, dim: int, dtype: torch.dtype | None = None) -> torch.Tensor:
@@ -581,7 +534,7 @@ def log_softmax(s: torch.Tensor, dim: int, dtype: torch.dtype | None = None) -> 
     >>> log_softmax(s, 0).values()
     tensor([-0.6931, -0.6931])
     """
-    return _softmax("log_softmax", s, dim, dtype, True)
+    return _ops.sparse_log_softmax(s, dim, dtype)
 
 
 # ---- elementwise between sparse tensors, transpose, cat: on the coalesce core ----
@@ -692,10 +645,10 @@ def _map_values(op: str, s: torch.Tensor, fn, linear: bool) -> torch.Tensor:
 
 
 def _pattern_keeping(name: str, linear: bool):
-    torch_fn = getattr(torch, name)
+    packet = getattr(_ops, "sparse_" + name)  # the op: checks, coalescing and autograd in C++
 
     def op(s: torch.Tensor) -> torch.Tensor:
-        return _map_values(name, s, torch_fn, linear)
+        return packet(s)
 
     op.__name__ = op.__qualname__ = name
     op.__doc__ = (f"``torch.{name}(s)`` of a sparse COO tensor: {name} of its values on its pattern (``{name}(0) = "
@@ -734,7 +687,7 @@ tanh = _pattern_keeping("tanh", False)
 trunc = _pattern_keeping("trunc", False)
 
 
-def pow(s: torch.Tensor, exponent) -> torch.Tensor:  # noqa: A001 (torch.pow)
+def pow(s: torch.Tensor, exponent: int | float) -> torch.Tensor:  # noqa: A001 (torch.pow)
     """``torch.pow(s, exponent)`` for a positive scalar exponent (0 ** exponent = 0 keeps the pattern; torch refuses
     exponent 0 too), duplicates summed first.
 
@@ -745,10 +698,7 @@ def pow(s: torch.Tensor, exponent) -> torch.Tensor:  # noqa: A001 (torch.pow)
     >>> pow(torch.sparse_coo_tensor([[1, 0, 1]], [1.0, 3.0, 2.0], (3,)), 2).values()
     tensor([9., 9.])
     """
-    if isinstance(exponent, torch.Tensor) or not exponent > 0:
-        raise ValueError(f"torch_ragged.sparse.pow: the exponent must be a positive number (0 ** exponent = 0 keeps "
-                         f"the pattern), got {exponent!r}")
-    return _map_values("pow", s, lambda v: torch.pow(v, exponent), False)
+    return _ops.sparse_pow(s, exponent)
 
 
 def div(s: torch.Tensor, divisor, *, rounding_mode: str | None = None) -> torch.Tensor:

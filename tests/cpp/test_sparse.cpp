@@ -56,6 +56,55 @@ TEST(Sparse, SumToDenseAndGradients) {
   EXPECT_TRUE(torch::equal(values.grad(), torch::tensor({10.0, 100.0, 100.0})));
 }
 
+// torch_ragged::sparse::<name>: the Python module's functions on torch sparse tensors, each its op.
+// Expected values worked out by hand.
+TEST(Sparse, SparseTensorFunctionsByTheirPythonNames) {
+  // (3,) with index 2 twice: coalesced, 2 -> -1 + -3 = -4, 0 -> 2
+  const auto values = torch::tensor({-1.0, 2.0, -3.0}, torch::requires_grad());
+  // at:: (through autograd): torch::'s factory would not connect s to values
+  const auto s = at::sparse_coo_tensor(longs({2, 0, 2}).view({1, 3}), values, {3});
+  const auto absolute = torch_ragged::sparse::abs(s);
+  EXPECT_TRUE(absolute.is_coalesced());
+  EXPECT_TRUE(torch::equal(absolute._indices(), longs({0, 2}).view({1, 2})));
+  EXPECT_TRUE(torch::equal(absolute._values(), torch::tensor({2.0, 4.0})));
+  // neg is linear: the entries as they are, still uncoalesced
+  const auto negated = torch_ragged::sparse::neg(s);
+  EXPECT_FALSE(negated.is_coalesced());
+  EXPECT_TRUE(torch::equal(negated._values(), torch::tensor({1.0, -2.0, 3.0})));
+  EXPECT_TRUE(torch::equal(torch_ragged::sparse::pow(s, 2)._values(), torch::tensor({4.0, 16.0})));
+  EXPECT_TRUE(torch::equal(torch_ragged::sparse::to_dense(s), torch::tensor({2.0, 0.0, -4.0})));
+  EXPECT_TRUE(torch::equal(torch_ragged::sparse::sum(s), torch::tensor(-2.0)));
+  // the gradient of an uncoalesced tensor's values: d|v0 + v2| / dv = sign(-4) for both duplicates
+  torch_ragged::sparse::abs(s).values().sum().backward();
+  EXPECT_TRUE(torch::equal(values.grad(), torch::tensor({-1.0, 1.0, -1.0})));
+
+  // a 2 x 2 CSR matrix [[1, 3], [0, 5]]: softmax along rows, sums along columns
+  const auto csr =
+      torch::sparse_csr_tensor(longs({0, 2, 3}), longs({0, 1, 1}), torch::tensor({1.0, 3.0, 5.0}),
+                               {2, 2}, torch::dtype(torch::kFloat).layout(torch::kSparseCsr));
+  const auto e = std::exp(2.0);
+  const auto softmax = torch_ragged::sparse::softmax(csr, 1);
+  EXPECT_EQ(softmax.layout(), torch::kSparseCsr);
+  EXPECT_TRUE(torch::allclose(softmax.values(), torch::tensor({1 / (1 + e), e / (1 + e), 1.0})));
+  const auto log_softmax = torch_ragged::sparse::log_softmax(csr, 1);
+  EXPECT_TRUE(torch::allclose(log_softmax.values(), softmax.values().log()));
+  const auto column_sums = torch_ragged::sparse::sum(csr, std::vector<int64_t>{0});
+  EXPECT_TRUE(torch::equal(column_sums._values(), torch::tensor({1.0, 8.0})));
+  EXPECT_TRUE(torch::equal(torch_ragged::sparse::to_dense(csr),
+                           torch::tensor({1.0, 3.0, 0.0, 5.0}).view({2, 2})));
+  EXPECT_TRUE(
+      torch::equal(torch_ragged::sparse::coalesce(s)._values(), torch::tensor({2.0, -4.0})));
+
+  try {
+    torch_ragged::sparse::abs(torch::ones({3}));
+    ADD_FAILURE() << "a dense tensor was taken";
+  } catch (const c10::TypeError& error) {
+    EXPECT_NE(std::string(error.what())
+                  .find("torch_ragged.sparse.abs: expected a sparse COO tensor, got torch.strided"),
+              std::string::npos);
+  }
+}
+
 TEST(Sparse, OutOfRangeIndexRaisesIndexError) {
   EXPECT_THROW(torch_ragged::sparse_coalesce(longs({0, 5}).view({1, 2}), torch::ones({2}), {3}),
                c10::IndexError);

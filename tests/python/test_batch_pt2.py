@@ -7,6 +7,7 @@ import torch_ragged
 from test_pad_pt2 import pad_samples
 from test_segment_autograd import segment_samples
 from test_sparse_autograd import sparse_samples
+from test_sparse_tensor_ops import sparse_tensor_samples
 from test_tiles import tiles_samples
 from torch.library import opcheck
 
@@ -43,8 +44,8 @@ def test_opcheck(op, args):
 
 
 def test_every_op_has_a_sample():
-    covered = {str(op).split(".")[-1] for op, _ in [*samples(), *pad_samples(), *segment_samples(), *sparse_samples(),
-                                                         *tiles_samples()]}
+    covered = {str(op).split(".")[1] for op, _ in [*samples(), *pad_samples(), *segment_samples(), *sparse_samples(),
+                                                         *sparse_tensor_samples(), *tiles_samples()]}
     registered = {schema.name.split("::")[1] for schema in torch._C._jit_get_all_schemas()
                   if schema.name.startswith("torch_ragged::")}
     # tiles_lookup and tiles_index (integer outputs) run their opcheck subset in test_tiles.py; the accelerate

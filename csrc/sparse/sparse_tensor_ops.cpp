@@ -1,0 +1,293 @@
+// The public functions of torch_ragged.sparse that take torch sparse tensors, as registered ops
+// (torch_ragged::sparse_<name>): the layout checks, the values connected to autograd and the
+// result's construction here in C++, the arithmetic in ATen and the triplet ops. So Python,
+// TorchScript and C++ (torch_ragged::sparse::<name>) call one op, at one per-call cost.
+//
+// CompositeImplicitAutograd: the kernels run above autograd and differentiate through their parts
+// (the values' ATen functions and torch's sparse constructor), on every device.
+
+#include <torch/library.h>
+#include <torch_ragged/sparse.h>
+
+#include <string>
+#include <utility>
+
+#include "common/op_handle.h"
+#include "segment/segment_ops.h"
+#include "sparse/sparse_ops.h"
+#include "sparse/sparse_tensor.h"
+
+namespace torch_ragged {
+namespace {
+
+// f of s's values on s's pattern. A linear f keeps the entries as they are (and the coalesced
+// flag); any other is applied to the summed duplicates, so s is coalesced first, as torch does.
+template <typename Function>
+at::Tensor map_values(const char* op, const at::Tensor& s, bool linear, const Function& f) {
+  check_coo(op, s);
+  if (linear)
+    return coo_tensor(s._indices(), f(differentiable_values(s)), s.sizes(), s.is_coalesced());
+  auto [indices, values] = coalesced_parts(s, differentiable_values(s));
+  return coo_tensor(indices, f(values), s.sizes(), true);
+}
+
+// The unary functions torch takes on sparse COO tensors, each mapping 0 to 0 (so the pattern
+// stays): sparse_<name>(Tensor s) -> Tensor.
+struct UnaryFunction {
+  const char* name;
+  at::Tensor (*apply)(const at::Tensor&);
+  bool linear;
+};
+
+#define TORCH_RAGGED_UNARY(name, linear)                           \
+  UnaryFunction {                                                  \
+#name, [](const at::Tensor& v) { return at::name(v); }, linear \
+  }
+constexpr UnaryFunction kUnaryFunctions[] = {
+    TORCH_RAGGED_UNARY(neg, true),      TORCH_RAGGED_UNARY(abs, false),
+    TORCH_RAGGED_UNARY(asin, false),    TORCH_RAGGED_UNARY(asinh, false),
+    TORCH_RAGGED_UNARY(atan, false),    TORCH_RAGGED_UNARY(atanh, false),
+    TORCH_RAGGED_UNARY(ceil, false),    TORCH_RAGGED_UNARY(deg2rad, false),
+    TORCH_RAGGED_UNARY(erf, false),     TORCH_RAGGED_UNARY(erfinv, false),
+    TORCH_RAGGED_UNARY(expm1, false),   TORCH_RAGGED_UNARY(floor, false),
+    TORCH_RAGGED_UNARY(frac, false),    TORCH_RAGGED_UNARY(log1p, false),
+    TORCH_RAGGED_UNARY(rad2deg, false), TORCH_RAGGED_UNARY(relu, false),
+    TORCH_RAGGED_UNARY(round, false),   TORCH_RAGGED_UNARY(sgn, false),
+    TORCH_RAGGED_UNARY(sign, false),    TORCH_RAGGED_UNARY(signbit, false),
+    TORCH_RAGGED_UNARY(sin, false),     TORCH_RAGGED_UNARY(sinh, false),
+    TORCH_RAGGED_UNARY(sqrt, false),    TORCH_RAGGED_UNARY(square, false),
+    TORCH_RAGGED_UNARY(tan, false),     TORCH_RAGGED_UNARY(tanh, false),
+    TORCH_RAGGED_UNARY(trunc, false)};
+#undef TORCH_RAGGED_UNARY
+constexpr size_t kNumUnary = sizeof(kUnaryFunctions) / sizeof(kUnaryFunctions[0]);
+
+template <size_t kIndex>
+at::Tensor unary_kernel(const at::Tensor& s) {
+  constexpr UnaryFunction f = kUnaryFunctions[kIndex];
+  return map_values(f.name, s, f.linear, f.apply);
+}
+
+std::string op_name(const char* name) { return std::string("sparse_") + name; }
+
+template <size_t... kIndex>
+void define_unary(torch::Library& m, const std::vector<at::Tag>& tags,
+                  std::index_sequence<kIndex...>) {
+  (m.def((op_name(kUnaryFunctions[kIndex].name) + "(Tensor s) -> Tensor").c_str(), tags), ...);
+}
+
+template <size_t... kIndex>
+void implement_unary(torch::Library& m, std::index_sequence<kIndex...>) {
+  (m.impl(op_name(kUnaryFunctions[kIndex].name).c_str(), TORCH_FN(unary_kernel<kIndex>)), ...);
+}
+
+// torch.pow(s, exponent) for a positive exponent: 0 ** exponent = 0 keeps the pattern (torch
+// refuses exponent 0 too).
+at::Tensor pow_kernel(const at::Tensor& s, const at::Scalar& exponent) {
+  TORCH_CHECK_VALUE(
+      !exponent.isComplex() && exponent.toDouble() > 0,
+      "torch_ragged.sparse.pow: the exponent must be a positive number (0 ** exponent "
+      "= 0 keeps the pattern), got ",
+      exponent);
+  return map_values("pow", s, false, [&](const at::Tensor& v) { return at::pow(v, exponent); });
+}
+
+// s.coalesce(): unique, sorted indices, duplicates summed in a fixed order (sparse_coalesce).
+at::Tensor coalesce_kernel(const at::Tensor& s, bool validate) {
+  check_coo("coalesce", s);
+  auto [indices, values, permutation, first_idx] =
+      ops::sparse_coalesce(s._indices(), differentiable_values(s), s.sym_sizes(), validate, false);
+  return coo_tensor(indices, values, s.sizes(), true);
+}
+
+// A 2-D BSR / BSC matrix's dense form: its blocks written at their (block row, block column), in
+// any order (no duplicates: nothing to sort), then the block grid laid out as the matrix.
+at::Tensor blocked_to_dense(const at::Tensor& s, bool validate) {
+  TORCH_CHECK_VALUE(s.dim() == 2, "torch_ragged.sparse.to_dense: expected a 2-D ", layout_name(s),
+                    " matrix, got shape ", python_shape(s.sizes()));
+  const bool row_compressed = s.layout() == at::kSparseBsr;
+  const at::Tensor compressed = row_compressed ? s.crow_indices() : s.ccol_indices();
+  const at::Tensor plain = row_compressed ? s.col_indices() : s.row_indices();
+  const at::Tensor segments =
+      ops::segment_ids(compressed, plain.sym_numel()).to(plain.scalar_type());
+  const at::Tensor indices =
+      row_compressed ? at::stack({segments, plain}) : at::stack({plain, segments});
+  const bool differentiable = s.requires_grad() && at::GradMode::is_enabled();
+  const at::Tensor blocks = differentiable ? s.values() : s.values().detach();
+  const int64_t bh = blocks.size(1), bw = blocks.size(2);
+  const c10::SymInt grid[] = {s.size(0) / bh, s.size(1) / bw, bh, bw};
+  return ops::sparse_to_dense(indices, blocks, grid, validate)
+      .permute({0, 2, 1, 3})
+      .reshape(s.sizes());
+}
+
+// s.to_dense() of a COO (duplicates summed deterministically), CSR, CSC, BSR or BSC tensor.
+at::Tensor to_dense_kernel(const at::Tensor& s, bool validate) {
+  const at::Layout layout = s.layout();
+  if (layout == at::kSparse) {
+    return ops::sparse_to_dense(s._indices(), differentiable_values(s), s.sym_sizes(), validate);
+  }
+  if (layout == at::kSparseBsr || layout == at::kSparseBsc) return blocked_to_dense(s, validate);
+  check_coo_or_compressed("to_dense", s);
+  const CompressedView view = compressed_view("to_dense", s, validate);
+  const at::Tensor dense = ops::sparse_to_dense(view.indices(), view.values,
+                                                c10::fromIntArrayRefSlow(view.size), validate);
+  return view.transposed ? dense.transpose(0, 1).contiguous() : dense;
+}
+
+// torch.sparse.sum(s, dim): a coalesced COO tensor over the kept dims, or a dense tensor when every
+// sparse dim is reduced (dim absent: everything, a 0-d result). CSR / CSC are summed by COO's
+// rules.
+at::Tensor sum_kernel(const at::Tensor& s, at::OptionalIntArrayRef dim, bool validate) {
+  check_coo_or_compressed("sum", s);
+  // the sum takes a COO tensor's entries as they are (sparse_sum sorts what it must)
+  auto [indices, values] = s.layout() == at::kSparse
+                               ? std::pair(s._indices(), differentiable_values(s))
+                               : row_major_parts("sum", s, validate);
+  auto [kept_indices, sums] = ops::sparse_sum(indices, values, s.sym_sizes(), dim, validate);
+  if (kept_indices.size(0) == 0) return sums[0];  // every sparse dim reduced: dense
+  std::vector<bool> reduced(s.dim(), !dim.has_value());
+  if (dim.has_value()) {
+    for (int64_t d : *dim) reduced[at::maybe_wrap_dim(d, s.dim())] = true;
+  }
+  std::vector<int64_t> kept;
+  for (int64_t d = 0; d < s.dim(); ++d) {
+    if (!reduced[d]) kept.push_back(s.size(d));
+  }
+  return coo_tensor(kept_indices, sums, kept, true);
+}
+
+// torch.sparse.softmax / log_softmax(s, dim, dtype) of a COO tensor (duplicates summed first, as
+// torch does) or a CSR / CSC matrix (a result of its layout). Along the compressed dim the pools
+// are the compressed offsets' segments: a segment softmax, no pool search.
+template <bool kLog>
+at::Tensor softmax_kernel(const at::Tensor& s, int64_t dim, std::optional<at::ScalarType> dtype) {
+  const char* op = kLog ? "log_softmax" : "softmax";
+  check_coo_or_compressed(op, s);
+  if (s.layout() == at::kSparse) {
+    at::Tensor values = differentiable_values(s);
+    if (dtype.has_value()) values = values.to(*dtype);  // torch casts before computing
+    auto [indices, summed] = coalesced_parts(s, values);
+    return coo_tensor(indices, ops::sparse_softmax(indices, summed, s.sym_sizes(), dim, kLog),
+                      s.sizes(), true);
+  }
+  TORCH_CHECK_INDEX(-s.dim() <= dim && dim < s.dim(), "torch_ragged.sparse.", op, ": dim ", dim,
+                    " is out of range for a ", s.dim(), "-D tensor");
+  dim = at::maybe_wrap_dim(dim, s.dim());
+  const CompressedView view = compressed_view(op, s, true);
+  const at::Tensor values = dtype.has_value() ? view.values.to(*dtype) : view.values;
+  const int64_t view_dim = view.transposed && dim < 2 ? 1 - dim : dim;
+  at::Tensor out;
+  if (view_dim == 1 && s.dense_dim() == 0) {
+    out = kLog ? ops::segment_log_softmax(values, view.compressed)
+               : ops::segment_softmax(values, view.compressed);
+  } else {
+    out = ops::sparse_softmax(view.indices(), values, c10::fromIntArrayRefSlow(view.size), view_dim,
+                              kLog);
+  }
+  return compressed_like(s, view.compressed, view.plain, out);
+}
+
+}  // namespace
+
+TORCH_LIBRARY_FRAGMENT(torch_ragged, m) {
+  const std::vector<at::Tag> tags{at::Tag::pt2_compliant_tag};
+  define_unary(m, tags, std::make_index_sequence<kNumUnary>());
+  m.def("sparse_pow(Tensor s, Scalar exponent) -> Tensor", tags);
+  // Where the triplet op holds the name, the sparse-tensor form is its overload "tensor":
+  // torch.ops.torch_ragged.sparse_coalesce(s) picks it by its arguments.
+  m.def("sparse_coalesce.tensor(Tensor s, bool validate=True) -> Tensor", tags);
+  m.def("sparse_to_dense.tensor(Tensor s, bool validate=True) -> Tensor", tags);
+  m.def("sparse_sum.tensor(Tensor s, int[]? dim=None, bool validate=True) -> Tensor", tags);
+  m.def("sparse_softmax.tensor(Tensor s, int dim, ScalarType? dtype=None) -> Tensor", tags);
+  m.def("sparse_log_softmax(Tensor s, int dim, ScalarType? dtype=None) -> Tensor", tags);
+}
+
+TORCH_LIBRARY_IMPL(torch_ragged, CompositeImplicitAutograd, m) {
+  implement_unary(m, std::make_index_sequence<kNumUnary>());
+  m.impl("sparse_pow", &pow_kernel);
+  m.impl("sparse_coalesce.tensor", &coalesce_kernel);
+  m.impl("sparse_to_dense.tensor", &to_dense_kernel);
+  m.impl("sparse_sum.tensor", &sum_kernel);
+  m.impl("sparse_softmax.tensor", &softmax_kernel<false>);
+  m.impl("sparse_log_softmax", &softmax_kernel<true>);
+}
+
+// ---- the C++ API: each function calls its op through the dispatcher ----
+
+namespace sparse {
+
+#define TORCH_RAGGED_UNARY(name)                                                 \
+  at::Tensor name(const at::Tensor& s) {                                         \
+    static const auto op =                                                       \
+        op_handle<at::Tensor(const at::Tensor&)>("torch_ragged::sparse_" #name); \
+    return op.call(s);                                                           \
+  }
+TORCH_RAGGED_UNARY(neg)
+TORCH_RAGGED_UNARY(abs)
+TORCH_RAGGED_UNARY(asin)
+TORCH_RAGGED_UNARY(asinh)
+TORCH_RAGGED_UNARY(atan)
+TORCH_RAGGED_UNARY(atanh)
+TORCH_RAGGED_UNARY(ceil)
+TORCH_RAGGED_UNARY(deg2rad)
+TORCH_RAGGED_UNARY(erf)
+TORCH_RAGGED_UNARY(erfinv)
+TORCH_RAGGED_UNARY(expm1)
+TORCH_RAGGED_UNARY(floor)
+TORCH_RAGGED_UNARY(frac)
+TORCH_RAGGED_UNARY(log1p)
+TORCH_RAGGED_UNARY(rad2deg)
+TORCH_RAGGED_UNARY(relu)
+TORCH_RAGGED_UNARY(round)
+TORCH_RAGGED_UNARY(sgn)
+TORCH_RAGGED_UNARY(sign)
+TORCH_RAGGED_UNARY(signbit)
+TORCH_RAGGED_UNARY(sin)
+TORCH_RAGGED_UNARY(sinh)
+TORCH_RAGGED_UNARY(sqrt)
+TORCH_RAGGED_UNARY(square)
+TORCH_RAGGED_UNARY(tan)
+TORCH_RAGGED_UNARY(tanh)
+TORCH_RAGGED_UNARY(trunc)
+#undef TORCH_RAGGED_UNARY
+
+at::Tensor pow(const at::Tensor& s, const at::Scalar& exponent) {
+  static const auto op =
+      op_handle<at::Tensor(const at::Tensor&, const at::Scalar&)>("torch_ragged::sparse_pow");
+  return op.call(s, exponent);
+}
+
+at::Tensor coalesce(const at::Tensor& s, bool validate) {
+  static const auto op =
+      op_handle<at::Tensor(const at::Tensor&, bool)>("torch_ragged::sparse_coalesce", "tensor");
+  return op.call(s, validate);
+}
+
+at::Tensor to_dense(const at::Tensor& s, bool validate) {
+  static const auto op =
+      op_handle<at::Tensor(const at::Tensor&, bool)>("torch_ragged::sparse_to_dense", "tensor");
+  return op.call(s, validate);
+}
+
+at::Tensor sum(const at::Tensor& s, at::OptionalIntArrayRef dim, bool validate) {
+  static const auto op = op_handle<at::Tensor(const at::Tensor&, at::OptionalIntArrayRef, bool)>(
+      "torch_ragged::sparse_sum", "tensor");
+  return op.call(s, dim, validate);
+}
+
+at::Tensor softmax(const at::Tensor& s, int64_t dim, std::optional<at::ScalarType> dtype) {
+  static const auto op =
+      op_handle<at::Tensor(const at::Tensor&, int64_t, std::optional<at::ScalarType>)>(
+          "torch_ragged::sparse_softmax", "tensor");
+  return op.call(s, dim, dtype);
+}
+
+at::Tensor log_softmax(const at::Tensor& s, int64_t dim, std::optional<at::ScalarType> dtype) {
+  static const auto op =
+      op_handle<at::Tensor(const at::Tensor&, int64_t, std::optional<at::ScalarType>)>(
+          "torch_ragged::sparse_log_softmax");
+  return op.call(s, dim, dtype);
+}
+
+}  // namespace sparse
+}  // namespace torch_ragged

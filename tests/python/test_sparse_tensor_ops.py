@@ -1,0 +1,161 @@
+"""The sparse functions that are registered ops on torch sparse tensors (torch_ragged::sparse_<name>, an overload
+"tensor" where the triplet op holds the name): each door — the public function, the op packet, TorchScript — gives
+torch's own result; gradients reach the values of coalesced and uncoalesced inputs; bad input is refused by name."""
+
+import pytest
+import torch
+import torch_ragged.sparse as S
+from devices import DEVICES
+from torch.autograd import gradcheck
+from torch.library import opcheck
+
+ops = torch.ops.torch_ragged
+
+UNARY = ["neg", "abs", "asin", "asinh", "atan", "atanh", "ceil", "deg2rad", "erf", "erfinv", "expm1", "floor", "frac",
+         "log1p", "rad2deg", "relu", "round", "sgn", "sign", "signbit", "sin", "sinh", "sqrt", "square", "tan", "tanh",
+         "trunc"]
+
+
+def uncoalesced(device="cpu", dtype=torch.float64, scale=0.3):
+    """(4, 3, 2) hybrid, sparse_dim 2, with a repeated index; values in asin's domain."""
+    g = torch.Generator().manual_seed(5)
+    indices = torch.tensor([[3, 0, 3, 1, 0], [2, 1, 2, 0, 0]])
+    values = (torch.randn(5, 2, generator=g, dtype=torch.float64) * scale).to(dtype)
+    return torch.sparse_coo_tensor(indices, values, (4, 3, 2)).to(device)
+
+
+def sparse_tensor_samples():
+    """One sample per sparse-tensor op (the overload itself where the name holds the triplet op too)."""
+    s = uncoalesced()
+    csr = torch.tensor([[0.0, 2.0, 1.0], [3.0, 0.0, 0.0]], dtype=torch.float64).to_sparse_csr()
+    return [*[(getattr(ops, "sparse_" + name).default, (s,)) for name in UNARY],
+            (ops.sparse_pow.default, (s, 2)), (ops.sparse_coalesce.tensor, (s, True)),
+            (ops.sparse_to_dense.tensor, (csr, True)), (ops.sparse_sum.tensor, (s, [1], True)),
+            (ops.sparse_softmax.tensor, (s, 0, None)), (ops.sparse_log_softmax.default, (csr, 1, None))]
+
+
+# torch's SchemaCheckMode cannot read a sparse tensor's storage (test_schema fails inside the checker), and
+# torch.compile / torch.export do not take sparse tensors as inputs ("Attempted to wrap sparse Tensor"; an
+# uncoalesced result's nnz is an unbacked size export cannot return): the other opcheck tests run.
+SPARSE_TENSOR_OPCHECK = ("test_autograd_registration", "test_faketensor")
+
+
+@pytest.mark.parametrize("op,args", sparse_tensor_samples(), ids=lambda v: getattr(v, "__name__", ""))
+def test_opcheck(op, args):
+    opcheck(op, args, test_utils=SPARSE_TENSOR_OPCHECK)
+
+
+def same_entries(ours, theirs):
+    """Entry for entry: indices, values, the coalesced flag, shape and dtype (NaN equal to NaN)."""
+    assert ours.layout == theirs.layout and ours.shape == theirs.shape and ours.dtype == theirs.dtype
+    assert ours.is_coalesced() == theirs.is_coalesced()
+    assert torch.equal(ours._indices().cpu(), theirs._indices().cpu())
+    torch.testing.assert_close(ours._values().cpu(), theirs._values().cpu(), equal_nan=True, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("coalesced", [False, True])
+def test_unary_ops_give_torchs_entries_through_every_door(device, coalesced):
+    s = uncoalesced(device)
+    s = s.coalesce() if coalesced else s
+    for name in UNARY:
+        theirs = getattr(torch, name)(s)
+        theirs = theirs if theirs.is_coalesced() or name == "neg" else theirs.coalesce()
+        same_entries(getattr(S, name)(s), theirs)
+        same_entries(getattr(ops, "sparse_" + name)(s), theirs)
+    same_entries(S.pow(s, 3), torch.pow(s, 3).coalesce())
+    same_entries(ops.sparse_pow(s, 0.5), torch.pow(s, 0.5).coalesce())
+
+
+def test_scripted_functions_call_the_ops_and_match_eager():
+    s = uncoalesced()
+    csr = torch.tensor([[0.0, 2.0, 1.0], [3.0, 0.0, 0.0]]).to_sparse_csr()
+
+    @torch.jit.script
+    def scripted(s: torch.Tensor, csr: torch.Tensor) -> list[torch.Tensor]:
+        return [S.tanh(s), S.pow(s, 2), S.sum(s, 1), S.sum(s), S.to_dense(s), S.softmax(s, 0),
+                S.log_softmax(csr, 1), S.to_dense(csr, True)]
+
+    eager = [S.tanh(s), S.pow(s, 2), S.sum(s, 1), S.sum(s), S.to_dense(s), S.softmax(s, 0), S.log_softmax(csr, 1),
+             S.to_dense(csr, True)]
+    graph = str(scripted.inlined_graph)
+    for op in ("sparse_tanh", "sparse_pow", "sparse_sum", "sparse_to_dense", "sparse_softmax", "sparse_log_softmax"):
+        assert f"torch_ragged::{op}" in graph, op
+    for ours, expected in zip(scripted(s, csr), eager, strict=True):
+        assert ours.layout == expected.layout
+        torch.testing.assert_close(ours.to_dense(), expected.to_dense(), rtol=0, atol=0)
+    # eager against torch, so the comparison above is with the right values
+    torch.testing.assert_close(eager[2].to_dense(), torch.sparse.sum(s, 1).to_dense())
+    torch.testing.assert_close(eager[5].to_dense(), torch.sparse.softmax(s.coalesce(), 0).to_dense())
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_coalesce_to_dense_sum_softmax_match_torch(device):
+    s = uncoalesced(device, scale=1e4)  # softmax at large magnitudes: 1e4 apart, exp would overflow unshifted
+    same_entries(ops.sparse_coalesce(s), s.coalesce())
+    same_entries(S.coalesce(s, validate=False), s.coalesce())
+    torch.testing.assert_close(ops.sparse_to_dense(s), s.to_dense(), rtol=0, atol=0)
+    same_entries(ops.sparse_sum(s, [0]), torch.sparse.sum(s, [0]))
+    torch.testing.assert_close(ops.sparse_sum(s), torch.sparse.sum(s))
+    for dim in (0, 1, 2, -1):
+        torch.testing.assert_close(ops.sparse_softmax(s, dim).to_dense(), torch.sparse.softmax(s, dim).to_dense())
+        torch.testing.assert_close(ops.sparse_log_softmax(s, dim).to_dense(),
+                                   torch.sparse.log_softmax(s, dim).to_dense())
+    half = ops.sparse_softmax(s.to(torch.float16) / 1e4, 1, torch.float32)
+    assert half.dtype == torch.float32
+    torch.testing.assert_close(half.to_dense(), torch.sparse.softmax((s / 1e4).coalesce(), 1, torch.float32).to_dense(),
+                               atol=1e-3, rtol=1e-3)
+
+
+def test_gradients_reach_the_values_of_uncoalesced_and_coalesced_inputs():
+    s = uncoalesced()
+    indices, shape = s._indices(), s.shape
+    for coalesced in (False, True):
+        base = s.coalesce() if coalesced else s
+        values = base._values().clone().requires_grad_()
+
+        def build(v, base=base, coalesced=coalesced):
+            return torch.sparse_coo_tensor(base._indices(), v, shape, is_coalesced=coalesced)
+
+        assert gradcheck(lambda v: S.asinh(build(v)).to_dense(), (values,))
+        assert gradcheck(lambda v: S.coalesce(build(v)).to_dense(), (values,))
+        assert gradcheck(lambda v: S.to_dense(build(v)), (values,))
+        assert gradcheck(lambda v: S.sum(build(v), 1).to_dense(), (values,))
+        assert gradcheck(lambda v: S.log_softmax(build(v), 1).to_dense(), (values,))
+    # an uncoalesced tensor's gradient: each duplicate gets its index's gradient (torch's rule)
+    values = s._values().clone().requires_grad_()
+    S.square(torch.sparse_coo_tensor(indices, values, shape)).values().sum().backward()
+    summed = torch.zeros(4, 3, 2, dtype=torch.float64).index_put_((indices[0], indices[1]), s._values(),
+                                                                  accumulate=True)
+    torch.testing.assert_close(values.grad, 2 * summed[indices[0], indices[1]])
+
+
+def test_an_unused_output_leaves_the_gradient_undefined():
+    s = uncoalesced()
+    values = s._values().clone().requires_grad_()
+    other = torch.ones(3, requires_grad=True)
+    out = S.sin(torch.sparse_coo_tensor(s._indices(), values, s.shape))
+    grads = torch.autograd.grad([(other * 2).sum()], [values, other], allow_unused=True)
+    assert grads[0] is None and out.requires_grad
+
+
+def test_bad_input_is_refused_by_name():
+    dense = torch.ones(3, 2)
+    for name in ("abs", "neg", "tanh"):
+        with pytest.raises(TypeError, match=f"torch_ragged.sparse.{name}: expected a sparse COO tensor, got "
+                                            "torch.strided"):
+            getattr(S, name)(dense)
+    with pytest.raises(TypeError, match="torch_ragged.sparse.coalesce: expected a sparse COO tensor, got "
+                                        "torch.sparse_csr"):
+        ops.sparse_coalesce(dense.to_sparse_csr())
+    with pytest.raises(TypeError, match="torch_ragged.sparse.sum: expected a sparse COO, CSR or CSC tensor"):
+        S.sum(dense)
+    with pytest.raises(ValueError, match="torch_ragged.sparse.pow: the exponent must be a positive number"):
+        ops.sparse_pow(uncoalesced(), -1)
+    with pytest.raises(IndexError, match="torch_ragged.sparse.softmax: dim 2 is out of range for a 2-D tensor"):
+        S.softmax(dense.to_sparse_csr(), 2)
+    bad = torch.sparse_csr_tensor(torch.tensor([0, 2, 1]), torch.tensor([0, 1]), torch.ones(2), (2, 2),
+                                  check_invariants=False)
+    with pytest.raises(ValueError, match=r"torch_ragged.sparse.to_dense: the crow_indices of a torch.sparse_csr "
+                                         r"tensor of shape \(2, 2\) must not decrease"):
+        S.to_dense(bad)
