@@ -290,6 +290,15 @@ PYBIND11_MODULE(_fast, m) {
                                                                           missing);
   Binder<Tensor(TensorRef, int64_t, std::optional<at::ScalarType>)>::bind_overload(
       m, "sparse_softmax", "tensor", missing);
+  Binder<Tensor(TensorRef, int64_t, TensorRef)>::bind_overload(m, "sparse_index_select", "tensor",
+                                                               missing);
+  Binder<Tensor(TensorRef, int64_t)>::bind(m, "sparse_unsqueeze", missing);
+  for (const char* name : {"sparse_select", "sparse_transpose"}) {
+    Binder<Tensor(TensorRef, int64_t, int64_t)>::bind(m, name, missing);
+  }
+  Binder<Tensor(TensorRef, int64_t, int64_t, int64_t)>::bind(m, "sparse_narrow_copy", missing);
+  Binder<Tensor(TensorRef, at::IntArrayRef)>::bind(m, "sparse_permute", missing);
+  Binder<Tensor(TensorRef)>::bind(m, "sparse_t", missing);
   // sparse (COO triplets)
   Binder<Tensor(TensorRef, c10::SymIntArrayRef, bool)>::bind(m, "sparse_flat_keys", missing);
   Binder<Quad(TensorRef, TensorRef, c10::SymIntArrayRef, bool, bool)>::bind(m, "sparse_coalesce",

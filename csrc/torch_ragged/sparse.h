@@ -151,6 +151,29 @@ TORCH_RAGGED_API at::Tensor softmax(const at::Tensor& s, int64_t dim,
 TORCH_RAGGED_API at::Tensor log_softmax(const at::Tensor& s, int64_t dim,
                                         std::optional<at::ScalarType> dtype = std::nullopt);
 
+// s.unsqueeze(dim): a new sparse dim (an index row of zeros) or dense dim; the flag kept.
+TORCH_RAGGED_API at::Tensor unsqueeze(const at::Tensor& s, int64_t dim);
+
+// s.select(dim, index): along a sparse dim the entries there without that dim (the dense sum of
+// them when it was the only sparse dim), along a dense dim the values' slice; the flag kept.
+TORCH_RAGGED_API at::Tensor select(const at::Tensor& s, int64_t dim, int64_t index);
+
+// s.narrow_copy(dim, start, length): the entries in [start, start + length) along a sparse dim,
+// renumbered, or the values' slice along a dense dim; the flag kept.
+TORCH_RAGGED_API at::Tensor narrow_copy(const at::Tensor& s, int64_t dim, int64_t start,
+                                        int64_t length);
+
+// s.permute(dims), s.transpose(dim0, dim1), s.t(): sparse dims relabelled as torch's (entries in
+// place, flagged uncoalesced unless empty), dense dims moved in the values (flag kept); a sparse
+// dim never moves among the dense ones.
+TORCH_RAGGED_API at::Tensor permute(const at::Tensor& s, at::IntArrayRef dims);
+TORCH_RAGGED_API at::Tensor transpose(const at::Tensor& s, int64_t dim0, int64_t dim1);
+TORCH_RAGGED_API at::Tensor t(const at::Tensor& s);
+
+// s.index_select(dim, index) along a sparse or dense dim; repeated positions repeat entries
+// (uncoalesced result).
+TORCH_RAGGED_API at::Tensor index_select(const at::Tensor& s, int64_t dim, const at::Tensor& index);
+
 }  // namespace sparse
 
 }  // namespace torch_ragged

@@ -10,11 +10,11 @@ partials merged left to right), so every result is deterministic.
 
 import functools
 import warnings
-from collections.abc import Sequence
 from typing import NamedTuple
 
 import torch
 
+from ._checks import index_tensor
 from .segment import register_fake
 
 __all__ = ["SparsePlan", "abs", "accelerate", "add", "addmm", "asin", "asinh", "atan", "atanh", "bmm", "cat", "ceil",
@@ -479,7 +479,7 @@ def to_sparse(dense: torch.Tensor, sparse_dim: int | None = None) -> torch.Tenso
     return _sparse(indices, values, dense.shape, True)
 
 
-def index_select(s: torch.Tensor, dim: int, index) -> torch.Tensor:
+def index_select(s: torch.Tensor, dim: int, index: torch.Tensor) -> torch.Tensor:
     """``s.index_select(dim, index)`` for a sparse or dense dim; repeated positions repeat entries.
 
     Args:
@@ -491,13 +491,7 @@ def index_select(s: torch.Tensor, dim: int, index) -> torch.Tensor:
     >>> index_select(s, 0, torch.tensor([2, 2, 0])).to_dense()
     tensor([6., 6., 5.])
     """
-    _check_sparse("index_select", s)
-    if isinstance(index, Sequence):
-        index = torch.tensor(index, dtype=torch.long)
-    indices, values = _ops.sparse_index_select(s._indices(), _values(s), s.shape, dim, index)
-    size = list(s.shape)
-    size[dim] = index.numel()
-    return _sparse(indices, values, size, False)
+    return _ops.sparse_index_select(s, dim, index_tensor("torch_ragged.sparse.index_select", "index", index))
 
 
 def softmax(s: torch.Tensor, dim: int, dtype: torch.dtype | None = None) -> torch.Tensor:
@@ -756,17 +750,7 @@ def unsqueeze(s: torch.Tensor, dim: int) -> torch.Tensor:
     tensor([[0, 0],
             [0, 2]])
     """
-    _check_sparse("unsqueeze", s)
-    if not -s.dim() - 1 <= dim <= s.dim():
-        raise IndexError(f"torch_ragged.sparse.unsqueeze: dim {dim} is out of range for a {s.dim()}-D tensor")
-    dim %= s.dim() + 1
-    shape = [*s.shape[:dim], 1, *s.shape[dim:]]
-    indices, values = s._indices(), _values(s)
-    if dim <= s.sparse_dim():
-        indices = torch.cat([indices[:dim], indices.new_zeros(1, indices.shape[1]), indices[dim:]])
-    else:
-        values = values.unsqueeze(dim - s.sparse_dim() + 1)
-    return _sparse(indices, values, shape, s.is_coalesced())
+    return _ops.sparse_unsqueeze(s, dim)
 
 
 def stack(tensors, dim: int = 0) -> torch.Tensor:
@@ -795,12 +779,6 @@ def stack(tensors, dim: int = 0) -> torch.Tensor:
     return cat([unsqueeze(x, dim) for x in tensors], dim % ndim)
 
 
-def _checked_dim(op: str, s: torch.Tensor, dim: int) -> int:
-    if not -s.dim() <= dim < s.dim():
-        raise IndexError(f"torch_ragged.sparse.{op}: dim {dim} is out of range for a {s.dim()}-D tensor")
-    return dim % s.dim()
-
-
 def select(s: torch.Tensor, dim: int, index: int) -> torch.Tensor:
     """``s.select(dim, index)`` (``s[index]`` for dim 0): along a sparse dim, the entries at ``index`` without that
     dim (a dense tensor, their sum, when it was the only sparse dim); along a dense dim, the values' slice. A
@@ -815,22 +793,7 @@ def select(s: torch.Tensor, dim: int, index: int) -> torch.Tensor:
     >>> select(s, 0, 2).to_dense()
     tensor([2., 3.])
     """
-    _check_sparse("select", s)
-    dim = _checked_dim("select", s, dim)
-    if not -s.shape[dim] <= index < s.shape[dim]:
-        raise IndexError(f"torch_ragged.sparse.select: index {index} is out of range for size {s.shape[dim]} of dim "
-                         f"{dim}")
-    index %= s.shape[dim]
-    shape = [size for d, size in enumerate(s.shape) if d != dim]
-    indices, values = s._indices(), _values(s)
-    if dim >= s.sparse_dim():
-        return _sparse(indices, values.select(dim - s.sparse_dim() + 1, index), shape, s.is_coalesced())
-    kept = (indices[dim] == index).nonzero().flatten()
-    values = values.index_select(0, kept)
-    if s.sparse_dim() == 1:  # no sparse dim left: the dense sum of the selected entries, in input order
-        return _ops.segment_sum(values, kept.new_tensor([0, kept.numel()]))[0]
-    rest = [d for d in range(s.sparse_dim()) if d != dim]
-    return _sparse(_columns(indices[rest], kept), values, shape, s.is_coalesced())
+    return _ops.sparse_select(s, dim, index)
 
 
 def narrow_copy(s: torch.Tensor, dim: int, start: int, length: int) -> torch.Tensor:
@@ -848,24 +811,7 @@ def narrow_copy(s: torch.Tensor, dim: int, start: int, length: int) -> torch.Ten
     tensor([[0., 0.],
             [2., 3.]])
     """
-    _check_sparse("narrow_copy", s)
-    dim = _checked_dim("narrow_copy", s, dim)
-    size = s.shape[dim]
-    if start < 0:
-        start += size
-    if not (0 <= start <= size and 0 <= length <= size - start):
-        raise IndexError(f"torch_ragged.sparse.narrow_copy: start {start} and length {length} do not fit size "
-                         f"{size} of dim {dim}")
-    shape = list(s.shape)
-    shape[dim] = length
-    indices, values = s._indices(), _values(s)
-    if dim >= s.sparse_dim():
-        return _sparse(indices, values.narrow(dim - s.sparse_dim() + 1, start, length), shape, s.is_coalesced())
-    position = indices[dim]
-    kept = ((position >= start) & (position < start + length)).nonzero().flatten()
-    indices = _columns(indices, kept)
-    indices[dim] -= start
-    return _sparse(indices, values.index_select(0, kept), shape, s.is_coalesced())
+    return _ops.sparse_narrow_copy(s, dim, start, length)
 
 
 def transpose(s: torch.Tensor, dim0: int, dim1: int) -> torch.Tensor:
@@ -883,22 +829,10 @@ def transpose(s: torch.Tensor, dim0: int, dim1: int) -> torch.Tensor:
     tensor([[2, 0],
             [0, 1]])
     """
-    _check_sparse("transpose", s)
-    ndim = s.dim()
-    for name, d in (("dim0", dim0), ("dim1", dim1)):
-        if not -ndim <= d < ndim:
-            raise IndexError(f"torch_ragged.sparse.transpose: {name} = {d} is out of range for a {ndim}-D tensor")
-    dim0, dim1 = dim0 % ndim, dim1 % ndim
-    sparse_dim = s.sparse_dim()
-    if (dim0 < sparse_dim) != (dim1 < sparse_dim):
-        raise ValueError(f"torch_ragged.sparse.transpose: dims {dim0} and {dim1} are one sparse and one dense dim "
-                         f"(sparse_dim={sparse_dim}); transpose two sparse or two dense dims")
-    order = list(range(ndim))
-    order[dim0], order[dim1] = order[dim1], order[dim0]
-    return permute(s, order)
+    return _ops.sparse_transpose(s, dim0, dim1)
 
 
-def permute(s: torch.Tensor, dims) -> torch.Tensor:
+def permute(s: torch.Tensor, dims: list[int]) -> torch.Tensor:
     """``s.permute(dims)``: the sparse dims among themselves (their index rows reordered, the entries left in their
     order, as torch's: flagged uncoalesced unless empty) and the dense dims among themselves (the values permuted;
     the flag kept). `coalesce` the result where sorted entries are needed.
@@ -913,29 +847,7 @@ def permute(s: torch.Tensor, dims) -> torch.Tensor:
             [0, 1],
             [2, 0]])
     """
-    _check_sparse("permute", s)
-    ndim, sparse_dim = s.dim(), s.sparse_dim()
-    dims = [int(d) for d in dims]
-    if sorted(d % ndim if -ndim <= d < ndim else d for d in dims) != list(range(ndim)):
-        raise IndexError(f"torch_ragged.sparse.permute: dims {dims} are not a permutation of the {ndim} dims")
-    dims = [d % ndim for d in dims]
-    if sorted(dims[:sparse_dim]) != list(range(sparse_dim)):
-        raise ValueError(f"torch_ragged.sparse.permute: dims {dims} move a sparse dim among the dense ones "
-                         f"(sparse_dim={sparse_dim}); permute the sparse and the dense dims separately")
-    shape = [s.shape[d] for d in dims]
-    values = _values(s)
-    if sparse_dim < ndim:
-        values = values.permute(0, *(d - sparse_dim + 1 for d in dims[sparse_dim:]))
-    if dims[:sparse_dim] == list(range(sparse_dim)):  # only dense dims move: the keys keep their order
-        return _sparse(s._indices(), values, shape, s.is_coalesced())
-    # torch's relabel: no entry moves, so the order is no longer known (torch flags it so, empty tensors aside).
-    # The rows reordered by flip (a matrix's transpose) or index_select: ~3x faster than indexing with a list.
-    order, indices = dims[:sparse_dim], s._indices()
-    if order == list(range(sparse_dim - 1, -1, -1)):
-        indices = indices.flip(0)
-    else:
-        indices = indices.index_select(0, torch.tensor(order, device=indices.device))
-    return _sparse(indices, values, shape, s.is_coalesced() and s._nnz() == 0)
+    return _ops.sparse_permute(s, dims)
 
 
 def t(s: torch.Tensor) -> torch.Tensor:
@@ -948,10 +860,7 @@ def t(s: torch.Tensor) -> torch.Tensor:
     tensor([[1],
             [0]])
     """
-    _check_sparse("t", s)
-    if s.dim() > 2:
-        raise ValueError(f"torch_ragged.sparse.t: expected a tensor of at most 2 dims, got {s.dim()}; use transpose")
-    return transpose(s, 0, 1) if s.dim() == 2 else s
+    return _ops.sparse_t(s)
 
 
 def _sparse_list(op: str, tensors) -> list:

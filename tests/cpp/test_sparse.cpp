@@ -95,6 +95,23 @@ TEST(Sparse, SparseTensorFunctionsByTheirPythonNames) {
   EXPECT_TRUE(
       torch::equal(torch_ragged::sparse::coalesce(s)._values(), torch::tensor({2.0, -4.0})));
 
+  // structure: s is the vector [2, 0, -4] stored as three entries
+  EXPECT_EQ(torch_ragged::sparse::select(s, 0, 2).item<double>(), -4.0);  // the dense sum there
+  EXPECT_TRUE(torch::equal(torch_ragged::sparse::unsqueeze(s, 0)._indices(),
+                           longs({0, 0, 0, 2, 0, 2}).view({2, 3})));
+  EXPECT_TRUE(torch::equal(torch_ragged::sparse::index_select(s, 0, longs({2, 2})).to_dense(),
+                           torch::tensor({-4.0, -4.0})));
+  EXPECT_TRUE(torch::equal(torch_ragged::sparse::narrow_copy(s, 0, 1, 2).to_dense(),
+                           torch::tensor({0.0, -4.0})));
+  const auto matrix = torch_ragged::sparse::unsqueeze(s, 1);  // (3, 1)
+  const auto transposed = torch_ragged::sparse::t(matrix);
+  EXPECT_FALSE(transposed.is_coalesced());  // relabelled, as torch's
+  EXPECT_TRUE(torch::equal(transposed._indices(), longs({0, 0, 0, 2, 0, 2}).view({2, 3})));
+  EXPECT_TRUE(torch::equal(torch_ragged::sparse::permute(matrix, {1, 0})._indices(),
+                           transposed._indices()));
+  EXPECT_TRUE(torch::equal(torch_ragged::sparse::transpose(matrix, 0, 1).to_dense(),
+                           torch::tensor({2.0, 0.0, -4.0}).view({1, 3})));
+
   try {
     torch_ragged::sparse::abs(torch::ones({3}));
     ADD_FAILURE() << "a dense tensor was taken";

@@ -31,7 +31,11 @@ def sparse_tensor_samples():
     return [*[(getattr(ops, "sparse_" + name).default, (s,)) for name in UNARY],
             (ops.sparse_pow.default, (s, 2)), (ops.sparse_coalesce.tensor, (s, True)),
             (ops.sparse_to_dense.tensor, (csr, True)), (ops.sparse_sum.tensor, (s, [1], True)),
-            (ops.sparse_softmax.tensor, (s, 0, None)), (ops.sparse_log_softmax.default, (csr, 1, None))]
+            (ops.sparse_softmax.tensor, (s, 0, None)), (ops.sparse_log_softmax.default, (csr, 1, None)),
+            (ops.sparse_unsqueeze.default, (s, 1)), (ops.sparse_select.default, (s, 0, 3)),
+            (ops.sparse_narrow_copy.default, (s, 1, 1, 2)), (ops.sparse_permute.default, (s, [1, 0, 2])),
+            (ops.sparse_transpose.default, (s, 0, 1)), (ops.sparse_t.default, (s.sum(2),)),
+            (ops.sparse_index_select.tensor, (s, 0, torch.tensor([3, 3, 1])))]
 
 
 # torch's SchemaCheckMode cannot read a sparse tensor's storage (test_schema fails inside the checker), and
@@ -74,12 +78,18 @@ def test_scripted_functions_call_the_ops_and_match_eager():
     @torch.jit.script
     def scripted(s: torch.Tensor, csr: torch.Tensor) -> list[torch.Tensor]:
         return [S.tanh(s), S.pow(s, 2), S.sum(s, 1), S.sum(s), S.to_dense(s), S.softmax(s, 0),
-                S.log_softmax(csr, 1), S.to_dense(csr, True)]
+                S.log_softmax(csr, 1), S.to_dense(csr, True), S.unsqueeze(s, 0), S.select(s, 1, 2),
+                S.narrow_copy(s, 0, 1, 2), S.permute(s, [1, 0, 2]), S.transpose(s, 0, 1), S.t(S.sum(s, 2)),
+                S.index_select(s, 0, torch.tensor([3, 1]))]
 
     eager = [S.tanh(s), S.pow(s, 2), S.sum(s, 1), S.sum(s), S.to_dense(s), S.softmax(s, 0), S.log_softmax(csr, 1),
-             S.to_dense(csr, True)]
+             S.to_dense(csr, True), S.unsqueeze(s, 0), S.select(s, 1, 2), S.narrow_copy(s, 0, 1, 2),
+             S.permute(s, [1, 0, 2]), S.transpose(s, 0, 1), S.t(S.sum(s, 2)),
+             S.index_select(s, 0, torch.tensor([3, 1]))]
     graph = str(scripted.inlined_graph)
-    for op in ("sparse_tanh", "sparse_pow", "sparse_sum", "sparse_to_dense", "sparse_softmax", "sparse_log_softmax"):
+    for op in ("sparse_tanh", "sparse_pow", "sparse_sum", "sparse_to_dense", "sparse_softmax", "sparse_log_softmax",
+               "sparse_unsqueeze", "sparse_select", "sparse_narrow_copy", "sparse_permute", "sparse_transpose",
+               "sparse_t", "sparse_index_select"):
         assert f"torch_ragged::{op}" in graph, op
     for ours, expected in zip(scripted(s, csr), eager, strict=True):
         assert ours.layout == expected.layout
@@ -87,6 +97,38 @@ def test_scripted_functions_call_the_ops_and_match_eager():
     # eager against torch, so the comparison above is with the right values
     torch.testing.assert_close(eager[2].to_dense(), torch.sparse.sum(s, 1).to_dense())
     torch.testing.assert_close(eager[5].to_dense(), torch.sparse.softmax(s.coalesce(), 0).to_dense())
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_structure_ops_match_torch_and_dense_math(device):
+    """unsqueeze / select / narrow_copy / permute / transpose / t / index_select: torch's own result where torch
+    has the function on sparse tensors (flags as documented), the dense function of to_dense otherwise."""
+    s = uncoalesced(device)
+    for given in (s, s.coalesce()):
+        dense = given.to_dense()
+        for dim in (0, 2, -1, 3):
+            ours = ops.sparse_unsqueeze(given, dim)
+            assert ours.is_coalesced() == given.is_coalesced()
+            torch.testing.assert_close(ours.to_dense(), dense.unsqueeze(dim), rtol=0, atol=0)
+        for dim, index in ((0, 3), (1, -1), (2, 1)):
+            torch.testing.assert_close(ops.sparse_select(given, dim, index).to_dense(), dense.select(dim, index),
+                                       rtol=0, atol=0)
+        for dim, start, length in ((0, 1, 3), (1, -2, 2), (2, 0, 1)):
+            torch.testing.assert_close(ops.sparse_narrow_copy(given, dim, start, length).to_dense(),
+                                       dense.narrow(dim, start, length), rtol=0, atol=0)
+        same_entries(ops.sparse_transpose(given, 0, 1), given.transpose(0, 1))
+        same_entries(ops.sparse_permute(given, [1, 0, 2]), given.permute(1, 0, 2))
+        torch.testing.assert_close(ops.sparse_transpose(given, 2, 2).to_dense(), dense, rtol=0, atol=0)
+        matrix = given.sum(2)
+        same_entries(ops.sparse_t(matrix), matrix.t())
+        index = torch.tensor([3, 3, 0], device=device)
+        picked = ops.sparse_index_select(given, 0, index)  # entries in another order than torch's: compared densely
+        assert not picked.is_coalesced()
+        torch.testing.assert_close(picked.to_dense(), given.index_select(0, index).to_dense(), rtol=0, atol=0)
+        torch.testing.assert_close(S.index_select(given, 1, [2, 0]).to_dense(), dense[:, [2, 0]], rtol=0, atol=0)
+    vector = torch.sparse_coo_tensor([[2, 0, 2]], torch.tensor([1.0, 2.0, 3.0]), (3,)).to(device)
+    assert ops.sparse_select(vector, 0, 2).item() == 4.0  # the only sparse dim: the dense sum of its entries
+    same_entries(ops.sparse_t(vector), vector.t())
 
 
 @pytest.mark.parametrize("device", DEVICES)

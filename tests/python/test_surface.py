@@ -38,7 +38,8 @@ NOT_AN_OP_BY_NAME = {
 SPARSE_UNARY = {"neg", "abs", "asin", "asinh", "atan", "atanh", "ceil", "deg2rad", "erf", "erfinv", "expm1", "floor",
                 "frac", "log1p", "rad2deg", "relu", "round", "sgn", "sign", "signbit", "sin", "sinh", "sqrt", "square",
                 "tan", "tanh", "trunc"}
-SPARSE_OPS_BY_NAME = SPARSE_UNARY | {"pow", "coalesce", "to_dense", "sum", "softmax", "log_softmax"}
+SPARSE_OPS_BY_NAME = SPARSE_UNARY | {"pow", "coalesce", "to_dense", "sum", "softmax", "log_softmax", "unsqueeze",
+                                     "select", "narrow_copy", "permute", "transpose", "t", "index_select"}
 
 NOT_SCRIPTABLE = {
     ("pad", "pad"): "numpy.pad's signature: keyword-only arguments and **kwargs for vector functions; TorchScript "
