@@ -299,6 +299,17 @@ PYBIND11_MODULE(_fast, m) {
   Binder<Tensor(TensorRef, int64_t, int64_t, int64_t)>::bind(m, "sparse_narrow_copy", missing);
   Binder<Tensor(TensorRef, at::IntArrayRef)>::bind(m, "sparse_permute", missing);
   Binder<Tensor(TensorRef)>::bind(m, "sparse_t", missing);
+  for (const char* name : {"sparse_add", "sparse_sub"}) {
+    Binder<Tensor(TensorRef, TensorRef, const at::Scalar&)>::bind(m, name, missing);
+  }
+  // the Scalar overloads first: a tensor argument goes to the Tensor one (pybind tries every
+  // overload without conversions before any with)
+  Binder<Tensor(TensorRef, const at::Scalar&)>::bind_overload(m, "sparse_mul", "Scalar", missing);
+  Binder<Tensor(TensorRef, TensorRef)>::bind(m, "sparse_mul", missing);
+  Binder<Tensor(TensorRef, const at::Scalar&, std::optional<c10::string_view>)>::bind_overload(
+      m, "sparse_div", "Scalar", missing);
+  Binder<Tensor(TensorRef, TensorRef, std::optional<c10::string_view>)>::bind(m, "sparse_div",
+                                                                              missing);
   // sparse (COO triplets)
   Binder<Tensor(TensorRef, c10::SymIntArrayRef, bool)>::bind(m, "sparse_flat_keys", missing);
   Binder<Quad(TensorRef, TensorRef, c10::SymIntArrayRef, bool, bool)>::bind(m, "sparse_coalesce",

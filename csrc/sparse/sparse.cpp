@@ -590,6 +590,12 @@ TensorPair sparse_index_select(const Tensor& indices, const Tensor& values, SymS
   return op.call(indices, values, size, dim, index);
 }
 
+TensorPair sparse_intersect(const Tensor& a_keys, const Tensor& b_keys) {
+  static auto op =
+      op_handle<TensorPair(const Tensor&, const Tensor&)>("torch_ragged::sparse_intersect");
+  return op.call(a_keys, b_keys);
+}
+
 Tensor sparse_compressed_violation(const Tensor& compressed_indices, const Tensor& plain_indices,
                                    c10::SymInt plain_size) {
   static auto op = op_handle<Tensor(const Tensor&, const Tensor&, c10::SymInt)>(

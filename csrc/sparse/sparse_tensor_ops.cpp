@@ -189,6 +189,128 @@ at::Tensor softmax_kernel(const at::Tensor& s, int64_t dim, std::optional<at::Sc
   return compressed_like(s, view.compressed, view.plain, out);
 }
 
+// ---- arithmetic between a sparse tensor and a scalar, a dense tensor or another sparse tensor
+// ----
+
+// A scalar operand of mul: a 0-d dense tensor (a number arrives as a Scalar overload).
+bool is_scalar_tensor(const at::Tensor& x) { return x.layout() == at::kStrided && x.dim() == 0; }
+
+// Two sparse COO tensors of one shape, sparse / dense split and device: their promoted dtype.
+at::ScalarType same_layout(const char* op, const at::Tensor& a, const at::Tensor& b) {
+  check_coo(op, a);
+  check_coo(op, b);
+  TORCH_CHECK_VALUE(a.sizes() == b.sizes() && a.sparse_dim() == b.sparse_dim(),
+                    "torch_ragged.sparse.", op,
+                    ": a and b must have the same shape and sparse dims, got ",
+                    python_shape(a.sizes()), " (sparse_dim=", a.sparse_dim(), ") and ",
+                    python_shape(b.sizes()), " (sparse_dim=", b.sparse_dim(), ")");
+  TORCH_CHECK_VALUE(a.device() == b.device(), "torch_ragged.sparse.", op,
+                    ": a and b must be on one device, got ", a.device(), " and ", b.device());
+  return at::result_type(a, b);
+}
+
+// (sparse, dense) of a mixed pair of one shape and one device; the sparse one COO.
+std::pair<at::Tensor, at::Tensor> sparse_and_dense(const char* op, const at::Tensor& a,
+                                                   const at::Tensor& b) {
+  const bool a_dense = a.layout() == at::kStrided;
+  const at::Tensor& s = a_dense ? b : a;
+  const at::Tensor& dense = a_dense ? a : b;
+  check_coo(op, s);
+  TORCH_CHECK_VALUE(dense.sizes() == s.sizes() && dense.device() == s.device(),
+                    "torch_ragged.sparse.", op,
+                    ": the dense operand must have the sparse one's shape and device, got ",
+                    python_shape(dense.sizes()), " (", dense.device(), ") and ",
+                    python_shape(s.sizes()), " (", s.device(), ")");
+  return {s, dense};
+}
+
+// a + alpha * b with one dense operand: dense.
+at::Tensor add_dense(const char* op, const at::Tensor& a, const at::Tensor& b,
+                     const at::Scalar& alpha) {
+  auto [s, dense] = sparse_and_dense(op, a, b);
+  const at::ScalarType dtype = at::result_type(a, b);
+  at::Tensor sparse_part = to_dense_kernel(s, true).to(dtype);
+  at::Tensor dense_part = dense.to(dtype);
+  const bool scale = !alpha.equal(1);  // x * 1 is x: skipped
+  if (scale && b.is_same(s)) sparse_part = sparse_part * alpha;
+  if (scale && b.is_same(dense)) dense_part = dense_part * alpha;
+  return sparse_part + dense_part;
+}
+
+// torch.add(a, b, alpha=alpha) of two sparse COO tensors: the union of their patterns, each index's
+// values summed in a fixed order (a's entries, then b's) by coalesce; one dense operand: dense.
+at::Tensor add_kernel(const at::Tensor& a, const at::Tensor& b, const at::Scalar& alpha) {
+  if (a.layout() == at::kStrided || b.layout() == at::kStrided)
+    return add_dense("add", a, b, alpha);
+  const at::ScalarType dtype = same_layout("add", a, b);
+  at::Tensor b_values = differentiable_values(b).to(dtype);
+  if (!alpha.equal(1)) b_values = b_values * alpha;
+  const at::Tensor indices = at::cat({a._indices(), b._indices()}, 1);
+  const at::Tensor values = at::cat({differentiable_values(a).to(dtype), b_values});
+  auto [out_indices, out_values, permutation, first_idx] =
+      ops::sparse_coalesce(indices, values, a.sym_sizes(), true, false);
+  return coo_tensor(out_indices, out_values, a.sizes(), true);
+}
+
+at::Tensor sub_kernel(const at::Tensor& a, const at::Tensor& b, const at::Scalar& alpha) {
+  return add_kernel(a, b, -alpha);
+}
+
+// torch.mul: by a scalar (a 0-d tensor here; the entries as they are, scaled, the flag kept); by a
+// dense tensor of the shape (the sparse one's coalesced pattern times the dense values there); or
+// two sparse tensors (the intersection of their coalesced patterns).
+at::Tensor mul_kernel(const at::Tensor& a, const at::Tensor& b) {
+  if (is_scalar_tensor(a) || is_scalar_tensor(b)) {
+    const at::Tensor& scalar = is_scalar_tensor(b) ? b : a;
+    return map_values("mul", is_scalar_tensor(b) ? a : b, true,
+                      [&](const at::Tensor& v) { return v * scalar; });
+  }
+  if (a.layout() == at::kStrided || b.layout() == at::kStrided) {
+    auto [s, dense] = sparse_and_dense("mul", a, b);
+    const at::ScalarType dtype = at::result_type(a, b);
+    auto [indices, values] = coalesced_parts(s, differentiable_values(s));
+    const at::Tensor at_entries = ops::sparse_mask(dense, indices, true);
+    return coo_tensor(indices, values.to(dtype) * at_entries.to(dtype), s.sizes(), true);
+  }
+  const at::ScalarType dtype = same_layout("mul", a, b);
+  auto [a_indices, a_values] = coalesced_parts(a, differentiable_values(a));
+  auto [b_indices, b_values] = coalesced_parts(b, differentiable_values(b));
+  const c10::SymIntArrayRef sparse_size = a.sym_sizes().slice(0, a.sparse_dim());
+  const at::Tensor a_keys = ops::sparse_flat_keys(a_indices, sparse_size, false);
+  const at::Tensor b_keys = ops::sparse_flat_keys(b_indices, sparse_size, false);
+  auto [in_a, in_b] = ops::sparse_intersect(a_keys, b_keys);  // both key lists rise (coalesced)
+  const at::Tensor values =
+      a_values.index_select(0, in_a).to(dtype) * b_values.index_select(0, in_b).to(dtype);
+  return coo_tensor(a_indices.gather(1, in_a.expand({a_indices.size(0), -1})), values, a.sizes(),
+                    true);
+}
+
+at::Tensor mul_scalar_kernel(const at::Tensor& s, const at::Scalar& other) {
+  return map_values("mul", s, true, [&](const at::Tensor& v) { return v * other; });
+}
+
+// s / divisor for a scalar divisor: the values divided, the pattern kept (a rounding mode makes it
+// non-linear: duplicates summed first, as torch).
+template <typename Divisor>
+at::Tensor divided(const at::Tensor& s, const Divisor& divisor,
+                   std::optional<c10::string_view> rounding_mode) {
+  return map_values("div", s, !rounding_mode.has_value(),
+                    [&](const at::Tensor& v) { return at::div(v, divisor, rounding_mode); });
+}
+
+at::Tensor div_kernel(const at::Tensor& s, const at::Tensor& divisor,
+                      std::optional<c10::string_view> rounding_mode) {
+  TORCH_CHECK_VALUE(divisor.dim() == 0,
+                    "torch_ragged.sparse.div: the divisor must be a scalar, got shape ",
+                    python_shape(divisor.sizes()));
+  return divided(s, divisor, rounding_mode);
+}
+
+at::Tensor div_scalar_kernel(const at::Tensor& s, const at::Scalar& divisor,
+                             std::optional<c10::string_view> rounding_mode) {
+  return divided(s, divisor, rounding_mode);
+}
+
 // ---- the structure: dims added, selected, narrowed, reordered; entries selected ----
 
 int64_t checked_dim(const char* op, const at::Tensor& s, int64_t dim) {
@@ -396,6 +518,12 @@ TORCH_LIBRARY_FRAGMENT(torch_ragged, m) {
   m.def("sparse_transpose(Tensor s, int dim0, int dim1) -> Tensor", tags);
   m.def("sparse_t(Tensor s) -> Tensor", tags);
   m.def("sparse_index_select.tensor(Tensor s, int dim, Tensor index) -> Tensor", tags);
+  m.def("sparse_add(Tensor a, Tensor b, *, Scalar alpha=1) -> Tensor", tags);
+  m.def("sparse_sub(Tensor a, Tensor b, *, Scalar alpha=1) -> Tensor", tags);
+  m.def("sparse_mul(Tensor a, Tensor b) -> Tensor", tags);
+  m.def("sparse_mul.Scalar(Tensor a, Scalar b) -> Tensor", tags);
+  m.def("sparse_div(Tensor s, Tensor divisor, *, str? rounding_mode=None) -> Tensor", tags);
+  m.def("sparse_div.Scalar(Tensor s, Scalar divisor, *, str? rounding_mode=None) -> Tensor", tags);
 }
 
 TORCH_LIBRARY_IMPL(torch_ragged, CompositeImplicitAutograd, m) {
@@ -413,6 +541,12 @@ TORCH_LIBRARY_IMPL(torch_ragged, CompositeImplicitAutograd, m) {
   m.impl("sparse_transpose", &transpose_kernel);
   m.impl("sparse_t", &t_kernel);
   m.impl("sparse_index_select.tensor", &index_select_kernel);
+  m.impl("sparse_add", &add_kernel);
+  m.impl("sparse_sub", &sub_kernel);
+  m.impl("sparse_mul", &mul_kernel);
+  m.impl("sparse_mul.Scalar", &mul_scalar_kernel);
+  m.impl("sparse_div", &div_kernel);
+  m.impl("sparse_div.Scalar", &div_scalar_kernel);
 }
 
 // ---- the C++ API: each function calls its op through the dispatcher ----
@@ -531,6 +665,40 @@ at::Tensor index_select(const at::Tensor& s, int64_t dim, const at::Tensor& inde
   static const auto op = op_handle<at::Tensor(const at::Tensor&, int64_t, const at::Tensor&)>(
       "torch_ragged::sparse_index_select", "tensor");
   return op.call(s, dim, index);
+}
+
+at::Tensor add(const at::Tensor& a, const at::Tensor& b, const at::Scalar& alpha) {
+  static const auto op =
+      op_handle<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Scalar&)>(
+          "torch_ragged::sparse_add");
+  return op.call(a, b, alpha);
+}
+
+at::Tensor sub(const at::Tensor& a, const at::Tensor& b, const at::Scalar& alpha) {
+  static const auto op =
+      op_handle<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Scalar&)>(
+          "torch_ragged::sparse_sub");
+  return op.call(a, b, alpha);
+}
+
+at::Tensor mul(const at::Tensor& a, const at::Tensor& b) {
+  static const auto op =
+      op_handle<at::Tensor(const at::Tensor&, const at::Tensor&)>("torch_ragged::sparse_mul");
+  return op.call(a, b);
+}
+
+at::Tensor mul(const at::Tensor& s, const at::Scalar& other) {
+  static const auto op = op_handle<at::Tensor(const at::Tensor&, const at::Scalar&)>(
+      "torch_ragged::sparse_mul", "Scalar");
+  return op.call(s, other);
+}
+
+at::Tensor div(const at::Tensor& s, const at::Scalar& divisor,
+               std::optional<c10::string_view> rounding_mode) {
+  static const auto op =
+      op_handle<at::Tensor(const at::Tensor&, const at::Scalar&, std::optional<c10::string_view>)>(
+          "torch_ragged::sparse_div", "Scalar");
+  return op.call(s, divisor, rounding_mode);
 }
 
 }  // namespace sparse

@@ -7,6 +7,7 @@
 
 #include <ATen/core/Tensor.h>
 #include <c10/core/Scalar.h>
+#include <c10/util/string_view.h>
 #include <torch_ragged/export.h>
 
 #include <optional>
@@ -173,6 +174,24 @@ TORCH_RAGGED_API at::Tensor t(const at::Tensor& s);
 // s.index_select(dim, index) along a sparse or dense dim; repeated positions repeat entries
 // (uncoalesced result).
 TORCH_RAGGED_API at::Tensor index_select(const at::Tensor& s, int64_t dim, const at::Tensor& index);
+
+// torch.add / sub(a, b, alpha) of two sparse COO tensors of one shape: the union of their patterns,
+// each index's values summed in a fixed order (a's, then alpha * b's), coalesced; one operand
+// dense: a dense result.
+TORCH_RAGGED_API at::Tensor add(const at::Tensor& a, const at::Tensor& b,
+                                const at::Scalar& alpha = 1);
+TORCH_RAGGED_API at::Tensor sub(const at::Tensor& a, const at::Tensor& b,
+                                const at::Scalar& alpha = 1);
+
+// torch.mul: two sparse tensors (the intersection of their patterns), a sparse and a dense one of
+// its shape (the sparse one's pattern), or a scalar (a 0-d tensor, or the Scalar overload: the
+// entries scaled, the flag kept).
+TORCH_RAGGED_API at::Tensor mul(const at::Tensor& a, const at::Tensor& b);
+TORCH_RAGGED_API at::Tensor mul(const at::Tensor& s, const at::Scalar& other);
+
+// s / divisor for a scalar divisor (rounding_mode: "trunc", "floor" or none, as torch.div).
+TORCH_RAGGED_API at::Tensor div(const at::Tensor& s, const at::Scalar& divisor,
+                                std::optional<c10::string_view> rounding_mode = std::nullopt);
 
 }  // namespace sparse
 

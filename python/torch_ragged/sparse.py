@@ -533,20 +533,7 @@ def log_softmax(s: torch.Tensor, dim: int, dtype: torch.dtype | None = None) -> 
 
 # ---- elementwise between sparse tensors, transpose, cat: on the coalesce core ----
 
-def _same_layout(op: str, a, b) -> torch.dtype:
-    """Checks two sparse COO tensors of one shape and one sparse / dense split; returns their promoted dtype."""
-    _check_sparse(op, a)
-    _check_sparse(op, b)
-    if a.shape != b.shape or a.sparse_dim() != b.sparse_dim():
-        raise ValueError(f"torch_ragged.sparse.{op}: a and b must have the same shape and sparse dims, got "
-                         f"{tuple(a.shape)} (sparse_dim={a.sparse_dim()}) and {tuple(b.shape)} "
-                         f"(sparse_dim={b.sparse_dim()})")
-    if a.device != b.device:
-        raise ValueError(f"torch_ragged.sparse.{op}: a and b must be on one device, got {a.device} and {b.device}")
-    return torch.result_type(a, b)
-
-
-def add(a: torch.Tensor, b: torch.Tensor, *, alpha=1) -> torch.Tensor:
+def add(a: torch.Tensor, b: torch.Tensor, alpha: int | float = 1) -> torch.Tensor:
     """``torch.add(a, b, alpha=alpha)`` of two sparse COO tensors of one shape: the union of their patterns; with
     one dense operand (either side; torch takes only a dense ``a``) the result is dense.
 
@@ -565,19 +552,10 @@ def add(a: torch.Tensor, b: torch.Tensor, *, alpha=1) -> torch.Tensor:
     >>> add(a, b, alpha=2).to_dense()
     tensor([ 1., 40., 22.])
     """
-    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and torch.strided in (a.layout, b.layout):
-        return _add_dense("add", a, b, alpha)
-    dtype = _same_layout("add", a, b)
-    b_values = _values(b).to(dtype)
-    if alpha != 1:
-        b_values = b_values * alpha
-    indices = torch.cat([a._indices(), b._indices()], 1)
-    values = torch.cat([_values(a).to(dtype), b_values])
-    out_indices, out_values, _, _ = _ops.sparse_coalesce(indices, values, a.shape, return_order=False)
-    return _sparse(out_indices, out_values, a.shape, True)
+    return _ops.sparse_add(a, b, alpha=alpha)
 
 
-def sub(a: torch.Tensor, b: torch.Tensor, *, alpha=1) -> torch.Tensor:
+def sub(a: torch.Tensor, b: torch.Tensor, alpha: int | float = 1) -> torch.Tensor:
     """``torch.sub(a, b, alpha=alpha)`` of two sparse COO tensors: `add` of ``-alpha * b``.
 
     Args:
@@ -589,7 +567,7 @@ def sub(a: torch.Tensor, b: torch.Tensor, *, alpha=1) -> torch.Tensor:
     >>> sub(a, a).to_dense()
     tensor([0., 0., 0.])
     """
-    return add(a, b, alpha=-alpha)
+    return _ops.sparse_sub(a, b, alpha=alpha)
 
 
 def mul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -609,34 +587,13 @@ def mul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     >>> mul(a, b).to_dense()
     tensor([ 0.,  0., 20.])
     """
-    scalar = next((x for x in (a, b) if not isinstance(x, torch.Tensor) or (x.layout == torch.strided and
-                                                                           x.dim() == 0)), None)
-    if scalar is not None:  # linear: the entries as they are, scaled
-        return _map_values("mul", b if scalar is a else a, lambda v: v * scalar, True)
-    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and torch.strided in (a.layout, b.layout):
-        return _mul_dense(a, b)
-    dtype = _same_layout("mul", a, b)
-    a_indices, a_values = _coalesced("mul", a)
-    b_indices, b_values = _coalesced("mul", b)
-    sparse_size = list(a.shape[:a.sparse_dim()])
-    a_keys = _ops.sparse_flat_keys(a_indices, sparse_size, False)
-    b_keys = _ops.sparse_flat_keys(b_indices, sparse_size, False)
-    in_a, in_b = _ops.sparse_intersect(a_keys, b_keys)  # both key lists rise (coalesced)
-    values = a_values.index_select(0, in_a).to(dtype) * b_values.index_select(0, in_b).to(dtype)
-    return _sparse(_columns(a_indices, in_a), values, a.shape, True)
+    if not torch.jit.is_scripting():
+        if not isinstance(a, torch.Tensor):  # a number times a sparse tensor: the op takes the number second
+            return _ops.sparse_mul(b, a)
+    return _ops.sparse_mul(a, b)
 
 
 # ---- elementwise functions of the values that keep the pattern (f(0) = 0) ----
-
-def _map_values(op: str, s: torch.Tensor, fn, linear: bool) -> torch.Tensor:
-    """``fn`` of s's values on s's pattern. A linear function keeps the entries as they are (and the coalesced
-    flag); any other is applied to the summed duplicates, so s is coalesced first, as torch does."""
-    _check_sparse(op, s)
-    if linear:
-        return _sparse(s._indices(), fn(_values(s)), s.shape, s.is_coalesced())
-    indices, values = _coalesced(op, s)
-    return _sparse(indices, fn(values), s.shape, True)
-
 
 def _pattern_keeping(name: str, linear: bool):
     packet = getattr(_ops, "sparse_" + name)  # the op: checks, coalescing and autograd in C++
@@ -695,7 +652,7 @@ def pow(s: torch.Tensor, exponent: int | float) -> torch.Tensor:  # noqa: A001 (
     return _ops.sparse_pow(s, exponent)
 
 
-def div(s: torch.Tensor, divisor, *, rounding_mode: str | None = None) -> torch.Tensor:
+def div(s: torch.Tensor, divisor: torch.Tensor, rounding_mode: str | None = None) -> torch.Tensor:
     """``s / divisor`` for a scalar (number or 0-d tensor) divisor: the values divided, the pattern kept (a
     rounding mode makes it non-linear: duplicates summed first, as torch).
 
@@ -707,35 +664,7 @@ def div(s: torch.Tensor, divisor, *, rounding_mode: str | None = None) -> torch.
     >>> div(torch.sparse_coo_tensor([[1, 0]], [4.0, 6.0], (3,)), 2).to_dense()
     tensor([3., 2., 0.])
     """
-    if isinstance(divisor, torch.Tensor) and divisor.dim() != 0:
-        raise ValueError(f"torch_ragged.sparse.div: the divisor must be a scalar, got shape {tuple(divisor.shape)}")
-    return _map_values("div", s, lambda v: torch.div(v, divisor, rounding_mode=rounding_mode), rounding_mode is None)
-
-
-def _sparse_and_dense(op: str, a, b):
-    """(sparse, dense) of a mixed pair of one shape and one device; the sparse one COO."""
-    s, dense = (a, b) if a.layout != torch.strided else (b, a)
-    _check_sparse(op, s)
-    if tuple(dense.shape) != tuple(s.shape) or dense.device != s.device:
-        raise ValueError(f"torch_ragged.sparse.{op}: the dense operand must have the sparse one's shape and device, "
-                         f"got {tuple(dense.shape)} ({dense.device}) and {tuple(s.shape)} ({s.device})")
-    return s, dense
-
-
-def _add_dense(op: str, a, b, alpha) -> torch.Tensor:
-    s, dense = _sparse_and_dense(op, a, b)
-    dtype = torch.result_type(a, b)
-    scaled = (alpha if b is s else 1, alpha if b is dense else 1)
-    sparse_part = to_dense(s).to(dtype)
-    return sparse_part * scaled[0] + dense.to(dtype) * scaled[1]
-
-
-def _mul_dense(a, b) -> torch.Tensor:
-    s, dense = _sparse_and_dense("mul", a, b)
-    dtype = torch.result_type(a, b)
-    indices, values = _coalesced("mul", s)
-    at_entries = _ops.sparse_mask(dense, indices, True)
-    return _sparse(indices, values.to(dtype) * at_entries.to(dtype), s.shape, True)
+    return _ops.sparse_div(s, divisor, rounding_mode=rounding_mode)
 
 
 def unsqueeze(s: torch.Tensor, dim: int) -> torch.Tensor:

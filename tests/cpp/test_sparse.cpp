@@ -112,6 +112,20 @@ TEST(Sparse, SparseTensorFunctionsByTheirPythonNames) {
   EXPECT_TRUE(torch::equal(torch_ragged::sparse::transpose(matrix, 0, 1).to_dense(),
                            torch::tensor({2.0, 0.0, -4.0}).view({1, 3})));
 
+  // arithmetic: s is [2, 0, -4]; the other vector [1, 5, 0]
+  const auto other =
+      torch::sparse_coo_tensor(longs({1, 0}).view({1, 2}), torch::tensor({5.0, 1.0}), {3});
+  const auto sum = torch_ragged::sparse::add(s, other, 2);
+  EXPECT_TRUE(sum.is_coalesced());
+  EXPECT_TRUE(torch::equal(sum.to_dense(), torch::tensor({4.0, 10.0, -4.0})));
+  EXPECT_TRUE(torch::equal(torch_ragged::sparse::sub(s, other).to_dense(),
+                           torch::tensor({1.0, -5.0, -4.0})));
+  EXPECT_TRUE(torch::equal(torch_ragged::sparse::mul(s, other)._values(), torch::tensor({2.0})));
+  EXPECT_TRUE(
+      torch::equal(torch_ragged::sparse::mul(s, 0.5).to_dense(), torch::tensor({1.0, 0.0, -2.0})));
+  EXPECT_TRUE(
+      torch::equal(torch_ragged::sparse::div(s, 3, "floor")._values(), torch::tensor({0.0, -2.0})));
+
   try {
     torch_ragged::sparse::abs(torch::ones({3}));
     ADD_FAILURE() << "a dense tensor was taken";

@@ -35,7 +35,11 @@ def sparse_tensor_samples():
             (ops.sparse_unsqueeze.default, (s, 1)), (ops.sparse_select.default, (s, 0, 3)),
             (ops.sparse_narrow_copy.default, (s, 1, 1, 2)), (ops.sparse_permute.default, (s, [1, 0, 2])),
             (ops.sparse_transpose.default, (s, 0, 1)), (ops.sparse_t.default, (s.sum(2),)),
-            (ops.sparse_index_select.tensor, (s, 0, torch.tensor([3, 3, 1])))]
+            (ops.sparse_index_select.tensor, (s, 0, torch.tensor([3, 3, 1]))),
+            (ops.sparse_add.default, (s, s.coalesce())), (ops.sparse_sub.default, (s.to_dense(), s)),
+            (ops.sparse_mul.default, (s, s.coalesce())), (ops.sparse_mul.Scalar, (s, 2.5)),
+            (ops.sparse_div.default, (s, torch.tensor(4.0, dtype=torch.float64))),
+            (ops.sparse_div.Scalar, (s, 3))]
 
 
 # torch's SchemaCheckMode cannot read a sparse tensor's storage (test_schema fails inside the checker), and
@@ -129,6 +133,33 @@ def test_structure_ops_match_torch_and_dense_math(device):
     vector = torch.sparse_coo_tensor([[2, 0, 2]], torch.tensor([1.0, 2.0, 3.0]), (3,)).to(device)
     assert ops.sparse_select(vector, 0, 2).item() == 4.0  # the only sparse dim: the dense sum of its entries
     same_entries(ops.sparse_t(vector), vector.t())
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_arithmetic_ops_match_torch(device):
+    """add / sub / mul / div through the packet (each overload) against torch's own operators, densely compared, with
+    the flags documented: results coalesced except the linear scalings, which keep the input's flag."""
+    a, b = uncoalesced(device), uncoalesced(device, scale=2.0).transpose(0, 1).transpose(0, 1)
+    b = torch.sparse_coo_tensor(b._indices().flip(1), b._values(), b.shape)  # other entries at other positions
+    dense = torch.randn(4, 3, 2, dtype=torch.float64, device=device)
+    pairs = [(ops.sparse_add(a, b, alpha=-2.5), torch.add(a, b, alpha=-2.5)),
+             (ops.sparse_sub(a, b), torch.sub(a, b)), (ops.sparse_mul(a, b), torch.mul(a.coalesce(), b.coalesce())),
+             (ops.sparse_add(dense, a, alpha=2), torch.add(dense, a, alpha=2)),
+             (ops.sparse_add(a, dense), a.to_dense() + dense), (ops.sparse_mul(a, dense), torch.mul(a, dense)),
+             (ops.sparse_mul(dense, a), torch.mul(a, dense)), (ops.sparse_mul(a, 2.5), a * 2.5),
+             (S.mul(3, a), 3 * a), (ops.sparse_mul(a, torch.tensor(-2.0, dtype=torch.float64)), a * -2.0),
+             (ops.sparse_div(a, 4), a / 4), (ops.sparse_div(a, torch.tensor(0.5, dtype=torch.float64)), a / 0.5),
+             (ops.sparse_div(a, 0.3, rounding_mode="floor"), torch.div(a, 0.3, rounding_mode="floor"))]
+    for ours, theirs in pairs:
+        assert ours.layout == theirs.layout and ours.dtype == theirs.dtype
+        torch.testing.assert_close(ours.to_dense(), theirs.to_dense())
+    assert not ops.sparse_mul(a, 2.5).is_coalesced() and ops.sparse_div(a, 0.3, rounding_mode="trunc").is_coalesced()
+    assert ops.sparse_add(a, b).is_coalesced() and ops.sparse_mul(a, dense).is_coalesced()
+    assert ops.sparse_add(a.float(), b).dtype == torch.float64  # promoted as torch
+    with pytest.raises(ValueError, match=r"torch_ragged.sparse.add: a and b must have the same shape and sparse dims"):
+        ops.sparse_add(a, a.sum(2))
+    with pytest.raises(ValueError, match=r"torch_ragged.sparse.div: the divisor must be a scalar, got shape \(2,\)"):
+        ops.sparse_div(a, torch.ones(2, device=device))
 
 
 @pytest.mark.parametrize("device", DEVICES)
