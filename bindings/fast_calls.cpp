@@ -299,6 +299,9 @@ PYBIND11_MODULE(_fast, m) {
   Binder<Tensor(TensorRef, int64_t, int64_t, int64_t)>::bind(m, "sparse_narrow_copy", missing);
   Binder<Tensor(TensorRef, at::IntArrayRef)>::bind(m, "sparse_permute", missing);
   Binder<Tensor(TensorRef)>::bind(m, "sparse_t", missing);
+  for (const char* name : {"sparse_cat", "sparse_stack"}) {
+    Binder<Tensor(at::TensorList, int64_t)>::bind(m, name, missing);
+  }
   for (const char* name : {"sparse_add", "sparse_sub"}) {
     Binder<Tensor(TensorRef, TensorRef, const at::Scalar&)>::bind(m, name, missing);
   }

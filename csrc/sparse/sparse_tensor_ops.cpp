@@ -493,6 +493,85 @@ at::Tensor index_select_kernel(const at::Tensor& s, int64_t dim, const at::Tenso
   return coo_tensor(indices, values, size, false);
 }
 
+// ---- tensors joined: cat, stack ----
+
+void check_coo_list(const char* op, at::TensorList tensors) {
+  TORCH_CHECK_VALUE(!tensors.empty(), "torch_ragged.sparse.", op, ": expected at least one tensor");
+  for (size_t k = 0; k < tensors.size(); ++k) {
+    check_coo((std::string(op) + " (tensors[" + std::to_string(k) + "])").c_str(), tensors[k]);
+  }
+}
+
+// torch.cat of sparse COO tensors, as torch's: the entries one after another (indices offset along
+// a sparse dim; along a dense dim each tensor's values fill their slice of the joined dim, zeros
+// around), flagged uncoalesced -- except along dim 0 of coalesced tensors, whose concatenation is
+// sorted already (every key of a later part is above the earlier parts'): flagged coalesced.
+at::Tensor cat_kernel(at::TensorList tensors, int64_t dim) {
+  check_coo_list("cat", tensors);
+  const at::Tensor& first = tensors[0];
+  const int64_t ndim = first.dim(), sparse_dim = first.sparse_dim();
+  TORCH_CHECK_INDEX(-ndim <= dim && dim < ndim, "torch_ragged.sparse.cat: dim ", dim,
+                    " is out of range for ", ndim, "-D tensors");
+  if (dim < 0) dim += ndim;
+  at::ScalarType dtype = first.scalar_type();
+  std::vector<int64_t> offsets{0};
+  std::vector<at::Tensor> parts;
+  bool all_coalesced = true;
+  for (size_t k = 0; k < tensors.size(); ++k) {
+    const at::Tensor& x = tensors[k];
+    bool same = x.dim() == ndim && x.sparse_dim() == sparse_dim && x.device() == first.device();
+    for (int64_t d = 0; same && d < ndim; ++d) same = d == dim || x.size(d) == first.size(d);
+    TORCH_CHECK_VALUE(same, "torch_ragged.sparse.cat: tensors[", k, "] has shape ",
+                      python_shape(x.sizes()), " (sparse_dim=", x.sparse_dim(), ", ", x.device(),
+                      "); expected ", python_shape(first.sizes()), " but for dim ", dim,
+                      ", sparse_dim=", sparse_dim, ", ", first.device());
+    dtype = at::promote_types(dtype, x.scalar_type());
+    offsets.push_back(offsets.back() + x.size(dim));
+    parts.push_back(x._indices());
+    all_coalesced = all_coalesced && x.is_coalesced();
+  }
+  std::vector<int64_t> shape = first.sizes().vec();
+  shape[dim] = offsets.back();
+  const at::Tensor indices = at::cat(parts, 1);  // one copy; the offsets added in place below
+  std::vector<at::Tensor> values;
+  int64_t start = 0;
+  for (size_t k = 0; k < tensors.size(); ++k) {
+    at::Tensor x_values = differentiable_values(tensors[k]).to(dtype);
+    const int64_t offset = offsets[k], nnz = tensors[k]._nnz();
+    if (dim < sparse_dim) {
+      if (offset != 0) indices.select(0, dim).narrow(0, start, nnz).add_(offset);
+      start += nnz;
+    } else {  // this tensor's slice of the joined dense dim, zeros around it
+      std::vector<int64_t> pad(2 * (x_values.dim() - (dim - sparse_dim + 1) - 1), 0);
+      pad.push_back(offset);
+      pad.push_back(offsets.back() - offset - tensors[k].size(dim));
+      x_values = at::constant_pad_nd(x_values, pad);
+    }
+    values.push_back(x_values);
+  }
+  return coo_tensor(indices, at::cat(values), shape, dim == 0 && sparse_dim > 0 && all_coalesced);
+}
+
+// torch.stack of sparse COO tensors of one shape: unsqueeze, then cat along the new dim.
+at::Tensor stack_kernel(at::TensorList tensors, int64_t dim) {
+  check_coo_list("stack", tensors);
+  const at::Tensor& first = tensors[0];
+  for (size_t k = 0; k < tensors.size(); ++k) {
+    TORCH_CHECK_VALUE(
+        tensors[k].sizes() == first.sizes() && tensors[k].sparse_dim() == first.sparse_dim(),
+        "torch_ragged.sparse.stack: tensors[", k, "] has shape ", python_shape(tensors[k].sizes()),
+        " (sparse_dim=", tensors[k].sparse_dim(), "); expected ", python_shape(first.sizes()),
+        " (sparse_dim=", first.sparse_dim(), ")");
+  }
+  const int64_t ndim = first.dim() + 1;
+  TORCH_CHECK_INDEX(-ndim <= dim && dim < ndim, "torch_ragged.sparse.stack: dim ", dim,
+                    " is out of range for ", ndim - 1, "-D tensors");
+  if (dim < 0) dim += ndim;
+  std::vector<at::Tensor> unsqueezed;
+  for (const at::Tensor& x : tensors) unsqueezed.push_back(unsqueeze_kernel(x, dim));
+  return cat_kernel(unsqueezed, dim);
+}
+
 }  // namespace
 
 TORCH_LIBRARY_FRAGMENT(torch_ragged, m) {
@@ -513,6 +592,8 @@ TORCH_LIBRARY_FRAGMENT(torch_ragged, m) {
   m.def("sparse_transpose(Tensor s, int dim0, int dim1) -> Tensor", tags);
   m.def("sparse_t(Tensor s) -> Tensor", tags);
   m.def("sparse_index_select.tensor(Tensor s, int dim, Tensor index) -> Tensor", tags);
+  m.def("sparse_cat(Tensor[] tensors, int dim=0) -> Tensor", tags);
+  m.def("sparse_stack(Tensor[] tensors, int dim=0) -> Tensor", tags);
   m.def("sparse_add(Tensor a, Tensor b, *, Scalar alpha=1) -> Tensor", tags);
   m.def("sparse_sub(Tensor a, Tensor b, *, Scalar alpha=1) -> Tensor", tags);
   m.def("sparse_mul(Tensor a, Tensor b) -> Tensor", tags);
@@ -536,6 +617,8 @@ TORCH_LIBRARY_IMPL(torch_ragged, CompositeImplicitAutograd, m) {
   m.impl("sparse_transpose", &transpose_kernel);
   m.impl("sparse_t", &t_kernel);
   m.impl("sparse_index_select.tensor", &index_select_kernel);
+  m.impl("sparse_cat", &cat_kernel);
+  m.impl("sparse_stack", &stack_kernel);
   m.impl("sparse_add", &add_kernel);
   m.impl("sparse_sub", &sub_kernel);
   m.impl("sparse_mul", &mul_kernel);
@@ -660,6 +743,17 @@ at::Tensor index_select(const at::Tensor& s, int64_t dim, const at::Tensor& inde
   static const auto op = op_handle<at::Tensor(const at::Tensor&, int64_t, const at::Tensor&)>(
       "torch_ragged::sparse_index_select", "tensor");
   return op.call(s, dim, index);
+}
+
+at::Tensor cat(at::TensorList tensors, int64_t dim) {
+  static const auto op = op_handle<at::Tensor(at::TensorList, int64_t)>("torch_ragged::sparse_cat");
+  return op.call(tensors, dim);
+}
+
+at::Tensor stack(at::TensorList tensors, int64_t dim) {
+  static const auto op =
+      op_handle<at::Tensor(at::TensorList, int64_t)>("torch_ragged::sparse_stack");
+  return op.call(tensors, dim);
 }
 
 at::Tensor add(const at::Tensor& a, const at::Tensor& b, const at::Scalar& alpha) {

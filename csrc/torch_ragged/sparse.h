@@ -175,6 +175,11 @@ TORCH_RAGGED_API at::Tensor t(const at::Tensor& s);
 // (uncoalesced result).
 TORCH_RAGGED_API at::Tensor index_select(const at::Tensor& s, int64_t dim, const at::Tensor& index);
 
+// torch.cat / torch.stack of sparse COO tensors, as torch's: the entries one after another, flagged
+// uncoalesced -- except along dim 0 of coalesced tensors (sorted already: flagged coalesced).
+TORCH_RAGGED_API at::Tensor cat(at::TensorList tensors, int64_t dim = 0);
+TORCH_RAGGED_API at::Tensor stack(at::TensorList tensors, int64_t dim = 0);
+
 // torch.add / sub(a, b, alpha) of two sparse COO tensors of one shape: the union of their patterns,
 // each index's values summed in a fixed order (a's, then alpha * b's), coalesced; one operand
 // dense: a dense result.

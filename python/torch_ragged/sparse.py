@@ -8,7 +8,6 @@ Duplicates are summed in one fixed order (input order within a chunk of the segm
 partials merged left to right), so every result is deterministic.
 """
 
-import functools
 import warnings
 from typing import NamedTuple
 
@@ -682,7 +681,7 @@ def unsqueeze(s: torch.Tensor, dim: int) -> torch.Tensor:
     return _ops.sparse_unsqueeze(s, dim)
 
 
-def stack(tensors, dim: int = 0) -> torch.Tensor:
+def stack(tensors: list[torch.Tensor], dim: int = 0) -> torch.Tensor:
     """``torch.stack`` of sparse COO tensors of one shape: `unsqueeze` then `cat` along the new dim (a sparse dim,
     or a dense one when ``dim`` is past the sparse dims). Flagged as `cat` flags it (coalesced along dim 0 of
     coalesced tensors, uncoalesced otherwise, as torch's).
@@ -696,16 +695,7 @@ def stack(tensors, dim: int = 0) -> torch.Tensor:
     tensor([[0., 5.],
             [0., 5.]])
     """
-    tensors = _sparse_list("stack", tensors)
-    for k, x in enumerate(tensors):
-        if x.shape != tensors[0].shape or x.sparse_dim() != tensors[0].sparse_dim():
-            raise ValueError(f"torch_ragged.sparse.stack: tensors[{k}] has shape {tuple(x.shape)} (sparse_dim="
-                             f"{x.sparse_dim()}); expected {tuple(tensors[0].shape)} (sparse_dim="
-                             f"{tensors[0].sparse_dim()})")
-    ndim = tensors[0].dim() + 1
-    if not -ndim <= dim < ndim:
-        raise IndexError(f"torch_ragged.sparse.stack: dim {dim} is out of range for {ndim - 1}-D tensors")
-    return cat([unsqueeze(x, dim) for x in tensors], dim % ndim)
+    return _ops.sparse_stack(tensors, dim)
 
 
 def select(s: torch.Tensor, dim: int, index: int) -> torch.Tensor:
@@ -792,16 +782,7 @@ def t(s: torch.Tensor) -> torch.Tensor:
     return _ops.sparse_t(s)
 
 
-def _sparse_list(op: str, tensors) -> list:
-    tensors = list(tensors)
-    if not tensors:
-        raise ValueError(f"torch_ragged.sparse.{op}: expected at least one tensor")
-    for k, x in enumerate(tensors):
-        _check_sparse(f"{op} (tensors[{k}])", x)
-    return tensors
-
-
-def cat(tensors, dim: int = 0) -> torch.Tensor:
+def cat(tensors: list[torch.Tensor], dim: int = 0) -> torch.Tensor:
     """``torch.cat`` of sparse COO tensors. Along a sparse dim each tensor's indices are offset by the sizes before
     it; along a dense dim each tensor's values fill their own slice of the joined dim, zeros elsewhere (a position
     two tensors hold appears twice: `coalesce` sums it into the union). As torch's, the result is the tensors'
@@ -817,42 +798,7 @@ def cat(tensors, dim: int = 0) -> torch.Tensor:
     tensor([[0., 1.],
             [0., 1.]])
     """
-    tensors = _sparse_list("cat", tensors)
-    first = tensors[0]
-    ndim, sparse_dim = first.dim(), first.sparse_dim()
-    if not -ndim <= dim < ndim:
-        raise IndexError(f"torch_ragged.sparse.cat: dim {dim} is out of range for {ndim}-D tensors")
-    dim %= ndim
-    for k, x in enumerate(tensors):
-        same = x.dim() == ndim and x.sparse_dim() == sparse_dim and all(
-            x.shape[d] == first.shape[d] for d in range(ndim) if d != dim)
-        if not same or x.device != first.device:
-            raise ValueError(f"torch_ragged.sparse.cat: tensors[{k}] has shape {tuple(x.shape)} (sparse_dim="
-                             f"{x.sparse_dim()}, {x.device}); expected {tuple(first.shape)} but for dim {dim}, "
-                             f"sparse_dim={sparse_dim}, {first.device}")
-    dtype = functools.reduce(torch.promote_types, (x.dtype for x in tensors))
-    offsets = [0]
-    for x in tensors:
-        offsets.append(offsets[-1] + x.shape[dim])
-    shape = list(first.shape)
-    shape[dim] = offsets[-1]
-    indices = torch.cat([x._indices() for x in tensors], 1)  # one copy; the offsets added in place below
-    values, start = [], 0
-    for x, offset in zip(tensors, offsets[:-1], strict=True):
-        x_values = _values(x).to(dtype)
-        if dim < sparse_dim:
-            if offset:
-                indices[dim, start:start + x._nnz()] += offset
-            start += x._nnz()
-        else:  # the values widened to the joined dense dim: this tensor's slice, zeros around it
-            value_dim = dim - sparse_dim + 1
-            pad = [0, 0] * (x_values.dim() - value_dim - 1) + [offset, offsets[-1] - offset - x.shape[dim]]
-            x_values = torch.nn.functional.pad(x_values, pad)
-        values.append(x_values)
-    # along dim 0, each coalesced part's keys rise and every key of a later part is above them (its dim-0 indices
-    # are offset past the earlier parts'): the concatenation is coalesced, and flagged so
-    coalesced = dim == 0 < sparse_dim and all(x.is_coalesced() for x in tensors)
-    return _sparse(indices, torch.cat(values), shape, coalesced)
+    return _ops.sparse_cat(tensors, dim)
 
 
 # ---- matrix products ----

@@ -126,6 +126,14 @@ TEST(Sparse, SparseTensorFunctionsByTheirPythonNames) {
   EXPECT_TRUE(
       torch::equal(torch_ragged::sparse::div(s, 3, "floor")._values(), torch::tensor({0.0, -2.0})));
 
+  // cat / stack: [2, 0, -4] and [1, 5, 0] joined
+  const auto joined = torch_ragged::sparse::cat({s, other});
+  EXPECT_EQ(joined.sizes(), torch::IntArrayRef({6}));
+  EXPECT_TRUE(torch::equal(joined.to_dense(), torch::tensor({2.0, 0.0, -4.0, 1.0, 5.0, 0.0})));
+  const auto stacked = torch_ragged::sparse::stack({s, other}, 0);
+  EXPECT_TRUE(torch::equal(stacked.to_dense(),
+                           torch::tensor({2.0, 0.0, -4.0, 1.0, 5.0, 0.0}).view({2, 3})));
+
   try {
     torch_ragged::sparse::abs(torch::ones({3}));
     ADD_FAILURE() << "a dense tensor was taken";

@@ -39,7 +39,8 @@ def sparse_tensor_samples():
             (ops.sparse_add.default, (s, s.coalesce())), (ops.sparse_sub.default, (s.to_dense(), s)),
             (ops.sparse_mul.default, (s, s.coalesce())), (ops.sparse_mul.Scalar, (s, 2.5)),
             (ops.sparse_div.default, (s, torch.tensor(4.0, dtype=torch.float64))),
-            (ops.sparse_div.Scalar, (s, 3))]
+            (ops.sparse_div.Scalar, (s, 3)), (ops.sparse_cat.default, ([s, s.coalesce()], 1)),
+            (ops.sparse_stack.default, ([s, s], 3))]
 
 
 # torch's SchemaCheckMode cannot read a sparse tensor's storage (test_schema fails inside the checker), and
