@@ -42,10 +42,10 @@ struct UnaryFunction {
   bool linear;
 };
 
-#define TORCH_RAGGED_UNARY(name, linear)                           \
-  UnaryFunction {                                                  \
-#name, [](const at::Tensor& v) { return at::name(v); }, linear \
-  }
+// clang-format off
+#define TORCH_RAGGED_UNARY(name, linear) \
+  UnaryFunction{#name, [](const at::Tensor& v) { return at::name(v); }, linear}
+// clang-format on
 constexpr UnaryFunction kUnaryFunctions[] = {
     TORCH_RAGGED_UNARY(neg, true),      TORCH_RAGGED_UNARY(abs, false),
     TORCH_RAGGED_UNARY(asin, false),    TORCH_RAGGED_UNARY(asinh, false),
