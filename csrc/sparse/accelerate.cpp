@@ -269,12 +269,7 @@ at::Tensor sum_kernel(c10::DispatchKeySet ks, const at::Tensor& self, at::IntArr
   }
   auto [indices, values] =
       ops::sparse_sum(self._indices(), self._values(), self.sym_sizes(), dim, true);
-  if (indices.size(0) == 0) return values[0];  // every sparse dim reduced: dense
-  std::vector<int64_t> kept;
-  for (int64_t d = 0; d < self.dim(); ++d) {
-    if (!reduced[d]) kept.push_back(self.size(d));
-  }
-  return coalesced_tensor(indices, values, kept);
+  return sparse_sum_result(self, indices, values, dim);
 }
 
 bool has_products(at::ScalarType dtype) {

@@ -2,6 +2,7 @@
 
 #include "sparse/sparse_tensor.h"
 
+#include <ATen/WrapDimUtils.h>
 #include <torch/autograd.h>
 
 #include "common/autograd.h"
@@ -71,6 +72,25 @@ struct UncoalescedValues : torch::autograd::Function<UncoalescedValues> {
 at::Tensor differentiable_values(const at::Tensor& s) {
   if (!(s.requires_grad() && at::GradMode::is_enabled())) return s._values();
   return s.is_coalesced() ? s.values() : UncoalescedValues::apply(s);
+}
+
+at::Tensor compressed_values(const at::Tensor& s) {
+  const bool differentiable = s.requires_grad() && at::GradMode::is_enabled();
+  return differentiable ? s.values() : s.values().detach();
+}
+
+at::Tensor sparse_sum_result(const at::Tensor& s, const at::Tensor& indices,
+                             const at::Tensor& values, at::OptionalIntArrayRef dim) {
+  if (indices.size(0) == 0) return values[0];  // every sparse dim reduced: dense
+  std::vector<bool> reduced(s.dim(), !dim.has_value());
+  if (dim.has_value()) {
+    for (const int64_t d : *dim) reduced[at::maybe_wrap_dim(d, s.dim())] = true;
+  }
+  std::vector<int64_t> kept;
+  for (int64_t d = 0; d < s.dim(); ++d) {
+    if (!reduced[d]) kept.push_back(s.size(d));
+  }
+  return coo_tensor(indices, values, kept, true);
 }
 
 std::pair<at::Tensor, at::Tensor> coalesced_parts(const at::Tensor& s, const at::Tensor& values) {
@@ -150,8 +170,7 @@ CompressedView compressed_view(const char* op, const at::Tensor& s, bool validat
                     python_shape(s.sizes()), " must hold ", view.size[0] + 1, " offsets, got ",
                     view.compressed.numel());
   if (validate) check_compressed_invariants(op, s, view);
-  const bool differentiable = s.requires_grad() && at::GradMode::is_enabled();
-  view.values = differentiable ? s.values() : s.values().detach();
+  view.values = compressed_values(s);
   return view;
 }
 

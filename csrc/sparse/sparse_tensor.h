@@ -29,6 +29,14 @@ at::Tensor coo_tensor(const at::Tensor& indices, const at::Tensor& values, at::I
 // duplicates get equal gradients, and torch's sparse_coo_tensor backward hands each its own.
 at::Tensor differentiable_values(const at::Tensor& s);
 
+// A compressed (CSR / CSC / BSR / BSC) tensor's values, connected to autograd when s requires grad.
+at::Tensor compressed_values(const at::Tensor& s);
+
+// torch.sparse.sum's result from sparse_sum's (indices, values) of s summed over dim (absent: all):
+// the dense tensor when every sparse dim was reduced, else a coalesced COO tensor of the kept dims.
+at::Tensor sparse_sum_result(const at::Tensor& s, const at::Tensor& indices,
+                             const at::Tensor& values, at::OptionalIntArrayRef dim);
+
 // (indices, values) of the COO tensor s coalesced, given s's values (differentiable or not): s's
 // own where torch flags it coalesced, sparse_coalesce's otherwise (its errors by name).
 std::pair<at::Tensor, at::Tensor> coalesced_parts(const at::Tensor& s, const at::Tensor& values);

@@ -94,6 +94,12 @@ at::Tensor pow_kernel(const at::Tensor& s, const at::Scalar& exponent) {
   return map_values("pow", s, false, [&](const at::Tensor& v) { return at::pow(v, exponent); });
 }
 
+int64_t checked_dim(const char* op, const at::Tensor& s, int64_t dim) {
+  TORCH_CHECK_INDEX(-s.dim() <= dim && dim < s.dim(), "torch_ragged.sparse.", op, ": dim ", dim,
+                    " is out of range for a ", s.dim(), "-D tensor");
+  return dim < 0 ? dim + s.dim() : dim;
+}
+
 // s.coalesce(): unique, sorted indices, duplicates summed in a fixed order (sparse_coalesce).
 at::Tensor coalesce_kernel(const at::Tensor& s, bool validate) {
   check_coo("coalesce", s);
@@ -114,8 +120,7 @@ at::Tensor blocked_to_dense(const at::Tensor& s, bool validate) {
       ops::segment_ids(compressed, plain.sym_numel()).to(plain.scalar_type());
   const at::Tensor indices =
       row_compressed ? at::stack({segments, plain}) : at::stack({plain, segments});
-  const bool differentiable = s.requires_grad() && at::GradMode::is_enabled();
-  const at::Tensor blocks = differentiable ? s.values() : s.values().detach();
+  const at::Tensor blocks = compressed_values(s);
   const int64_t bh = blocks.size(1), bw = blocks.size(2);
   const c10::SymInt grid[] = {s.size(0) / bh, s.size(1) / bw, bh, bw};
   return ops::sparse_to_dense(indices, blocks, grid, validate)
@@ -147,16 +152,7 @@ at::Tensor sum_kernel(const at::Tensor& s, at::OptionalIntArrayRef dim, bool val
                                ? std::pair(s._indices(), differentiable_values(s))
                                : row_major_parts("sum", s, validate);
   auto [kept_indices, sums] = ops::sparse_sum(indices, values, s.sym_sizes(), dim, validate);
-  if (kept_indices.size(0) == 0) return sums[0];  // every sparse dim reduced: dense
-  std::vector<bool> reduced(s.dim(), !dim.has_value());
-  if (dim.has_value()) {
-    for (int64_t d : *dim) reduced[at::maybe_wrap_dim(d, s.dim())] = true;
-  }
-  std::vector<int64_t> kept;
-  for (int64_t d = 0; d < s.dim(); ++d) {
-    if (!reduced[d]) kept.push_back(s.size(d));
-  }
-  return coo_tensor(kept_indices, sums, kept, true);
+  return sparse_sum_result(s, kept_indices, sums, dim);
 }
 
 // torch.sparse.softmax / log_softmax(s, dim, dtype) of a COO tensor (duplicates summed first, as
@@ -173,9 +169,7 @@ at::Tensor softmax_kernel(const at::Tensor& s, int64_t dim, std::optional<at::Sc
     return coo_tensor(indices, ops::sparse_softmax(indices, summed, s.sym_sizes(), dim, kLog),
                       s.sizes(), true);
   }
-  TORCH_CHECK_INDEX(-s.dim() <= dim && dim < s.dim(), "torch_ragged.sparse.", op, ": dim ", dim,
-                    " is out of range for a ", s.dim(), "-D tensor");
-  dim = at::maybe_wrap_dim(dim, s.dim());
+  dim = checked_dim(op, s, dim);
   const CompressedView view = compressed_view(op, s, true);
   const at::Tensor values = dtype.has_value() ? view.values.to(*dtype) : view.values;
   const int64_t view_dim = view.transposed && dim < 2 ? 1 - dim : dim;
@@ -312,12 +306,6 @@ at::Tensor div_scalar_kernel(const at::Tensor& s, const at::Scalar& divisor,
 }
 
 // ---- the structure: dims added, selected, narrowed, reordered; entries selected ----
-
-int64_t checked_dim(const char* op, const at::Tensor& s, int64_t dim) {
-  TORCH_CHECK_INDEX(-s.dim() <= dim && dim < s.dim(), "torch_ragged.sparse.", op, ": dim ", dim,
-                    " is out of range for a ", s.dim(), "-D tensor");
-  return dim < 0 ? dim + s.dim() : dim;
-}
 
 at::Tensor index_rows(const at::Tensor& indices, const std::vector<int64_t>& rows) {
   return indices.index_select(0, at::tensor(rows, indices.options().dtype(at::kLong)));
