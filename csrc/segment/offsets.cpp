@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <functional>
 
 #include "common/checks.h"
 #include "common/cpu_clones.h"
@@ -138,8 +139,12 @@ std::vector<int64_t> checked_first_idx(std::string_view op, const at::Tensor& fi
   const int64_t* idx = host.const_data_ptr<int64_t>();
   const int64_t segments = host.numel() - 1;
   TORCH_CHECK_VALUE(idx[0] == 0, "torch_ragged.", op, ": first_idx[0] must be 0, got ", idx[0]);
-  for (int64_t b = 0; b < segments; ++b) {
-    TORCH_CHECK_VALUE(idx[b] <= idx[b + 1], "torch_ragged.", op,
+  // one branch-free pass (it vectorises); the offending pair is looked for only to name it
+  bool rising = true;
+  for (int64_t b = 0; b < segments; ++b) rising &= idx[b] <= idx[b + 1];
+  if (!rising) {
+    const int64_t b = std::adjacent_find(idx, idx + segments + 1, std::greater<>()) - idx;
+    TORCH_CHECK_VALUE(false, "torch_ragged.", op,
                       ": first_idx must be non-decreasing, got first_idx[", b, "] = ", idx[b],
                       " > first_idx[", b + 1, "] = ", idx[b + 1]);
   }

@@ -1317,7 +1317,22 @@ std::tuple<at::Tensor, at::Tensor> segment_gather_sum_dot_cpu(
 
 // ---- expand, ids, offsets ----
 
-// Row r of out is row b of `values` for the segment b holding r (values contiguous).
+// Rows [begin, end) of out from segment b on, for rows of one machine word: a plain typed loop,
+// as short segments (one or two rows each: sparse gathers, sum backwards) cost a call per
+// segment through fill_pattern.
+template <typename Word>
+void expand_words(const Word* in, Word* out, const int64_t* first_idx, int64_t b, int64_t begin,
+                  int64_t end) {
+  for (int64_t row = begin; row < end;) {
+    while (first_idx[b + 1] <= row) ++b;  // skip empty segments
+    const int64_t stop = std::min(end, first_idx[b + 1]);
+    const Word word = in[b];
+    for (; row < stop; ++row) out[row] = word;
+  }
+}
+
+// Row r of out is row b of `values` for the segment b holding r (values contiguous; `out` fresh,
+// so aligned: only `in` may sit at an odd offset, e.g. two halfs of a sliced tensor).
 void expand_rows(const at::Tensor& values, at::Tensor& out, const std::vector<int64_t>& first_idx) {
   const int64_t batch = static_cast<int64_t>(first_idx.size()) - 1, rows = first_idx.back();
   if (out.numel() == 0) return;  // also zero-width rows: no work per row
@@ -1327,6 +1342,15 @@ void expand_rows(const at::Tensor& values, at::Tensor& out, const std::vector<in
   const int64_t grain = std::max<int64_t>(1, kGrainElems * 4 / row_bytes);
   at::parallel_for(0, rows, grain, [&](int64_t begin, int64_t end) {
     int64_t b = segment_of_row(first_idx.data(), batch, begin);
+    const auto aligned = [&](size_t bytes) { return reinterpret_cast<uintptr_t>(in) % bytes == 0; };
+    if (row_bytes == 4 && aligned(4)) {
+      return expand_words(reinterpret_cast<const uint32_t*>(in), reinterpret_cast<uint32_t*>(dst),
+                          first_idx.data(), b, begin, end);
+    }
+    if (row_bytes == 8 && aligned(8)) {
+      return expand_words(reinterpret_cast<const uint64_t*>(in), reinterpret_cast<uint64_t*>(dst),
+                          first_idx.data(), b, begin, end);
+    }
     for (int64_t row = begin; row < end;) {
       while (first_idx[b + 1] <= row) ++b;  // skip empty segments
       const int64_t n = std::min(end, first_idx[b + 1]) - row;

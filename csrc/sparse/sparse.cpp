@@ -334,25 +334,6 @@ TensorPair sparse_from_dense_impl(const at::Tensor& dense, std::optional<int64_t
 
 // ---- sparse_index_select ----
 
-// index values must lie in [-size, size) along a sparse dim (negative ones count from the end, as
-// torch's sparse index_select) and in [0, size) along a dense dim (torch's dense index_select
-// refuses negative ones): read on the host, or asserted on the device while tracing.
-void check_index_values(std::string_view op, const at::Tensor& index, int64_t dim, int64_t size,
-                        bool negative_allowed) {
-  const int64_t lowest = negative_allowed ? -size : 0;
-  if (is_symbolic(index)) {
-    at::_assert_async(index.ge(lowest).logical_and(index.lt(size)).all(),
-                      "torch_ragged.sparse_index_select: index out of range");
-    return;
-  }
-  if (index.numel() == 0) return;
-  const auto [low, high] = at::aminmax(index);
-  TORCH_CHECK_INDEX(low.item<int64_t>() >= lowest && high.item<int64_t>() < size, "torch_ragged.",
-                    op, ": index must lie in [", lowest, ", ", size, ") for ",
-                    negative_allowed ? "sparse" : "dense", " dim ", dim, " of size ", size,
-                    ", got values from ", low.item<int64_t>(), " to ", high.item<int64_t>());
-}
-
 // Entry e with index j along `dim` yields one output entry per position p with index[p] == j, in
 // the order of e, then p; values are copied with segment_expand (its backward, a segment sum, is
 // deterministic).
@@ -365,10 +346,20 @@ TensorPair sparse_index_select_impl(const at::Tensor& indices, const at::Tensor&
   check_index_tensor(op, "index", index, 1);
   check_index_device(op, "index", index, indices.device());
   const at::Tensor given = index.to(indices.device(), at::kLong);
-  check_index_values(op, given, d, shape.size[d], /*negative_allowed=*/d < shape.sparse_dim);
+  const bool sparse_dim = d < shape.sparse_dim;
+  if (sparse_dim && indices.is_cpu() && indices.scalar_type() == at::kLong &&
+      !is_symbolic(indices) && !is_symbolic(values) && !is_symbolic(given)) {
+    // one kernel for the indices (it checks the index and wraps negative positions); the values
+    // gathered by index_select (on the CPU its backward, index_add, sums in input order:
+    // deterministic)
+    check_every_sparse_dim(op, indices, shape);
+    auto [out_indices, source] = index_select_entries_cpu(op, indices, d, given, shape.size[d]);
+    return {out_indices, values.index_select(0, source)};
+  }
+  check_index_values(op, given, d, shape.size[d], /*negative_allowed=*/sparse_dim);
   check_every_sparse_dim(op, indices, shape);
   const at::Tensor positions = at::where(given < 0, given + shape.size[d], given);
-  if (d >= shape.sparse_dim) {
+  if (!sparse_dim) {
     return {indices.clone(), values.index_select(d - shape.sparse_dim + 1, positions)};
   }
   const at::Tensor by_value = std::get<1>(at::sort(positions, /*stable=*/true, 0, false));

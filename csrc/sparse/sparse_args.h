@@ -71,8 +71,24 @@ CompressedFinding entry_finding(const at::Tensor& plain, int64_t plain_size, int
 void check_every_sparse_dim(std::string_view op, const at::Tensor& indices,
                             const SparseShape& shape);
 
+// index values must lie in [-size, size) along a sparse dim (negative ones count from the end, as
+// torch's sparse index_select) and in [0, size) along a dense dim (torch's dense index_select
+// refuses negative ones): read on the host, or asserted on the device while tracing. IndexError
+// naming op, dim and the values found.
+void check_index_values(std::string_view op, const at::Tensor& index, int64_t dim, int64_t size,
+                        bool negative_allowed);
+
 [[noreturn]] void raise_out_of_range(std::string_view op, const at::Tensor& indices,
                                      at::IntArrayRef sparse_sizes);
+
+// sparse_index_select's index work on the CPU, for int64 indices (sparse_dim, nnz) and positions
+// along sparse dim `dim` (int64, each in [0, size)): entry e yields one output entry per position p
+// with positions[p] == indices[dim, e], in the order of e, then p. Returns the output's indices and
+// each output entry's source entry (a counting sort of the positions; two passes over the entries).
+std::pair<at::Tensor, at::Tensor> index_select_entries_cpu(std::string_view op,
+                                                           const at::Tensor& indices, int64_t dim,
+                                                           const at::Tensor& positions,
+                                                           int64_t size);
 
 // indices[:, columns] of a (d, nnz) index tensor, columns int64: a gather along dim 1 (index_select
 // along it copies element by element; one index_select per row is ~3x slower than the gather).

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/checks.h"
 #include "common/cpu_clones.h"
 #include "common/parallel.h"
 #include "sparse/coalesce.h"
@@ -580,6 +581,81 @@ extern const CoalesceBackend kCpuBackend;
 const CoalesceBackend kCpuBackend{
     &flat_keys_cpu,   &copy_if_coalesced_cpu,   &cpu::sort_keys, &cpu::run_offsets,
     &run_indices_cpu, &cpu::segment_gather_sum, &spgemm_rows_cpu};
+
+std::pair<at::Tensor, at::Tensor> index_select_entries_cpu(std::string_view op,
+                                                           const at::Tensor& indices, int64_t dim,
+                                                           const at::Tensor& positions,
+                                                           int64_t size) {
+  const at::Tensor src = with_contiguous_rows(indices);
+  const at::Tensor wanted = positions.contiguous();
+  const int64_t sparse_dim = src.size(0), nnz = src.size(1), row_stride = src.stride(0);
+  const int64_t count = wanted.numel();
+  const int64_t* idx = src.const_data_ptr<int64_t>();
+  const int64_t* along = idx + dim * row_stride;
+  const int64_t* want = wanted.const_data_ptr<int64_t>();
+  // positions wrapped (negative ones count from the end, as torch's sparse index_select), each
+  // checked in [-size, size)
+  std::vector<int64_t> wrapped(count);
+  bool in_range = true;
+  for (int64_t p = 0; p < count; ++p) {
+    in_range &= want[p] >= -size && want[p] < size;
+    wrapped[p] = want[p] < 0 ? want[p] + size : want[p];
+  }
+  if (!in_range) check_index_values(op, wanted, dim, size, /*negative_allowed=*/true);  // raises
+  // slot[v] .. slot[v + 1]: where the positions holding value v lie in `by_value` (a counting sort;
+  // placed from the last position down, so each value's positions keep their order). One offset
+  // per value along dim: a size too large to allocate raises under the op's name.
+  at::Tensor slots = as_op(op, [&] { return at::zeros({size + 1}, src.options()); });
+  int64_t* slot = slots.mutable_data_ptr<int64_t>();
+  for (int64_t p = 0; p < count; ++p) ++slot[wrapped[p]];
+  std::partial_sum(slot, slot + size, slot);  // slot[v]: where value v's positions end
+  slot[size] = count;
+  std::vector<int64_t> by_value(count);
+  for (int64_t p = count - 1; p >= 0; --p) by_value[--slot[wrapped[p]]] = p;  // now their start
+  const auto outputs_of = [&](int64_t entry) {
+    return slot[along[entry] + 1] - slot[along[entry]];
+  };
+  // Two passes over chunks of entries, in parallel: each chunk's output count, then (each chunk
+  // starting where the chunks before it end) the outputs written.
+  const int64_t chunks = std::clamp<int64_t>(nnz / kGrainElems, 1, 4 * at::get_num_threads());
+  const int64_t per_chunk = (nnz + chunks - 1) / chunks;
+  std::vector<int64_t> chunk_first(chunks + 1, 0);
+  at::parallel_for(0, chunks, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t c = begin; c < end; ++c) {
+      int64_t n = 0;
+      for (int64_t e = c * per_chunk, stop = std::min(nnz, e + per_chunk); e < stop; ++e) {
+        n += outputs_of(e);
+      }
+      chunk_first[c + 1] = n;
+    }
+  });
+  std::partial_sum(chunk_first.begin(), chunk_first.end(), chunk_first.begin());
+  const int64_t total = chunk_first[chunks];
+  at::Tensor out_indices = at::empty({sparse_dim, total}, src.options());
+  at::Tensor source = at::empty({total}, src.options());
+  int64_t* out = out_indices.mutable_data_ptr<int64_t>();
+  int64_t* source_entry = source.mutable_data_ptr<int64_t>();
+  at::parallel_for(0, chunks, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t c = begin; c < end; ++c) {
+      int64_t first = chunk_first[c];
+      for (int64_t entry = c * per_chunk, stop = std::min(nnz, entry + per_chunk); entry < stop;
+           ++entry) {
+        const int64_t n = outputs_of(entry);
+        if (n == 0) continue;  // most entries of a selection of a few rows
+        const int64_t* chosen = by_value.data() + slot[along[entry]];
+        for (int64_t k = 0; k < sparse_dim; ++k) {
+          int64_t* row = out + k * total + first;
+          const int64_t index = idx[k * row_stride + entry];
+          // plain loops: n is mostly 1 or 2, where copy_n / fill_n cost a call each
+          for (int64_t r = 0; r < n; ++r) row[r] = k == dim ? chosen[r] : index;
+        }
+        for (int64_t r = 0; r < n; ++r) source_entry[first + r] = entry;
+        first += n;
+      }
+    }
+  });
+  return {out_indices, source};
+}
 
 TORCH_LIBRARY_IMPL(torch_ragged, CPU, m) {
   register_sparse_kernels<kCpuBackend>(m);

@@ -353,6 +353,33 @@ def test_index_select_matches_dense(device, dim):
         assert torch.equal(out.to_dense().cpu(), s.to_dense().index_select(dim, index_t))
 
 
+def test_index_select_of_many_entries_matches_dense_and_keeps_the_entry_order():
+    # more entries than one chunk of the CPU kernel (its two parallel passes), three sparse dims, a dense dim,
+    # repeated and negative positions, indices as rows of a wider buffer
+    indices, values, size = random_triplet((40, 30, 20), (2,), 150_000, torch.float64, seed=9)
+    wide = torch.cat([indices, indices[:1]]).t().contiguous().t()[:3]
+    s = torch.sparse_coo_tensor(wide, values, size, check_invariants=True)
+    index = torch.tensor([3, -1, 3, 0, 17, -30, 25, 25, 25], dtype=torch.long)
+    threads = torch.get_num_threads()
+    try:
+        for count in (1, 3):
+            torch.set_num_threads(count)
+            for dim in (0, 1):
+                out = torch_ragged.sparse.index_select(s, dim, index)
+                # the documented order: entry e of the input, then position p of the index
+                wrapped = index % size[dim]
+                pairs = torch.cat([torch.stack([(indices[dim] == v).nonzero()[:, 0], torch.full_like(
+                    (indices[dim] == v).nonzero()[:, 0], p)], 1) for p, v in enumerate(wrapped.tolist())])
+                pairs = pairs[torch.argsort(pairs[:, 0] * len(index) + pairs[:, 1])]
+                expected_indices = indices[:, pairs[:, 0]].clone()
+                expected_indices[dim] = pairs[:, 1]
+                assert torch.equal(out._indices(), expected_indices)
+                assert torch.equal(out._values(), values[pairs[:, 0]])
+                assert torch.equal(out.to_dense(), s.to_dense().index_select(dim, wrapped))
+    finally:
+        torch.set_num_threads(threads)
+
+
 def test_coalesce_and_sum_are_bitwise_identical_across_thread_counts():
     indices, values, size = random_triplet((1000, 1000), (), 300_000, torch.float32, seed=7)
     values = torch.randn(values.shape, generator=torch.Generator().manual_seed(8))
