@@ -299,6 +299,11 @@ PYBIND11_MODULE(_fast, m) {
   Binder<Tensor(TensorRef, int64_t, int64_t, int64_t)>::bind(m, "sparse_narrow_copy", missing);
   Binder<Tensor(TensorRef, at::IntArrayRef)>::bind(m, "sparse_permute", missing);
   Binder<Tensor(TensorRef)>::bind(m, "sparse_t", missing);
+  Binder<Tensor(TensorRef, std::optional<int64_t>)>::bind(m, "sparse_to_sparse", missing);
+  for (const char* name :
+       {"sparse_to_sparse_coo", "sparse_to_sparse_csr", "sparse_to_sparse_csc"}) {
+    Binder<Tensor(TensorRef, bool)>::bind(m, name, missing);
+  }
   for (const char* name : {"sparse_cat", "sparse_stack"}) {
     Binder<Tensor(at::TensorList, int64_t)>::bind(m, name, missing);
   }

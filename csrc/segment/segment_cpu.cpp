@@ -1382,7 +1382,15 @@ at::Tensor segment_ids_cpu(const at::Tensor& first_idx, std::optional<c10::SymIn
   const int64_t segments = static_cast<int64_t>(offsets.size()) - 1;
   at::Tensor out =
       empty_output(op, "the output", {offsets.back()}, first_idx.options().dtype(at::kLong));
-  expand_rows(at::arange(segments, out.options()), out, offsets);
+  if (out.numel() == 0) return out;
+  int64_t* ids = out.mutable_data_ptr<int64_t>();
+  at::parallel_for(0, offsets.back(), kGrainElems, [&](int64_t begin, int64_t end) {
+    int64_t b = segment_of_row(offsets.data(), segments, begin);
+    for (int64_t row = begin; row < end;) {
+      while (offsets[b + 1] <= row) ++b;  // skip empty segments
+      for (const int64_t stop = std::min(end, offsets[b + 1]); row < stop; ++row) ids[row] = b;
+    }
+  });
   return out;
 }
 

@@ -506,6 +506,12 @@ at::Tensor sparse_mask(const Tensor& dense, const Tensor& indices, bool validate
   return op.call(dense, indices, validate);
 }
 
+at::Tensor sparse_row_offsets(const Tensor& rows, c10::SymInt num_rows) {
+  static auto op =
+      op_handle<Tensor(const Tensor&, c10::SymInt)>("torch_ragged::sparse_row_offsets");
+  return op.call(rows, std::move(num_rows));
+}
+
 at::Tensor sparse_to_dense(const Tensor& indices, const Tensor& values, SymSizes size,
                            bool validate) {
   static auto op = op_handle<Tensor(const Tensor&, const Tensor&, SymSizes, bool)>(

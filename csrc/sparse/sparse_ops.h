@@ -47,6 +47,7 @@ std::tuple<at::Tensor, at::Tensor> sparse_index_select(const at::Tensor& indices
                                                        const at::Tensor& index);
 std::tuple<at::Tensor, at::Tensor> sparse_intersect(const at::Tensor& a_keys,
                                                     const at::Tensor& b_keys);
+at::Tensor sparse_row_offsets(const at::Tensor& rows, c10::SymInt num_rows);
 at::Tensor sparse_compressed_violation(const at::Tensor& compressed_indices,
                                        const at::Tensor& plain_indices, c10::SymInt plain_size);
 

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/checks.h"
 #include "common/op_handle.h"
 #include "segment/segment_ops.h"
 #include "sparse/sparse_args.h"
@@ -481,6 +482,147 @@ at::Tensor index_select_kernel(const at::Tensor& s, int64_t dim, const at::Tenso
   return coo_tensor(indices, values, size, false);
 }
 
+// ---- conversions: to_sparse, to_sparse_coo / csr / csc ----
+
+// dense.to_sparse(sparse_dim): the entries that are not exactly zero, coalesced.
+at::Tensor to_sparse_kernel(const at::Tensor& dense, std::optional<int64_t> sparse_dim) {
+  auto [indices, values] = ops::sparse_from_dense(dense, sparse_dim);
+  return coo_tensor(indices, values, dense.sizes(), true);
+}
+
+// torch's invariants of a COO tensor flagged coalesced, which torch stops checking once the flag is
+// set: every index in range (IndexError naming the entry) and the entries strictly rising in
+// row-major order (ValueError naming the first that is not).
+void check_coalesced_invariants(const char* op, const at::Tensor& s) {
+  const at::Tensor indices = s._indices();
+  const std::string name = std::string("sparse.") + op;
+  const c10::SymIntArrayRef sizes = s.sym_sizes().slice(0, s.sparse_dim());
+  if (!key_geometry(s.sizes().slice(0, s.sparse_dim())).has_value()) {
+    // row-major positions past int64: the indices coalesced alone, compared
+    std::vector<c10::SymInt> size(sizes.begin(), sizes.end());
+    size.emplace_back(0);  // the values: (nnz, 0)
+    const at::Tensor unique = std::get<0>(as_op(name, [&] {
+      return ops::sparse_coalesce(indices, at::empty({indices.size(1), 0}, s._values().options()),
+                                  size, true, false);
+    }));
+    TORCH_CHECK_VALUE(at::equal(unique, indices), "torch_ragged.sparse.", op,
+                      ": the tensor is flagged coalesced but its indices are not unique and sorted "
+                      "in row-major order");
+    return;
+  }
+  const at::Tensor keys = as_op(name, [&] { return ops::sparse_flat_keys(indices, sizes, true); });
+  const int64_t n = keys.numel();
+  if (n < 2) return;
+  const at::Tensor not_after = keys.narrow(0, 1, n - 1).le(keys.narrow(0, 0, n - 1));
+  if (!not_after.any().item<bool>()) return;
+  const int64_t first = not_after.nonzero()[0][0].item<int64_t>() + 1;
+  TORCH_CHECK_VALUE(false, "torch_ragged.sparse.", op,
+                    ": the tensor is flagged coalesced but its entry ", first,
+                    " does not come after entry ", first - 1,
+                    " in row-major order (unsorted or repeated indices)");
+}
+
+// The offsets (num_rows + 1) of sorted row ids, of the compressed indices' dtype. A COO tensor
+// flagged coalesced without its invariants checked may hold rows out of order or out of range,
+// which would make wrong offsets: refused by name (one pass, one host read; a runtime assertion
+// while tracing).
+at::Tensor row_offsets(const char* op, const at::Tensor& rows, int64_t num_rows, bool out_int32) {
+  const std::string message = std::string("torch_ragged.sparse.") + op +
+                              ": the sparse operand's row indices are out of order or out of "
+                              "range for " +
+                              std::to_string(num_rows) +
+                              " rows (a tensor flagged coalesced that is not?)";
+  if (is_symbolic(rows)) {
+    const at::Tensor fits =
+        rows.ge(0)
+            .logical_and(rows.lt(num_rows))
+            .all()
+            .logical_and(rows.narrow(0, 1, std::max<int64_t>(rows.numel() - 1, 0))
+                             .ge(rows.narrow(0, 0, std::max<int64_t>(rows.numel() - 1, 0)))
+                             .all());
+    at::_assert_async(fits, message);
+    return at::_convert_indices_from_coo_to_csr(rows, num_rows, out_int32);
+  }
+  at::Tensor offsets;
+  try {
+    offsets =
+        as_op(std::string("sparse.") + op, [&] { return ops::sparse_row_offsets(rows, num_rows); });
+  } catch (const c10::ValueError& e) {
+    TORCH_CHECK_VALUE(e.msg().find("out of order or out of range") == std::string::npos, message);
+    throw;  // offsets that cannot be held (a valid matrix of ~1e10 rows)
+  }
+  return out_int32 ? offsets.to(at::kInt) : offsets;
+}
+
+// A CSR (indices coalesced row-major) or CSC (indices coalesced in the transposed order, of the
+// transposed size) tensor of these entries, of `size` and indices of index_dtype.
+at::Tensor compress(const char* op, const at::Tensor& indices, const at::Tensor& values,
+                    at::IntArrayRef size, at::Layout layout, at::ScalarType index_dtype) {
+  const int64_t rows = layout == at::kSparseCsc ? size[1] : size[0];
+  const at::Tensor compressed = row_offsets(op, indices[0], rows, index_dtype == at::kInt);
+  return at::sparse_compressed_tensor(compressed, indices[1].to(index_dtype), values, size,
+                                      values.options().layout(layout));
+}
+
+at::ScalarType index_dtype(const at::Tensor& x) {
+  if (x.layout() == at::kSparseCsr) return x.crow_indices().scalar_type();
+  if (x.layout() == at::kSparseCsc) return x.ccol_indices().scalar_type();
+  return at::kLong;
+}
+
+// x (dense, COO, CSR or CSC) in `layout`, coalesced; a tensor of that layout (COO: flagged
+// coalesced) is returned as it is, checked first when validate (as ATen's to_sparse_csr returns
+// self).
+at::Tensor convert_kernel(const char* op, const at::Tensor& x, at::Layout layout, bool validate) {
+  const at::Layout from = x.layout();
+  TORCH_CHECK_TYPE(from == at::kStrided || from == at::kSparse || from == at::kSparseCsr ||
+                       from == at::kSparseCsc,
+                   "torch_ragged.sparse.", op,
+                   ": expected a dense, sparse COO, CSR or CSC tensor, got ", layout_name(x));
+  if (from == layout && (layout != at::kSparse || x.is_coalesced())) {
+    if (validate && layout == at::kSparse) check_coalesced_invariants(op, x);
+    if (validate && layout != at::kSparse) compressed_view(op, x, true);
+    return x;
+  }
+  at::Tensor source = x;
+  if (from == at::kStrided) {
+    TORCH_CHECK_VALUE(x.dim() >= 2 || layout == at::kSparse, "torch_ragged.sparse.", op,
+                      ": expected a matrix (at least 2 dims), got shape ", python_shape(x.sizes()));
+    source = to_sparse_kernel(x, layout == at::kSparse ? std::nullopt : std::optional<int64_t>(2));
+    if (layout == at::kSparse) return source;
+  }
+  if (layout == at::kSparse) {
+    auto [indices, values] = row_major_parts(op, source, validate);
+    return coo_tensor(indices, values, x.sizes(), true);
+  }
+  TORCH_CHECK_VALUE(
+      source.layout() != at::kSparse || source.sparse_dim() == 2, "torch_ragged.sparse.", op,
+      ": expected a sparse matrix (2 sparse dims), got sparse_dim=", source.sparse_dim(),
+      " of shape ", python_shape(x.sizes()));
+  auto [indices, values] = source.layout() == at::kSparse && layout == at::kSparseCsc
+                               ? std::pair(source._indices(), differentiable_values(source))
+                               : row_major_parts(op, source, validate);
+  if (layout == at::kSparseCsc) {  // the entries sorted by (column, row)
+    std::vector<c10::SymInt> size_t(x.sym_sizes().begin(), x.sym_sizes().end());
+    std::swap(size_t[0], size_t[1]);
+    auto [sorted, summed, permutation, first_idx] =
+        ops::sparse_coalesce(indices.flip(0), values, size_t, validate, false);
+    indices = sorted;
+    values = summed;
+  }
+  return compress(op, indices, values, x.sizes(), layout, index_dtype(x));
+}
+
+at::Tensor to_sparse_coo_kernel(const at::Tensor& x, bool validate) {
+  return convert_kernel("to_sparse_coo", x, at::kSparse, validate);
+}
+at::Tensor to_sparse_csr_kernel(const at::Tensor& x, bool validate) {
+  return convert_kernel("to_sparse_csr", x, at::kSparseCsr, validate);
+}
+at::Tensor to_sparse_csc_kernel(const at::Tensor& x, bool validate) {
+  return convert_kernel("to_sparse_csc", x, at::kSparseCsc, validate);
+}
+
 // ---- tensors joined: cat, stack ----
 
 void check_coo_list(const char* op, at::TensorList tensors) {
@@ -580,6 +722,10 @@ TORCH_LIBRARY_FRAGMENT(torch_ragged, m) {
   m.def("sparse_transpose(Tensor s, int dim0, int dim1) -> Tensor", tags);
   m.def("sparse_t(Tensor s) -> Tensor", tags);
   m.def("sparse_index_select.tensor(Tensor s, int dim, Tensor index) -> Tensor", tags);
+  m.def("sparse_to_sparse(Tensor dense, int? sparse_dim=None) -> Tensor", tags);
+  m.def("sparse_to_sparse_coo(Tensor x, bool validate=True) -> Tensor", tags);
+  m.def("sparse_to_sparse_csr(Tensor x, bool validate=True) -> Tensor", tags);
+  m.def("sparse_to_sparse_csc(Tensor x, bool validate=True) -> Tensor", tags);
   m.def("sparse_cat(Tensor[] tensors, int dim=0) -> Tensor", tags);
   m.def("sparse_stack(Tensor[] tensors, int dim=0) -> Tensor", tags);
   m.def("sparse_add(Tensor a, Tensor b, *, Scalar alpha=1) -> Tensor", tags);
@@ -605,6 +751,10 @@ TORCH_LIBRARY_IMPL(torch_ragged, CompositeImplicitAutograd, m) {
   m.impl("sparse_transpose", &transpose_kernel);
   m.impl("sparse_t", &t_kernel);
   m.impl("sparse_index_select.tensor", &index_select_kernel);
+  m.impl("sparse_to_sparse", &to_sparse_kernel);
+  m.impl("sparse_to_sparse_coo", &to_sparse_coo_kernel);
+  m.impl("sparse_to_sparse_csr", &to_sparse_csr_kernel);
+  m.impl("sparse_to_sparse_csc", &to_sparse_csc_kernel);
   m.impl("sparse_cat", &cat_kernel);
   m.impl("sparse_stack", &stack_kernel);
   m.impl("sparse_add", &add_kernel);
@@ -777,6 +927,23 @@ at::Tensor div(const at::Tensor& s, const at::Scalar& divisor,
           "torch_ragged::sparse_div", "Scalar");
   return op.call(s, divisor, rounding_mode);
 }
+
+at::Tensor to_sparse(const at::Tensor& dense, std::optional<int64_t> sparse_dim) {
+  static const auto op = op_handle<at::Tensor(const at::Tensor&, std::optional<int64_t>)>(
+      "torch_ragged::sparse_to_sparse");
+  return op.call(dense, sparse_dim);
+}
+
+#define TORCH_RAGGED_CONVERSION(name)                                                  \
+  at::Tensor name(const at::Tensor& x, bool validate) {                                \
+    static const auto op =                                                             \
+        op_handle<at::Tensor(const at::Tensor&, bool)>("torch_ragged::sparse_" #name); \
+    return op.call(x, validate);                                                       \
+  }
+TORCH_RAGGED_CONVERSION(to_sparse_coo)
+TORCH_RAGGED_CONVERSION(to_sparse_csr)
+TORCH_RAGGED_CONVERSION(to_sparse_csc)
+#undef TORCH_RAGGED_CONVERSION
 
 }  // namespace sparse
 }  // namespace torch_ragged

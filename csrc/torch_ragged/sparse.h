@@ -175,6 +175,18 @@ TORCH_RAGGED_API at::Tensor t(const at::Tensor& s);
 // (uncoalesced result).
 TORCH_RAGGED_API at::Tensor index_select(const at::Tensor& s, int64_t dim, const at::Tensor& index);
 
+// dense.to_sparse(sparse_dim): the entries that are not exactly zero, a coalesced COO tensor
+// (sparse_dim: the leading dims made sparse; absent: all of them).
+TORCH_RAGGED_API at::Tensor to_sparse(const at::Tensor& dense,
+                                      std::optional<int64_t> sparse_dim = std::nullopt);
+
+// x.to_sparse() / to_sparse_csr() / to_sparse_csc() of a dense matrix or a sparse COO / CSR / CSC
+// tensor: duplicates summed in a fixed order; a tensor of the layout asked for (COO: coalesced) is
+// returned as it is, its indices checked first when validate (torch's invariants of the layout).
+TORCH_RAGGED_API at::Tensor to_sparse_coo(const at::Tensor& x, bool validate = true);
+TORCH_RAGGED_API at::Tensor to_sparse_csr(const at::Tensor& x, bool validate = true);
+TORCH_RAGGED_API at::Tensor to_sparse_csc(const at::Tensor& x, bool validate = true);
+
 // torch.cat / torch.stack of sparse COO tensors, as torch's: the entries one after another, flagged
 // uncoalesced -- except along dim 0 of coalesced tensors (sorted already: flagged coalesced).
 TORCH_RAGGED_API at::Tensor cat(at::TensorList tensors, int64_t dim = 0);

@@ -169,30 +169,6 @@ def _under(op: str, error: Exception) -> Exception:
     return type(error)(f"torch_ragged.sparse.{op}: {inner[-1]}{origin}")
 
 
-def _check_coalesced_invariants(op: str, s: torch.Tensor) -> None:
-    """torch's invariants of a COO tensor flagged coalesced, which torch does not check once the flag is set: every
-    index in range (IndexError naming the entry) and the entries strictly rising in row-major order (ValueError)."""
-    indices, sizes = s._indices(), list(s.shape[:s.sparse_dim()])
-    try:
-        keys = _ops.sparse_flat_keys(indices, sizes, True)
-    except IndexError as error:
-        raise _under(op, error) from None
-    except ValueError:  # row-major positions past int64: coalesce the indices alone and compare
-        try:
-            unique = _ops.sparse_coalesce(indices, torch.empty(indices.shape[1], 0, device=indices.device),
-                                          [*sizes, 0], True, return_order=False)[0]
-        except IndexError as error:
-            raise _under(op, error) from None
-        if not torch.equal(unique, indices):
-            raise ValueError(f"torch_ragged.sparse.{op}: the tensor is flagged coalesced but its indices are not "
-                             "unique and sorted in row-major order") from None
-        return
-    if keys.numel() > 1 and not bool((keys[1:] > keys[:-1]).all()):
-        first = int((keys[1:] <= keys[:-1]).nonzero()[0, 0]) + 1
-        raise ValueError(f"torch_ragged.sparse.{op}: the tensor is flagged coalesced but its entry {first} does not "
-                         f"come after entry {first - 1} in row-major order (unsorted or repeated indices)")
-
-
 def _row_major(op: str, s: torch.Tensor, validate: bool = True):
     """(indices, values) of the sparse matrix s, coalesced in row-major order, for COO, CSR (no sort) or CSC (one
     sort of the transposed entries)."""
@@ -222,15 +198,6 @@ def _row_offsets(op: str, rows: torch.Tensor, num_rows: int, out_int32: bool = F
             raise ValueError(message) from None
         raise _under(op, error) from None  # offsets that cannot be held (a valid matrix of ~1e10 rows)
     return offsets.to(torch.int32) if out_int32 else offsets
-
-
-def _compress(op: str, indices, values, size, layout, index_dtype) -> torch.Tensor:
-    """The CSR (``layout`` sparse_csr, ``indices`` coalesced row-major) or CSC (``indices`` coalesced in the
-    transposed order, of size ``size`` transposed) tensor of these entries; ``size`` is the result's."""
-    rows = size[1] if layout == torch.sparse_csc else size[0]
-    compressed = _row_offsets(op, indices[0], rows, index_dtype == torch.int32)
-    return torch.sparse_compressed_tensor(compressed, indices[1].to(index_dtype), values, size, layout=layout,
-                                          check_invariants=False)
 
 
 _BLOCKED = (torch.sparse_bsr, torch.sparse_bsc)
@@ -278,7 +245,7 @@ def _index_dtype(s: torch.Tensor) -> torch.dtype:
     return torch.long
 
 
-def to_sparse_csr(x: torch.Tensor, *, validate: bool = True) -> torch.Tensor:
+def to_sparse_csr(x: torch.Tensor, validate: bool = True) -> torch.Tensor:
     """``x.to_sparse_csr()`` for a dense matrix or a sparse COO / CSC one (a CSR one is returned as it is).
 
     COO is coalesced first (duplicates summed in a fixed order, deterministically); CSC is re-sorted by rows on the
@@ -292,10 +259,10 @@ def to_sparse_csr(x: torch.Tensor, *, validate: bool = True) -> torch.Tensor:
     >>> to_sparse_csr(torch.sparse_coo_tensor([[1, 0, 1], [2, 1, 2]], [1.0, 2.0, 3.0], (2, 3))).crow_indices()
     tensor([0, 1, 2])
     """
-    return _convert("to_sparse_csr", x, torch.sparse_csr, validate)
+    return _ops.sparse_to_sparse_csr(x, validate)
 
 
-def to_sparse_csc(x: torch.Tensor, *, validate: bool = True) -> torch.Tensor:
+def to_sparse_csc(x: torch.Tensor, validate: bool = True) -> torch.Tensor:
     """``x.to_sparse_csc()`` for a dense matrix or a sparse COO / CSR one (see `to_sparse_csr`).
 
     Args:
@@ -306,10 +273,10 @@ def to_sparse_csc(x: torch.Tensor, *, validate: bool = True) -> torch.Tensor:
     >>> to_sparse_csc(torch.tensor([[0.0, 2.0], [3.0, 4.0]])).row_indices()
     tensor([1, 0, 1])
     """
-    return _convert("to_sparse_csc", x, torch.sparse_csc, validate)
+    return _ops.sparse_to_sparse_csc(x, validate)
 
 
-def to_sparse_coo(x: torch.Tensor, *, validate: bool = True) -> torch.Tensor:
+def to_sparse_coo(x: torch.Tensor, validate: bool = True) -> torch.Tensor:
     """``x.to_sparse()``: a coalesced sparse COO tensor of a dense, CSR, CSC or uncoalesced COO one (CSR needs no
     sort).
 
@@ -322,43 +289,7 @@ def to_sparse_coo(x: torch.Tensor, *, validate: bool = True) -> torch.Tensor:
     tensor([[0, 1],
             [1, 0]])
     """
-    return _convert("to_sparse_coo", x, torch.sparse_coo, validate)
-
-
-def _convert(op: str, x, layout, validate: bool) -> torch.Tensor:
-    if not isinstance(x, torch.Tensor) or x.layout not in (torch.strided, torch.sparse_coo, *_COMPRESSED):
-        raise TypeError(f"torch_ragged.sparse.{op}: expected a dense, sparse COO, CSR or CSC tensor, got "
-                        f"{_layout_name(x)}")
-    if x.layout == layout and (layout != torch.sparse_coo or x.is_coalesced()):
-        if validate:  # returned as it is, so checked as it is: torch's invariants of its layout
-            if layout == torch.sparse_coo:
-                _check_coalesced_invariants(op, x)
-            else:
-                _compressed(op, x, validate=True)
-        return x
-    if x.layout == torch.strided:
-        if x.dim() < 2 and layout != torch.sparse_coo:
-            raise ValueError(f"torch_ragged.sparse.{op}: expected a matrix (at least 2 dims), got shape "
-                             f"{tuple(x.shape)}")
-        x = to_sparse(x, None if layout == torch.sparse_coo else 2)
-        if layout == torch.sparse_coo:
-            return x
-    if layout == torch.sparse_coo:
-        indices, values = _row_major(op, x, validate)
-        return _sparse(indices, values, x.shape, True)
-    if x.layout == torch.sparse_coo and x.sparse_dim() != 2:
-        raise ValueError(f"torch_ragged.sparse.{op}: expected a sparse matrix (2 sparse dims), got sparse_dim="
-                         f"{x.sparse_dim()} of shape {tuple(x.shape)}")
-    if layout == torch.sparse_csr:
-        indices, values = _row_major(op, x, validate)
-    else:  # CSC: the entries sorted by (column, row)
-        if x.layout == torch.sparse_coo:
-            indices, values = x._indices(), _values(x)
-        else:
-            indices, values = _row_major(op, x, validate)
-        size_t = (x.shape[1], x.shape[0], *x.shape[2:])
-        indices, values, _, _ = _ops.sparse_coalesce(indices.flip(0), values, size_t, validate, return_order=False)
-    return _compress(op, indices, values, x.shape, layout, _index_dtype(x))
+    return _ops.sparse_to_sparse_coo(x, validate)
 
 
 def coalesce(s: torch.Tensor, *, validate: bool = True, return_order: bool = False):
@@ -474,8 +405,7 @@ def to_sparse(dense: torch.Tensor, sparse_dim: int | None = None) -> torch.Tenso
            values=tensor([2.]),
            size=(2, 2), nnz=1, layout=torch.sparse_coo)
     """
-    indices, values = _ops.sparse_from_dense(dense, sparse_dim)
-    return _sparse(indices, values, dense.shape, True)
+    return _ops.sparse_to_sparse(dense, sparse_dim)
 
 
 def index_select(s: torch.Tensor, dim: int, index: torch.Tensor) -> torch.Tensor:

@@ -134,6 +134,20 @@ TEST(Sparse, SparseTensorFunctionsByTheirPythonNames) {
   EXPECT_TRUE(torch::equal(stacked.to_dense(),
                            torch::tensor({2.0, 0.0, -4.0, 1.0, 5.0, 0.0}).view({2, 3})));
 
+  // conversions: the dense matrix [[0, 2], [3, 0]] through each layout and back
+  const auto dense = torch::tensor({0.0, 2.0, 3.0, 0.0}).view({2, 2});
+  const auto coo = torch_ragged::sparse::to_sparse(dense);
+  EXPECT_TRUE(coo.is_coalesced());
+  EXPECT_TRUE(torch::equal(coo._indices(), longs({0, 1, 1, 0}).view({2, 2})));
+  const auto as_csr = torch_ragged::sparse::to_sparse_csr(coo);
+  EXPECT_EQ(as_csr.layout(), torch::kSparseCsr);
+  EXPECT_TRUE(torch::equal(as_csr.crow_indices(), longs({0, 1, 2})));
+  const auto as_csc = torch_ragged::sparse::to_sparse_csc(as_csr);
+  EXPECT_TRUE(torch::equal(as_csc.row_indices(), longs({1, 0})));
+  EXPECT_TRUE(torch::equal(as_csc.values(), torch::tensor({3.0, 2.0})));
+  EXPECT_TRUE(torch::equal(torch_ragged::sparse::to_sparse_coo(as_csc).to_dense(), dense));
+  EXPECT_TRUE(torch_ragged::sparse::to_sparse_csr(as_csr).is_same(as_csr));  // as it is
+
   try {
     torch_ragged::sparse::abs(torch::ones({3}));
     ADD_FAILURE() << "a dense tensor was taken";

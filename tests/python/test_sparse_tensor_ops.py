@@ -40,7 +40,9 @@ def sparse_tensor_samples():
             (ops.sparse_mul.default, (s, s.coalesce())), (ops.sparse_mul.Scalar, (s, 2.5)),
             (ops.sparse_div.default, (s, torch.tensor(4.0, dtype=torch.float64))),
             (ops.sparse_div.Scalar, (s, 3)), (ops.sparse_cat.default, ([s, s.coalesce()], 1)),
-            (ops.sparse_stack.default, ([s, s], 3))]
+            (ops.sparse_stack.default, ([s, s], 3)), (ops.sparse_to_sparse.default, (csr.to_dense(), None)),
+            (ops.sparse_to_sparse_coo.default, (csr, True)), (ops.sparse_to_sparse_csr.default, (s, True)),
+            (ops.sparse_to_sparse_csc.default, (csr, True))]
 
 
 # torch's SchemaCheckMode cannot read a sparse tensor's storage (test_schema fails inside the checker), and
@@ -85,16 +87,18 @@ def test_scripted_functions_call_the_ops_and_match_eager():
         return [S.tanh(s), S.pow(s, 2), S.sum(s, 1), S.sum(s), S.to_dense(s), S.softmax(s, 0),
                 S.log_softmax(csr, 1), S.to_dense(csr, True), S.unsqueeze(s, 0), S.select(s, 1, 2),
                 S.narrow_copy(s, 0, 1, 2), S.permute(s, [1, 0, 2]), S.transpose(s, 0, 1), S.t(S.sum(s, 2)),
-                S.index_select(s, 0, torch.tensor([3, 1]))]
+                S.index_select(s, 0, torch.tensor([3, 1])), S.to_sparse_csr(s), S.to_sparse_coo(csr),
+                S.to_sparse(S.to_dense(csr))]
 
     eager = [S.tanh(s), S.pow(s, 2), S.sum(s, 1), S.sum(s), S.to_dense(s), S.softmax(s, 0), S.log_softmax(csr, 1),
              S.to_dense(csr, True), S.unsqueeze(s, 0), S.select(s, 1, 2), S.narrow_copy(s, 0, 1, 2),
              S.permute(s, [1, 0, 2]), S.transpose(s, 0, 1), S.t(S.sum(s, 2)),
-             S.index_select(s, 0, torch.tensor([3, 1]))]
+             S.index_select(s, 0, torch.tensor([3, 1])), S.to_sparse_csr(s), S.to_sparse_coo(csr),
+             S.to_sparse(S.to_dense(csr))]
     graph = str(scripted.inlined_graph)
     for op in ("sparse_tanh", "sparse_pow", "sparse_sum", "sparse_to_dense", "sparse_softmax", "sparse_log_softmax",
                "sparse_unsqueeze", "sparse_select", "sparse_narrow_copy", "sparse_permute", "sparse_transpose",
-               "sparse_t", "sparse_index_select"):
+               "sparse_t", "sparse_index_select", "sparse_to_sparse_csr", "sparse_to_sparse_coo", "sparse_to_sparse"):
         assert f"torch_ragged::{op}" in graph, op
     for ours, expected in zip(scripted(s, csr), eager, strict=True):
         assert ours.layout == expected.layout
@@ -102,6 +106,54 @@ def test_scripted_functions_call_the_ops_and_match_eager():
     # eager against torch, so the comparison above is with the right values
     torch.testing.assert_close(eager[2].to_dense(), torch.sparse.sum(s, 1).to_dense())
     torch.testing.assert_close(eager[5].to_dense(), torch.sparse.softmax(s.coalesce(), 0).to_dense())
+
+
+def same_compressed(ours, theirs):
+    """A CSR / CSC tensor entry for entry: offsets, plain indices (their dtype too), values, layout and shape."""
+    assert ours.layout == theirs.layout and ours.shape == theirs.shape and ours.dtype == theirs.dtype
+    compressed, plain = ((torch.Tensor.crow_indices, torch.Tensor.col_indices) if ours.layout == torch.sparse_csr
+                         else (torch.Tensor.ccol_indices, torch.Tensor.row_indices))
+    for part in (compressed, plain):
+        assert part(ours).dtype == part(theirs).dtype and torch.equal(part(ours).cpu(), part(theirs).cpu())
+    torch.testing.assert_close(ours.values().cpu(), theirs.values().cpu(), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_conversions_give_torchs_tensors_through_every_door(device):
+    """to_sparse / to_sparse_coo / csr / csc of dense, uncoalesced COO (hybrid), CSR and CSC (int32 indices kept):
+    torch's own conversion, from the public function, the op and the C++-bound fast call alike."""
+    s = uncoalesced(device)
+    dense = torch.tensor([[0.0, 2.0, 1.0], [3.0, 0.0, 0.0], [0.0, 0.0, 5.0]], dtype=torch.float64, device=device)
+    csr32 = torch.sparse_csr_tensor(torch.tensor([0, 2, 3, 4], dtype=torch.int32),
+                                    torch.tensor([1, 2, 0, 2], dtype=torch.int32),
+                                    torch.tensor([2.0, 1.0, 3.0, 5.0]), (3, 3)).to(device)
+    for doors in ((S.to_sparse, S.to_sparse_coo, S.to_sparse_csr, S.to_sparse_csc),
+                  (ops.sparse_to_sparse, ops.sparse_to_sparse_coo, ops.sparse_to_sparse_csr, ops.sparse_to_sparse_csc)):
+        to_sparse, to_coo, to_csr, to_csc = doors
+        same_entries(to_sparse(dense, None), dense.to_sparse())
+        same_entries(to_sparse(dense, 1), dense.to_sparse(1))
+        for x in (dense, s, s.coalesce(), csr32, csr32.to_sparse_csc(), dense.to_sparse_csc()):
+            if x.layout != torch.sparse_coo or x.sparse_dim() == 2:
+                same_compressed(to_csr(x, True), x.to_sparse_csr())
+                same_compressed(to_csc(x, True), x.to_sparse_csc())
+            same_entries(to_coo(x, True), x.to_sparse().coalesce())
+    assert S.to_sparse_csr(csr32) is csr32 and ops.sparse_to_sparse_coo(s.coalesce(), False) is not None
+    with pytest.raises(ValueError, match=r"torch_ragged.sparse.to_sparse_csr: expected a matrix \(at least 2 dims\)"):
+        ops.sparse_to_sparse_csr(torch.ones(3, device=device), True)
+    with pytest.raises(TypeError, match="torch_ragged.sparse.to_sparse_coo: expected a dense, sparse COO, CSR or CSC"):
+        ops.sparse_to_sparse_coo(dense.to_sparse_bsr((1, 1)), True)
+
+
+def test_conversions_pass_gradients_to_the_values():
+    s = uncoalesced().requires_grad_()
+    for convert in (S.to_sparse_csr, S.to_sparse_csc, S.to_sparse_coo):
+        out = convert(s)
+        (grad,) = torch.autograd.grad(out.values().sum(), s)  # values(): a COO result is coalesced
+        torch.testing.assert_close(grad.to_dense(), torch.ones(4, 3, 2, dtype=torch.float64) *
+                                   (s.detach().to_dense() != 0).any(-1, keepdim=True), rtol=0, atol=0)
+    dense = torch.tensor([[0.0, 2.0], [3.0, 0.0]], dtype=torch.float64, requires_grad=True)
+    (grad,) = torch.autograd.grad(S.to_sparse(dense).values().sum(), dense)
+    assert torch.equal(grad, torch.tensor([[0.0, 1.0], [1.0, 0.0]], dtype=torch.float64))
 
 
 @pytest.mark.parametrize("device", DEVICES)
