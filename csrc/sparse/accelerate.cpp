@@ -372,12 +372,12 @@ at::Tensor bmm_kernel(c10::DispatchKeySet ks, const at::Tensor& self, const at::
 
 // Along a sparse dim: each entry once per occurrence of its index (the sparse family's op); along a
 // dense dim: the values' columns. The result is flagged uncoalesced unless it holds under two
-// entries, as torch's. On the CPU torch's own kernel runs: it is deterministic there and the speed
-// census measured ours at 0.17-0.28x of it (100k-10M entries; the op's device-generic composite
-// makes a dozen passes), and accelerate() takes over only what it makes faster.
+// entries, as torch's. On the CPU a small tensor keeps torch's kernel (torch_is_faster_here);
+// from ours_from_entries on, the op's CPU kernel (one counting sort of the positions, two passes
+// over the entries) runs.
 at::Tensor index_select_kernel(c10::DispatchKeySet ks, const at::Tensor& self, int64_t dim,
                                const at::Tensor& index) {
-  if (!is_on() || self.is_cpu()) return torch_index_select(ks, self, dim, index);
+  if (!is_on() || torch_is_faster_here(self)) return torch_index_select(ks, self, dim, index);
   const int64_t d = at::maybe_wrap_dim(dim, self.dim());
   // torch's checks and messages (IndexError) for the index
   TORCH_CHECK_INDEX(
