@@ -304,6 +304,15 @@ PYBIND11_MODULE(_fast, m) {
        {"sparse_to_sparse_coo", "sparse_to_sparse_csr", "sparse_to_sparse_csc"}) {
     Binder<Tensor(TensorRef, bool)>::bind(m, name, missing);
   }
+  // the products (sparse_mm's "tensor" overload is bound with the triplet op below)
+  Binder<Tensor(TensorRef, TensorRef, TensorRef, const at::Scalar&, const at::Scalar&)>::bind(
+      m, "sparse_addmm", missing);
+  Binder<Tensor(TensorRef, TensorRef, TensorRef, const at::Scalar&, const at::Scalar&)>::bind(
+      m, "sparse_sspaddmm", missing);
+  for (const char* name :
+       {"sparse_bmm", "sparse_mv", "sparse_matmul", "sparse_hspmm", "sparse_smm"}) {
+    Binder<Tensor(TensorRef, TensorRef)>::bind(m, name, missing);
+  }
   for (const char* name : {"sparse_cat", "sparse_stack"}) {
     Binder<Tensor(at::TensorList, int64_t)>::bind(m, name, missing);
   }
@@ -335,6 +344,7 @@ PYBIND11_MODULE(_fast, m) {
   Binder<Tensor(TensorRef, TensorRef, c10::SymIntArrayRef, int64_t)>::bind(m, "sparse_pool_sum",
                                                                            missing);
   Binder<Quad(TensorRef, c10::SymIntArrayRef)>::bind(m, "sparse_mm_plan", missing);
+  Binder<Tensor(TensorRef, TensorRef, bool)>::bind_overload(m, "sparse_mm", "tensor", missing);
   for (const char* name : {"sparse_mm", "sparse_sddmm"}) {
     Binder<Tensor(TensorRef, TensorRef, TensorRef, TensorRef, TensorRef, TensorRef, TensorRef, bool,
                   bool)>::bind(m, name, missing);

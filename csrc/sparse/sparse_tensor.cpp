@@ -6,6 +6,7 @@
 #include <torch/autograd.h>
 
 #include "common/autograd.h"
+#include "common/checks.h"
 #include "segment/segment_ops.h"
 #include "sparse/sparse_ops.h"
 
@@ -188,6 +189,36 @@ at::Tensor compressed_like(const at::Tensor& like, const at::Tensor& compressed,
                            const at::Tensor& plain, const at::Tensor& values) {
   return at::sparse_compressed_tensor(compressed, plain, values, like.sizes(),
                                       values.options().layout(like.layout()));
+}
+
+at::Tensor row_offsets(const char* op, const at::Tensor& rows, int64_t num_rows, bool out_int32) {
+  const std::string message = std::string("torch_ragged.sparse.") + op +
+                              ": the sparse operand's row indices are out of order or out of "
+                              "range for " +
+                              std::to_string(num_rows) +
+                              " rows (a tensor flagged coalesced that is not?)";
+  if (is_symbolic(rows)) {
+    // no branch on the (unbacked) number of rows: slices, not narrow
+    const at::Tensor fits = rows.ge(0).logical_and(rows.lt(num_rows)).all().logical_and(
+        rows.slice(0, 1).ge(rows.slice(0, 0, -1)).all());
+    at::_assert_async(fits, message);
+    return at::_convert_indices_from_coo_to_csr(rows, num_rows, out_int32);
+  }
+  at::Tensor offsets;
+  try {
+    offsets =
+        as_op(std::string("sparse.") + op, [&] { return ops::sparse_row_offsets(rows, num_rows); });
+  } catch (const c10::ValueError& e) {
+    TORCH_CHECK_VALUE(e.msg().find("out of order or out of range") == std::string::npos, message);
+    throw;  // offsets that cannot be held (a valid matrix of ~1e10 rows)
+  }
+  return out_int32 ? offsets.to(at::kInt) : offsets;
+}
+
+at::ScalarType index_dtype(const at::Tensor& x) {
+  if (x.layout() == at::kSparseCsr) return x.crow_indices().scalar_type();
+  if (x.layout() == at::kSparseCsc) return x.ccol_indices().scalar_type();
+  return at::kLong;
 }
 
 }  // namespace torch_ragged

@@ -76,4 +76,14 @@ std::pair<at::Tensor, at::Tensor> row_major_parts(const char* op, const at::Tens
 at::Tensor compressed_like(const at::Tensor& like, const at::Tensor& compressed,
                            const at::Tensor& plain, const at::Tensor& values);
 
+// The CSR offsets (num_rows + 1) of sorted row ids, int32 when out_int32. A COO tensor flagged
+// coalesced without its invariants checked may hold rows out of order or out of range, which would
+// make wrong offsets: refused by name, "torch_ragged.sparse.<op>: ..." (one pass, one host read; a
+// runtime assertion while tracing).
+at::Tensor row_offsets(const char* op, const at::Tensor& rows, int64_t num_rows, bool out_int32);
+
+// The index dtype a conversion or product keeps: a CSR / CSC tensor's compressed indices', else
+// int64.
+at::ScalarType index_dtype(const at::Tensor& x);
+
 }  // namespace torch_ragged

@@ -522,38 +522,6 @@ void check_coalesced_invariants(const char* op, const at::Tensor& s) {
                     " in row-major order (unsorted or repeated indices)");
 }
 
-// The offsets (num_rows + 1) of sorted row ids, of the compressed indices' dtype. A COO tensor
-// flagged coalesced without its invariants checked may hold rows out of order or out of range,
-// which would make wrong offsets: refused by name (one pass, one host read; a runtime assertion
-// while tracing).
-at::Tensor row_offsets(const char* op, const at::Tensor& rows, int64_t num_rows, bool out_int32) {
-  const std::string message = std::string("torch_ragged.sparse.") + op +
-                              ": the sparse operand's row indices are out of order or out of "
-                              "range for " +
-                              std::to_string(num_rows) +
-                              " rows (a tensor flagged coalesced that is not?)";
-  if (is_symbolic(rows)) {
-    const at::Tensor fits =
-        rows.ge(0)
-            .logical_and(rows.lt(num_rows))
-            .all()
-            .logical_and(rows.narrow(0, 1, std::max<int64_t>(rows.numel() - 1, 0))
-                             .ge(rows.narrow(0, 0, std::max<int64_t>(rows.numel() - 1, 0)))
-                             .all());
-    at::_assert_async(fits, message);
-    return at::_convert_indices_from_coo_to_csr(rows, num_rows, out_int32);
-  }
-  at::Tensor offsets;
-  try {
-    offsets =
-        as_op(std::string("sparse.") + op, [&] { return ops::sparse_row_offsets(rows, num_rows); });
-  } catch (const c10::ValueError& e) {
-    TORCH_CHECK_VALUE(e.msg().find("out of order or out of range") == std::string::npos, message);
-    throw;  // offsets that cannot be held (a valid matrix of ~1e10 rows)
-  }
-  return out_int32 ? offsets.to(at::kInt) : offsets;
-}
-
 // A CSR (indices coalesced row-major) or CSC (indices coalesced in the transposed order, of the
 // transposed size) tensor of these entries, of `size` and indices of index_dtype.
 at::Tensor compress(const char* op, const at::Tensor& indices, const at::Tensor& values,
@@ -562,12 +530,6 @@ at::Tensor compress(const char* op, const at::Tensor& indices, const at::Tensor&
   const at::Tensor compressed = row_offsets(op, indices[0], rows, index_dtype == at::kInt);
   return at::sparse_compressed_tensor(compressed, indices[1].to(index_dtype), values, size,
                                       values.options().layout(layout));
-}
-
-at::ScalarType index_dtype(const at::Tensor& x) {
-  if (x.layout() == at::kSparseCsr) return x.crow_indices().scalar_type();
-  if (x.layout() == at::kSparseCsc) return x.ccol_indices().scalar_type();
-  return at::kLong;
 }
 
 // x (dense, COO, CSR or CSC) in `layout`, coalesced; a tensor of that layout (COO: flagged

@@ -210,6 +210,26 @@ TORCH_RAGGED_API at::Tensor mul(const at::Tensor& s, const at::Scalar& other);
 TORCH_RAGGED_API at::Tensor div(const at::Tensor& s, const at::Scalar& divisor,
                                 std::optional<c10::string_view> rounding_mode = std::nullopt);
 
+// The products, as torch's: mm of sparse @ dense, dense @ sparse (COO, CSR, CSC, BSR, BSC) or
+// sparse
+// @ sparse (COO when both are COO, CSC when both are CSC, else CSR); addmm (beta * input + alpha *
+// s @ dense, input dense); bmm of a 3-D COO or batched CSR; mv; matmul (either side sparse,
+// vectors, batches); hspmm (a hybrid result, one dense row per row of s holding an entry); smm
+// (those rows as a COO matrix); sspaddmm (a sparse input plus smm's, coalesced). validate: check
+// the sparse operands' indices first.
+TORCH_RAGGED_API at::Tensor mm(const at::Tensor& a, const at::Tensor& b, bool validate = true);
+TORCH_RAGGED_API at::Tensor addmm(const at::Tensor& input, const at::Tensor& s,
+                                  const at::Tensor& dense, const at::Scalar& beta = 1,
+                                  const at::Scalar& alpha = 1);
+TORCH_RAGGED_API at::Tensor bmm(const at::Tensor& s, const at::Tensor& dense);
+TORCH_RAGGED_API at::Tensor mv(const at::Tensor& s, const at::Tensor& vector);
+TORCH_RAGGED_API at::Tensor matmul(const at::Tensor& a, const at::Tensor& b);
+TORCH_RAGGED_API at::Tensor hspmm(const at::Tensor& s, const at::Tensor& dense);
+TORCH_RAGGED_API at::Tensor smm(const at::Tensor& s, const at::Tensor& dense);
+TORCH_RAGGED_API at::Tensor sspaddmm(const at::Tensor& input, const at::Tensor& s,
+                                     const at::Tensor& dense, const at::Scalar& beta = 1,
+                                     const at::Scalar& alpha = 1);
+
 }  // namespace sparse
 
 }  // namespace torch_ragged

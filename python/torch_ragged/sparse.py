@@ -80,12 +80,6 @@ def _values(s: torch.Tensor) -> torch.Tensor:
     return s.values() if s.is_coalesced() else _UncoalescedValues.apply(s)
 
 
-def _columns(indices: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
-    """indices[:, positions] of a (d, nnz) index tensor (positions int64): a gather along dim 1 is ~13x faster than
-    index_select along it (which copies element by element) and ~3x faster than one index_select per row."""
-    return indices.gather(1, positions.expand(indices.shape[0], -1))
-
-
 def _sparse(indices, values, size, coalesced: bool) -> torch.Tensor:
     return torch.sparse_coo_tensor(indices.long(), values, size, is_coalesced=coalesced, check_invariants=False)
 
@@ -162,13 +156,6 @@ def _compressed_like(like: torch.Tensor, compressed, plain, values, size, layout
                                           check_invariants=False)
 
 
-def _under(op: str, error: Exception) -> Exception:
-    """An error an inner op raised, of the same type, under the name of the op the caller called."""
-    inner = str(error).split(": ", 1)
-    origin = f" (from {inner[0]})" if len(inner) == 2 and inner[0].startswith("torch_ragged.") else ""
-    return type(error)(f"torch_ragged.sparse.{op}: {inner[-1]}{origin}")
-
-
 def _row_major(op: str, s: torch.Tensor, validate: bool = True):
     """(indices, values) of the sparse matrix s, coalesced in row-major order, for COO, CSR (no sort) or CSC (one
     sort of the transposed entries)."""
@@ -181,68 +168,7 @@ def _row_major(op: str, s: torch.Tensor, validate: bool = True):
     return indices, values
 
 
-def _row_offsets(op: str, rows: torch.Tensor, num_rows: int, out_int32: bool = False) -> torch.Tensor:
-    """The CSR offsets (num_rows + 1) of sorted row ids. A COO tensor flagged coalesced without its invariants
-    checked may hold rows out of order or out of range, which torch's conversion would turn into wrong offsets or
-    writes out of bounds: refused by name (one pass, one host read; a runtime assertion in a compiled graph)."""
-    message = (f"torch_ragged.sparse.{op}: the sparse operand's row indices are out of order or out of range for "
-               f"{num_rows} rows (a tensor flagged coalesced that is not?)")
-    if torch.compiler.is_compiling():  # a graph cannot raise on data: a runtime assertion
-        fits = ((rows >= 0) & (rows < num_rows)).all() & (rows[1:] >= rows[:-1]).all()  # no branch on nnz
-        torch._assert_async(fits, message)
-        return torch._convert_indices_from_coo_to_csr(rows, num_rows, out_int32=out_int32)
-    try:  # the offsets and the check in one pass (2M rows: ~1 ms against ~3.5 for the ATen ops above)
-        offsets = _ops.sparse_row_offsets(rows, num_rows)
-    except ValueError as error:
-        if "out of order or out of range" in str(error):
-            raise ValueError(message) from None
-        raise _under(op, error) from None  # offsets that cannot be held (a valid matrix of ~1e10 rows)
-    return offsets.to(torch.int32) if out_int32 else offsets
-
-
 _BLOCKED = (torch.sparse_bsr, torch.sparse_bsc)
-
-
-def _block_rows(op: str, s: torch.Tensor, transpose: bool, validate: bool):
-    """A 2-D BSR / BSC matrix (or its transpose) as block rows: ``(block_first_idx, block_cols, blocks, (block_rows,
-    block_cols_count, bh, bw))`` with ``blocks`` (nnz, bh, bw) in row-major block order. A BSR matrix is that as
-    stored; BSC, or a transpose, costs one sort of the block indices on the coalesce core."""
-    if s.dim() != 2:
-        raise ValueError(f"torch_ragged.sparse.{op}: expected a 2-D {s.layout} matrix, got shape {tuple(s.shape)}")
-    blocks = s.values() if s.requires_grad and torch.is_grad_enabled() else s.values().detach()
-    bh, bw = blocks.shape[1:3]
-    row_compressed = s.layout == torch.sparse_bsr
-    compressed, plain = (s.crow_indices(), s.col_indices()) if row_compressed else (s.ccol_indices(),
-                                                                                    s.row_indices())
-    segments = _ops.segment_ids(compressed, plain.numel()).to(plain.dtype)
-    indices = torch.stack([segments, plain] if row_compressed else [plain, segments])
-    size = (s.shape[0] // bh, s.shape[1] // bw, bh, bw)
-    _ops.sparse_flat_keys(indices, size[:2], validate)  # the block indices' range
-    if transpose:
-        indices, blocks, size = indices.flip(0), blocks.transpose(1, 2), (size[1], size[0], bw, bh)
-    if row_compressed and not transpose:
-        return compressed, plain, blocks, size
-    indices, blocks, _, _ = _ops.sparse_coalesce(indices, blocks, size, False, return_order=False)
-    first = _row_offsets(op, indices[0], size[0], indices.dtype == torch.int32)
-    return first, indices[1], blocks, size
-
-
-def _blocked_mm(s: torch.Tensor, dense: torch.Tensor, dense_on_left: bool, validate: bool) -> torch.Tensor:
-    """S @ D (D @ S = (Sᵀ @ Dᵀ)ᵀ) for a blocked S: each block times its slice of D, summed over each block row
-    by the segment core (in block order: deterministic)."""
-    first, cols, blocks, (block_rows, block_cols, bh, bw) = _block_rows("mm", s, dense_on_left, validate)
-    operand = dense.t() if dense_on_left else dense
-    gathered = operand.reshape(block_cols, bw, operand.shape[1]).index_select(0, cols.long())
-    out = _ops.segment_sum(torch.bmm(blocks, gathered), first).reshape(block_rows * bh, operand.shape[1])
-    return out.t() if dense_on_left else out
-
-
-def _index_dtype(s: torch.Tensor) -> torch.dtype:
-    if s.layout == torch.sparse_csr:
-        return s.crow_indices().dtype
-    if s.layout == torch.sparse_csc:
-        return s.ccol_indices().dtype
-    return torch.long
 
 
 def to_sparse_csr(x: torch.Tensor, validate: bool = True) -> torch.Tensor:
@@ -885,101 +811,20 @@ def mm(a: torch.Tensor, b: torch.Tensor, *, plan: SparsePlan | None = None, vali
     tensor([[20.],
             [ 3.]])
     """
-    if _is_sparse(a) and _is_sparse(b):
-        return _spgemm(a, b, validate)
-    dense_on_left = not _is_sparse(a)
-    s, dense = (b, a) if dense_on_left else (a, b)
-    if isinstance(s, torch.Tensor) and s.layout in _BLOCKED and plan is None:
-        if not isinstance(dense, torch.Tensor) or dense.dim() != 2 or s.dim() != 2:
-            raise ValueError(f"torch_ragged.sparse.mm: expected 2-D operands, got {tuple(s.shape)} ({s.layout}) "
-                             f"and {tuple(dense.shape) if isinstance(dense, torch.Tensor) else type(dense).__name__}")
-        return _blocked_mm(s, dense, dense_on_left, validate)
+    if plan is None or (_is_sparse(a) and _is_sparse(b)):  # sparse @ sparse takes no plan
+        return _ops.sparse_mm(a, b, validate)
+    s, dense = (a, b) if _is_sparse(a) else (b, a)
     _check_matrix("mm", s)
     if s.dim() != 2 or not isinstance(dense, torch.Tensor) or dense.dim() != 2:
         shape = tuple(dense.shape) if isinstance(dense, torch.Tensor) else type(dense).__name__
         raise ValueError(f"torch_ragged.sparse.mm: expected 2-D operands, got {tuple(s.shape)} ({s.layout}) and "
                          f"{shape}")
-    if s.layout in _COMPRESSED and plan is None:
-        c = _compressed("mm", s, validate)
-        # the stored matrix is S (CSR) or Sᵀ (CSC); D @ S = (Sᵀ @ Dᵀ)ᵀ
-        return _plan_product(c.values, dense, c, c.size, c.transposed != dense_on_left, dense_on_left,
-                             c.compressed)
+    dense_on_left = s is b
     indices, values = _row_major("mm", s, validate)
-    if plan is not None:
-        _check_plan_fits("mm", s, indices, plan, validate)
-    return _plan_product(values, dense, indices, s.shape, dense_on_left, dense_on_left, plan=plan)
-
-
-def _plan_product(values, dense, indices, size, transpose: bool, dense_on_left: bool, row_first_idx=None,
-                  plan: SparsePlan | None = None) -> torch.Tensor:
-    """M @ D (Mᵀ @ D with ``transpose``; of Dᵀ and transposed back with ``dense_on_left``) for the coalesced
-    matrix M = (indices, values) of ``size`` (``row_first_idx``: its row offsets where known), through ``plan``
-    (M's own, checked by the caller: the op's O(nnz) check of a raw plan is skipped) or one built here.
-    ``indices`` may be a compressed matrix's _Compressed: its (2, nnz) indices are then built only for a plan."""
+    _check_plan_fits("mm", s, indices, plan, validate)
     operand = dense.t().contiguous() if dense_on_left else dense
-    needs_grad = torch.is_grad_enabled() and (values.requires_grad or operand.requires_grad)
-    if plan is None and not transpose and not needs_grad and _gather_fits("sparse_mm", values, operand, size[1]):
-        # the rows are segments: no column order is read (select, not [], for the rows: ~1 us less each)
-        plain = indices.plain if isinstance(indices, _Compressed) else indices.select(0, 1)
-        if row_first_idx is None:
-            row_first_idx = _row_offsets("mm", indices.select(0, 0), size[0])
-        product = _ops.segment_gather_sum(operand, plain, values, row_first_idx)
-        return product.t() if dense_on_left else product
-    if isinstance(indices, _Compressed):
-        indices = indices.indices
-    tensors = plan.tensors() if plan is not None else (indices, *_ops.sparse_mm_plan(indices, size))
-    product = _ops.sparse_mm(values, operand, *tensors, transpose, False)
+    product = _ops.sparse_mm(values, operand, *plan.tensors(), dense_on_left, False)
     return product.t() if dense_on_left else product
-
-
-def _gather_fits(op: str, values, operand, inner: int) -> bool:
-    """sparse_mm's checks of S's values against D, with its messages, for the path that gathers D's rows without
-    it (segment_gather_sum would take mismatched dtypes or read only the rows the indices name)."""
-    if values.dtype != operand.dtype:
-        raise TypeError(f"torch_ragged.{op}: S and D must share a dtype, got {values.dtype} and {operand.dtype} "
-                        "(cast one: there is no implicit promotion)")
-    if operand.shape[0] != inner:
-        raise ValueError(f"torch_ragged.{op}: the inner dimensions differ: S has {inner} columns but D has shape "
-                         f"{tuple(operand.shape)}")
-    return True
-
-
-def _spgemm(a: torch.Tensor, b: torch.Tensor, validate: bool = True) -> torch.Tensor:
-    _check_matrix("mm", a)
-    _check_matrix("mm", b)
-    if a.dim() != 2 or b.dim() != 2:
-        raise ValueError(f"torch_ragged.sparse.mm: expected 2-D operands, got {tuple(a.shape)} and {tuple(b.shape)}")
-    size = (a.shape[0], b.shape[1])
-    if a.layout == torch.sparse_coo and b.layout == torch.sparse_coo:
-        a_indices, a_values = _row_major("mm", a, validate)
-        b_indices, b_values = _row_major("mm", b, validate)
-        indices, values = _ops.sparse_spgemm(a_indices, a_values, b_indices, b_values, a.shape, b.shape)
-        return _sparse(indices, values, size, True)
-    if a.layout == torch.sparse_csc and b.layout == torch.sparse_csc:
-        # CSC out, as torch.sparse.mm gives two CSC operands: C = A @ B is the transpose of Bᵀ @ Aᵀ, whose CSR
-        # operands are B's and A's CSC arrays as they are; the CSR product of those is C's CSC (each entry the
-        # same products, added in the same order)
-        c = _compressed("mm", b, validate), _compressed("mm", a, validate)
-        ccol, row, values = _ops.sparse_spgemm_csr(c[0].compressed, c[0].plain, c[0].values, c[1].compressed,
-                                                   c[1].plain, c[1].values, c[0].size, c[1].size)
-        return torch.sparse_csc_tensor(ccol, row, values, size, check_invariants=False)
-    # CSR out: the product is written as CSR (offsets and columns of the index dtype, no row per entry)
-    index_dtype = _index_dtype(a) if a.layout != torch.sparse_coo else _index_dtype(b)
-    a_crow, a_col, a_values = _csr_parts("mm", a, validate)
-    b_crow, b_col, b_values = _csr_parts("mm", b, validate)
-    crow, col, values = _ops.sparse_spgemm_csr(a_crow.to(index_dtype), a_col, a_values, b_crow, b_col, b_values,
-                                               a.shape, b.shape)
-    return torch.sparse_csr_tensor(crow, col, values, size, check_invariants=False)
-
-
-def _csr_parts(op: str, s: torch.Tensor, validate: bool):
-    """(crow_indices, col_indices, values) of the sparse matrix s in row-major CSR form: a CSR matrix's own (checked
-    with ``validate``), a COO one's rows compressed (coalesced first), a CSC one's entries sorted by row."""
-    if s.layout == torch.sparse_csr:
-        c = _compressed(op, s, validate)
-        return c.compressed, c.plain, c.values
-    indices, values = _row_major(op, s, validate)
-    return _row_offsets(op, indices[0], s.shape[0]), indices[1], values
 
 
 def addmm(input: torch.Tensor, s: torch.Tensor, dense: torch.Tensor, *, beta=1, alpha=1,  # noqa: A002 (torch's name)
@@ -999,6 +844,8 @@ def addmm(input: torch.Tensor, s: torch.Tensor, dense: torch.Tensor, *, beta=1, 
     >>> addmm(torch.ones(1, 1), s, torch.ones(1, 1), beta=0.5, alpha=3)
     tensor([[6.5000]])
     """
+    if plan is None:
+        return _ops.sparse_addmm(input, s, dense, beta=beta, alpha=alpha)
     product = mm(s, dense, plan=plan)
     if not isinstance(input, torch.Tensor) or not _broadcasts_to(input.shape, product.shape):
         shape = tuple(input.shape) if isinstance(input, torch.Tensor) else type(input).__name__
@@ -1036,22 +883,7 @@ def bmm(s: torch.Tensor, dense: torch.Tensor) -> torch.Tensor:
     tensor([[2., 0.],
             [0., 3.]])
     """
-    _check_sparse("bmm", s, compressed=True)
-    if s.dim() != 3 or s.dense_dim() != 0 or s.layout == torch.sparse_csc or not isinstance(dense, torch.Tensor) \
-            or dense.dim() != 3 or dense.shape[0] != s.shape[0] or dense.shape[1] != s.shape[2]:
-        shape = tuple(dense.shape) if isinstance(dense, torch.Tensor) else type(dense).__name__
-        raise ValueError(f"torch_ragged.sparse.bmm: expected a 3-D sparse COO or CSR (batch, n, m) without dense "
-                         f"dims and a dense (batch, m, k), got {tuple(s.shape)} ({s.layout}, dense_dim="
-                         f"{s.dense_dim()}) and dense {shape}")
-    batch, n, m = s.shape
-    if s.layout == torch.sparse_csr:
-        flat, values = _block_diagonal_csr(s)
-    else:
-        indices, values = _coalesced("bmm", s)
-        flat = torch.stack([indices[0] * n + indices[1], indices[0] * m + indices[2]])  # still in row order
-    product = _plan_product(values, dense.reshape(batch * m, dense.shape[2]), flat, (batch * n, batch * m), False,
-                            False)
-    return product.view(batch, n, dense.shape[2])
+    return _ops.sparse_bmm(s, dense)
 
 
 def mv(s: torch.Tensor, vector: torch.Tensor) -> torch.Tensor:
@@ -1064,10 +896,7 @@ def mv(s: torch.Tensor, vector: torch.Tensor) -> torch.Tensor:
     >>> mv(torch.sparse_coo_tensor([[0, 1], [1, 0]], [2.0, 3.0], (2, 2)), torch.tensor([1.0, 10.0]))
     tensor([20.,  3.])
     """
-    if not isinstance(vector, torch.Tensor) or vector.dim() != 1:
-        shape = tuple(vector.shape) if isinstance(vector, torch.Tensor) else type(vector).__name__
-        raise ValueError(f"torch_ragged.sparse.mv: expected a 1-D dense vector, got {shape}")
-    return mm(s, vector.unsqueeze(1)).squeeze(1)
+    return _ops.sparse_mv(s, vector)
 
 
 def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -1082,13 +911,7 @@ def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     >>> matmul(torch.tensor([1.0, 10.0]), s)
     tensor([30.,  2.])
     """
-    if _is_sparse(a) and a.dim() == 3:
-        return bmm(a, b)
-    if isinstance(b, torch.Tensor) and b.dim() == 1 and _is_sparse(a):
-        return mv(a, b)
-    if isinstance(a, torch.Tensor) and a.dim() == 1 and _is_sparse(b):
-        return mm(a.unsqueeze(0), b).squeeze(0)
-    return mm(a, b)
+    return _ops.sparse_matmul(a, b)
 
 
 def hspmm(s: torch.Tensor, dense: torch.Tensor) -> torch.Tensor:
@@ -1103,10 +926,7 @@ def hspmm(s: torch.Tensor, dense: torch.Tensor) -> torch.Tensor:
     >>> hspmm(s, torch.ones(2, 3)).indices()
     tensor([[0, 2]])
     """
-    product = mm(s, dense)
-    indices, _ = _row_major("hspmm", s.detach())
-    rows = torch.unique_consecutive(indices[0].long())  # coalesced: the rows come sorted
-    return _sparse(rows.unsqueeze(0), product.index_select(0, rows), product.shape, True)
+    return _ops.sparse_hspmm(s, dense)
 
 
 def smm(s: torch.Tensor, dense: torch.Tensor) -> torch.Tensor:
@@ -1124,16 +944,11 @@ def smm(s: torch.Tensor, dense: torch.Tensor) -> torch.Tensor:
             [2., 2., 2.],
             [0., 0., 0.]])
     """
-    rows = hspmm(s, dense)
-    row_index, values = rows._indices()[0], _values(rows)
-    columns = values.shape[1]
-    indices = torch.stack([row_index.repeat_interleave(columns),
-                           torch.arange(columns, device=values.device).repeat(row_index.numel())])
-    return _sparse(indices, values.reshape(-1), rows.shape, True)
+    return _ops.sparse_smm(s, dense)
 
 
-def sspaddmm(input: torch.Tensor, s: torch.Tensor, dense: torch.Tensor, *, beta=1,  # noqa: A002 (torch's name)
-             alpha=1) -> torch.Tensor:
+def sspaddmm(input: torch.Tensor, s: torch.Tensor, dense: torch.Tensor,  # noqa: A002 (torch's name)
+             beta: int | float = 1, alpha: int | float = 1) -> torch.Tensor:
     """``torch.sspaddmm``: ``beta * input + alpha * (s @ dense)`` with a sparse ``input``, as a sparse matrix (the
     union of input's pattern and `smm`'s), coalesced.
 
@@ -1149,24 +964,7 @@ def sspaddmm(input: torch.Tensor, s: torch.Tensor, dense: torch.Tensor, *, beta=
     tensor([[ 2.],
             [10.]])
     """
-    _check_sparse("sspaddmm", input)
-    indices, values = _coalesced("sspaddmm", input)
-    return add(_sparse(indices, values * beta, input.shape, True), smm(s, dense), alpha=alpha)
-
-
-def _block_diagonal_csr(s: torch.Tensor):
-    """The coalesced entries (indices, values) of a batched CSR tensor's block-diagonal 2-D matrix."""
-    batch, n, m = s.shape
-    crow, col = s.crow_indices(), s.col_indices()
-    nnz = col.shape[-1]
-    offsets = torch.arange(batch, device=crow.device, dtype=crow.dtype).unsqueeze(1)
-    flat_crow = torch.cat([(crow[:, :-1] + offsets * nnz).flatten(), crow.new_full((1,), batch * nnz)])
-    if batch and not bool((crow[:, -1] == nnz).all()):  # segment_ids checks the joined offsets only
-        raise ValueError(f"torch_ragged.sparse.bmm: crow_indices[:, -1] must be nnz = {nnz} for every matrix")
-    flat = torch.sparse_csr_tensor(flat_crow, (col + offsets * m).flatten(), s.values().flatten(),
-                                   (batch * n, batch * m), check_invariants=False)
-    c = _compressed("bmm", flat)
-    return c.indices, c.values
+    return _ops.sparse_sspaddmm(input, s, dense, beta=beta, alpha=alpha)
 
 
 # ---- torch's own sparse ops on these kernels ----

@@ -148,6 +148,28 @@ TEST(Sparse, SparseTensorFunctionsByTheirPythonNames) {
   EXPECT_TRUE(torch::equal(torch_ragged::sparse::to_sparse_coo(as_csc).to_dense(), dense));
   EXPECT_TRUE(torch_ragged::sparse::to_sparse_csr(as_csr).is_same(as_csr));  // as it is
 
+  // products: the matrix [[0, 2], [3, 0]] (coo) times [[1, 2], [3, 4]]
+  const auto right = torch::tensor({1.0, 2.0, 3.0, 4.0}).view({2, 2});
+  const auto product = torch::tensor({6.0, 8.0, 3.0, 6.0}).view({2, 2});
+  EXPECT_TRUE(torch::equal(torch_ragged::sparse::mm(coo, right), product));
+  EXPECT_TRUE(torch::equal(torch_ragged::sparse::mm(as_csc, right), product));
+  EXPECT_TRUE(torch::equal(torch_ragged::sparse::mm(right, as_csr), right.mm(dense)));
+  EXPECT_TRUE(torch::equal(torch_ragged::sparse::mm(coo, coo).to_dense(), dense.mm(dense)));
+  EXPECT_TRUE(torch::equal(torch_ragged::sparse::addmm(right, coo, right, 2, 0.5),
+                           right * 2 + product * 0.5));
+  EXPECT_TRUE(torch::equal(torch_ragged::sparse::mv(coo, torch::tensor({1.0, 10.0})),
+                           torch::tensor({20.0, 3.0})));
+  EXPECT_TRUE(torch::equal(torch_ragged::sparse::matmul(torch::tensor({1.0, 10.0}), coo),
+                           torch::tensor({30.0, 2.0})));
+  EXPECT_TRUE(torch::equal(
+      torch_ragged::sparse::bmm(torch_ragged::sparse::unsqueeze(coo, 0), right.unsqueeze(0)),
+      product.unsqueeze(0)));
+  EXPECT_TRUE(
+      torch::equal(torch_ragged::sparse::hspmm(coo, right)._indices(), longs({0, 1}).view({1, 2})));
+  EXPECT_TRUE(torch::equal(torch_ragged::sparse::smm(coo, right).to_dense(), product));
+  EXPECT_TRUE(torch::equal(torch_ragged::sparse::sspaddmm(coo, coo, right, 1, 1).to_dense(),
+                           dense + product));
+
   try {
     torch_ragged::sparse::abs(torch::ones({3}));
     ADD_FAILURE() << "a dense tensor was taken";

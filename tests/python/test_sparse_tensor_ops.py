@@ -28,6 +28,7 @@ def sparse_tensor_samples():
     """One sample per sparse-tensor op (the overload itself where the name holds the triplet op too)."""
     s = uncoalesced()
     csr = torch.tensor([[0.0, 2.0, 1.0], [3.0, 0.0, 0.0]], dtype=torch.float64).to_sparse_csr()
+    matrix = torch.sparse_coo_tensor([[1, 0, 1], [2, 1, 2]], [1.0, 2.0, 3.0], (2, 3))  # uncoalesced, float32
     return [*[(getattr(ops, "sparse_" + name).default, (s,)) for name in UNARY],
             (ops.sparse_pow.default, (s, 2)), (ops.sparse_coalesce.tensor, (s, True)),
             (ops.sparse_to_dense.tensor, (csr, True)), (ops.sparse_sum.tensor, (s, [1], True)),
@@ -42,7 +43,14 @@ def sparse_tensor_samples():
             (ops.sparse_div.Scalar, (s, 3)), (ops.sparse_cat.default, ([s, s.coalesce()], 1)),
             (ops.sparse_stack.default, ([s, s], 3)), (ops.sparse_to_sparse.default, (csr.to_dense(), None)),
             (ops.sparse_to_sparse_coo.default, (csr, True)), (ops.sparse_to_sparse_csr.default, (s, True)),
-            (ops.sparse_to_sparse_csc.default, (csr, True))]
+            (ops.sparse_to_sparse_csc.default, (csr, True)),
+            (ops.sparse_mm.tensor, (csr, torch.ones(3, 2, dtype=torch.float64), True)),
+            (ops.sparse_addmm.default, (torch.ones(2, 2), matrix, torch.ones(3, 2))),
+            (ops.sparse_bmm.default, (matrix.unsqueeze(0), torch.ones(1, 3, 2))),
+            (ops.sparse_mv.default, (matrix, torch.ones(3))), (ops.sparse_matmul.default, (torch.ones(2), matrix)),
+            (ops.sparse_hspmm.default, (matrix, torch.ones(3, 2))),
+            (ops.sparse_smm.default, (matrix, torch.ones(3, 2))),
+            (ops.sparse_sspaddmm.default, (torch.ones(2, 2).to_sparse(), matrix, torch.ones(3, 2)))]
 
 
 # torch's SchemaCheckMode cannot read a sparse tensor's storage (test_schema fails inside the checker), and
@@ -154,6 +162,27 @@ def test_conversions_pass_gradients_to_the_values():
     dense = torch.tensor([[0.0, 2.0], [3.0, 0.0]], dtype=torch.float64, requires_grad=True)
     (grad,) = torch.autograd.grad(S.to_sparse(dense).values().sum(), dense)
     assert torch.equal(grad, torch.tensor([[0.0, 1.0], [1.0, 0.0]], dtype=torch.float64))
+
+
+def test_scripted_products_call_the_ops_and_match_torch():
+    s = torch.sparse_coo_tensor([[1, 0, 1, 2], [2, 1, 2, 0]], [1.0, 2.0, 3.0, 4.0], (3, 3))  # uncoalesced
+    d = torch.arange(6.0).view(3, 2)
+
+    @torch.jit.script
+    def scripted(s: torch.Tensor, d: torch.Tensor) -> list[torch.Tensor]:
+        return [S.bmm(S.unsqueeze(s, 0), d.unsqueeze(0)), S.mv(s, d[:, 0]), S.matmul(d.t(), s),
+                S.hspmm(s, d), S.smm(s, d), S.sspaddmm(S.to_sparse(d * 3), s, d, 2, 0.5)]
+
+    graph = str(scripted.inlined_graph)
+    for op in ("sparse_bmm", "sparse_mv", "sparse_matmul", "sparse_hspmm", "sparse_smm", "sparse_sspaddmm"):
+        assert f"torch_ragged::{op}" in graph, op
+    sd = s.to_dense()
+    expected = [(sd @ d).unsqueeze(0), sd @ d[:, 0], d.t() @ sd, sd @ d, sd @ d, 2 * (d * 3) + 0.5 * (sd @ d)]
+    for ours, theirs in zip(scripted(s, d), expected, strict=True):
+        torch.testing.assert_close(ours.to_dense() if ours.is_sparse else ours, theirs, rtol=0, atol=0)
+    # the sparse results keep torch's patterns
+    assert torch.equal(S.hspmm(s, d)._indices(), torch.hspmm(s, d).coalesce()._indices())
+    assert torch.equal(S.smm(s, d).coalesce()._indices(), torch.smm(s, d).coalesce()._indices())
 
 
 @pytest.mark.parametrize("device", DEVICES)

@@ -35,27 +35,30 @@ NOT_AN_OP_BY_NAME = {
 }
 # The sparse functions that are ops on torch sparse tensors: torch_ragged::sparse_<name> (an overload "tensor" where
 # the triplet op holds the name), taking the sparse tensor as `s` (the operands as `a`, `b` for add / sub / mul, a
-# list `tensors` for cat / stack, any layout `x` for the conversions, `dense` for to_sparse).
+# list `tensors` for cat / stack, any layout `x` for the conversions, `dense` for to_sparse, the added `input` for
+# addmm / sspaddmm).
 SPARSE_UNARY = {"neg", "abs", "asin", "asinh", "atan", "atanh", "ceil", "deg2rad", "erf", "erfinv", "expm1", "floor",
                 "frac", "log1p", "rad2deg", "relu", "round", "sgn", "sign", "signbit", "sin", "sinh", "sqrt", "square",
                 "tan", "tanh", "trunc"}
 SPARSE_OPS_BY_NAME = SPARSE_UNARY | {"pow", "coalesce", "to_dense", "sum", "softmax", "log_softmax", "unsqueeze",
                                      "select", "narrow_copy", "permute", "transpose", "t", "index_select", "add",
                                      "sub", "mul", "div", "cat", "stack", "to_sparse", "to_sparse_coo",
-                                     "to_sparse_csr", "to_sparse_csc"}
+                                     "to_sparse_csr", "to_sparse_csc", "mm", "addmm", "bmm", "mv", "matmul",
+                                     "hspmm", "smm", "sspaddmm"}
 
 NOT_SCRIPTABLE = {
     ("pad", "pad"): "numpy.pad's signature: keyword-only arguments and **kwargs for vector functions; TorchScript "
                     "calls torch.ops.torch_ragged.pad (the broadcast forms)",
     **{("distributed", name): DISTRIBUTED_REASON for name in ("ragged_all_gather", "ragged_all_to_all", "rebalance")},
 }
-SPARSE_SCRIPTABLE = SPARSE_OPS_BY_NAME - {"coalesce"} | {"is_accelerated"}  # coalesce: return_order picks the type
+# coalesce: return_order picks the result's type; mm / addmm: a plan (SparsePlan, a Python class) may be passed
+SPARSE_SCRIPTABLE = SPARSE_OPS_BY_NAME - {"coalesce", "mm", "addmm"} | {"is_accelerated"}
 
 # C++ declarations: the C++ API keeps one function per reduction where torch_scatter has several names
 NOT_DECLARED_IN_CPP = {
     **{("distributed", name): DISTRIBUTED_REASON for name in ("ragged_all_gather", "ragged_all_to_all", "rebalance")},
 }
-SPARSE_DECLARED = SPARSE_OPS_BY_NAME | {"mm", "sparse_mask"}
+SPARSE_DECLARED = SPARSE_OPS_BY_NAME | {"sparse_mask"}
 
 
 def public_functions():
@@ -93,12 +96,12 @@ def test_the_public_functions_are_counted_per_module():
 
 
 def sparse_tensor_op(name: str):
-    """torch_ragged::sparse_<name>'s overload taking a torch sparse tensor `s` (operands `a`, `b`, `tensors`, `x`;
-    to_sparse's `dense`), or None: the triplet ops of the same names take `indices` or `dense` first."""
+    """torch_ragged::sparse_<name>'s overload taking a torch sparse tensor `s` (operands `a`, `b`, `tensors`, `x`,
+    `input`; to_sparse's `dense`), or None: the triplet ops of the same names take `indices` or `dense` first."""
     packet = getattr(torch.ops.torch_ragged, "sparse_" + name, None)
     for overload in packet.overloads() if packet is not None else ():
         schema = getattr(packet, overload)._schema
-        if schema.arguments and schema.arguments[0].name in ("s", "a", "tensors", "x") or (
+        if schema.arguments and schema.arguments[0].name in ("s", "a", "tensors", "x", "input") or (
                 name == "to_sparse" and schema.arguments[0].name == "dense"):
             return getattr(packet, overload)
     return None
