@@ -387,11 +387,7 @@ at::Tensor sparse_row_offsets_impl(const at::Tensor& rows, c10::SymInt num_rows)
   check_index_tensor(op, "rows", rows, 1);
   const int64_t count = num_rows.expect_int();
   TORCH_CHECK_VALUE(count >= 0, "torch_ragged.", op, ": num_rows must be >= 0, got ", count);
-  // num_rows + 1 int64 offsets (the + 1 cannot overflow what check_bytes_fit lets through)
-  const uint64_t bytes =
-      check_bytes_fit(op, "the row offsets", {count}, caffe2::TypeMeta::Make<int64_t>()) + 8;
-  check_fits_in_memory(op, "the row offsets", bytes, rows.device());
-  std::optional<at::Tensor> offsets = offsets_of_sorted_ids(rows.to(at::kLong), count);
+  std::optional<at::Tensor> offsets = checked_row_offsets(op, rows, count);
   TORCH_CHECK_VALUE(offsets.has_value(), "torch_ragged.", op,
                     ": the row indices must be sorted and in [0, ", count,
                     ") (a coalesced matrix's); some are out of order or out of range");

@@ -10,6 +10,7 @@
 
 #include "common/checks.h"
 #include "common/parallel.h"
+#include "segment/offsets.h"
 #include "segment/sort.h"
 
 namespace torch_ragged {
@@ -184,6 +185,15 @@ void check_index_values(std::string_view op, const at::Tensor& index, int64_t di
                     op, ": index must lie in [", lowest, ", ", size, ") for ",
                     negative_allowed ? "sparse" : "dense", " dim ", dim, " of size ", size,
                     ", got values from ", low.item<int64_t>(), " to ", high.item<int64_t>());
+}
+
+std::optional<at::Tensor> checked_row_offsets(std::string_view op, const at::Tensor& rows,
+                                              int64_t num_rows) {
+  // num_rows + 1 int64 offsets (the + 1 cannot overflow what check_bytes_fit lets through)
+  const uint64_t bytes =
+      check_bytes_fit(op, "the row offsets", {num_rows}, caffe2::TypeMeta::Make<int64_t>()) + 8;
+  check_fits_in_memory(op, "the row offsets", bytes, rows.device());
+  return offsets_of_sorted_ids(rows.to(at::kLong), num_rows);
 }
 
 at::Tensor CompressedFinding::as_tensor() const {

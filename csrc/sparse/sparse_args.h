@@ -90,6 +90,12 @@ std::pair<at::Tensor, at::Tensor> index_select_entries_cpu(std::string_view op,
                                                            const at::Tensor& positions,
                                                            int64_t size);
 
+// The CSR offsets (num_rows + 1, int64) of sorted row ids, or nullopt where some are out of order
+// or outside [0, num_rows): one pass (the op sparse_row_offsets without the dispatcher). Offsets
+// too large to hold raise ValueError naming op.
+std::optional<at::Tensor> checked_row_offsets(std::string_view op, const at::Tensor& rows,
+                                              int64_t num_rows);
+
 // indices[:, columns] of a (d, nnz) index tensor, columns int64: a gather along dim 1 (index_select
 // along it copies element by element; one index_select per row is ~3x slower than the gather).
 inline at::Tensor columns_of(const at::Tensor& indices, const at::Tensor& columns) {

@@ -8,6 +8,7 @@
 #include "common/autograd.h"
 #include "common/checks.h"
 #include "segment/segment_ops.h"
+#include "sparse/sparse_args.h"
 #include "sparse/sparse_ops.h"
 
 namespace torch_ragged {
@@ -199,20 +200,18 @@ at::Tensor row_offsets(const char* op, const at::Tensor& rows, int64_t num_rows,
                               " rows (a tensor flagged coalesced that is not?)";
   if (is_symbolic(rows)) {
     // no branch on the (unbacked) number of rows: slices, not narrow
-    const at::Tensor fits = rows.ge(0).logical_and(rows.lt(num_rows)).all().logical_and(
-        rows.slice(0, 1).ge(rows.slice(0, 0, -1)).all());
+    const at::Tensor fits = rows.ge(0)
+                                .logical_and(rows.lt(num_rows))
+                                .all()
+                                .logical_and(rows.slice(0, 1).ge(rows.slice(0, 0, -1)).all());
     at::_assert_async(fits, message);
     return at::_convert_indices_from_coo_to_csr(rows, num_rows, out_int32);
   }
-  at::Tensor offsets;
-  try {
-    offsets =
-        as_op(std::string("sparse.") + op, [&] { return ops::sparse_row_offsets(rows, num_rows); });
-  } catch (const c10::ValueError& e) {
-    TORCH_CHECK_VALUE(e.msg().find("out of order or out of range") == std::string::npos, message);
-    throw;  // offsets that cannot be held (a valid matrix of ~1e10 rows)
-  }
-  return out_int32 ? offsets.to(at::kInt) : offsets;
+  // the op's kernel called directly: a dispatch costs a good part of a small product
+  const std::optional<at::Tensor> offsets =
+      checked_row_offsets(std::string("sparse.") + op, rows, num_rows);
+  TORCH_CHECK_VALUE(offsets.has_value(), message);
+  return out_int32 ? offsets->to(at::kInt) : *offsets;
 }
 
 at::ScalarType index_dtype(const at::Tensor& x) {

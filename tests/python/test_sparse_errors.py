@@ -113,7 +113,7 @@ def test_a_valid_matrix_whose_row_offsets_cannot_be_held_is_refused_as_that():
     name (it was rewritten as "row indices out of order or out of range")."""
     s = torch.sparse_coo_tensor([[0, 5], [1, 2]], [1.0, 2.0], (10**11, 3)).coalesce()
     with raises(ValueError, "torch_ragged.sparse.mm", "the row offsets would need", "bytes, more than this "
-                "machine's", "(from torch_ragged.sparse_row_offsets)"):
+                "machine's"):
         torch_ragged.sparse.mm(s, torch.ones(3, 2))
 
 
