@@ -300,6 +300,7 @@ PYBIND11_MODULE(_fast, m) {
   Binder<Tensor(TensorRef, at::IntArrayRef)>::bind(m, "sparse_permute", missing);
   Binder<Tensor(TensorRef)>::bind(m, "sparse_t", missing);
   Binder<Tensor(TensorRef, std::optional<int64_t>)>::bind(m, "sparse_to_sparse", missing);
+  Binder<Tensor(TensorRef, TensorRef, bool)>::bind(m, "sparse_sparse_mask", missing);
   for (const char* name :
        {"sparse_to_sparse_coo", "sparse_to_sparse_csr", "sparse_to_sparse_csc"}) {
     Binder<Tensor(TensorRef, bool)>::bind(m, name, missing);

@@ -575,6 +575,23 @@ at::Tensor convert_kernel(const char* op, const at::Tensor& x, at::Layout layout
   return compress(op, indices, values, x.sizes(), layout, index_dtype(x));
 }
 
+// dense.sparse_mask(mask): dense's values at mask's indices (its values ignored), in mask's layout
+// and structure (COO keeps its flag; CSR / CSC their offsets), as torch's.
+at::Tensor sparse_mask_kernel(const at::Tensor& dense, const at::Tensor& mask, bool validate) {
+  check_coo_or_compressed("sparse_mask", mask);
+  TORCH_CHECK_VALUE(
+      dense.sizes() == mask.sizes(), "torch_ragged.sparse.sparse_mask: dense has shape ",
+      python_shape(dense.sizes()), " but mask has shape ", python_shape(mask.sizes()));
+  if (mask.layout() != at::kSparse) {
+    const CompressedView view = compressed_view("sparse_mask", mask, validate);
+    const at::Tensor source = view.transposed ? dense.transpose(0, 1) : dense;
+    const at::Tensor values = ops::sparse_mask(source, view.indices(), validate);
+    return compressed_like(mask, view.compressed, view.plain, values);
+  }
+  const at::Tensor values = ops::sparse_mask(dense, mask._indices(), validate);
+  return coo_tensor(mask._indices(), values, mask.sizes(), mask.is_coalesced());
+}
+
 at::Tensor to_sparse_coo_kernel(const at::Tensor& x, bool validate) {
   return convert_kernel("to_sparse_coo", x, at::kSparse, validate);
 }
@@ -685,6 +702,8 @@ TORCH_LIBRARY_FRAGMENT(torch_ragged, m) {
   m.def("sparse_t(Tensor s) -> Tensor", tags);
   m.def("sparse_index_select.tensor(Tensor s, int dim, Tensor index) -> Tensor", tags);
   m.def("sparse_to_sparse(Tensor dense, int? sparse_dim=None) -> Tensor", tags);
+  // the public sparse_mask: the triplet op holds "sparse_mask" with the same argument types
+  m.def("sparse_sparse_mask(Tensor dense, Tensor mask, bool validate=True) -> Tensor", tags);
   m.def("sparse_to_sparse_coo(Tensor x, bool validate=True) -> Tensor", tags);
   m.def("sparse_to_sparse_csr(Tensor x, bool validate=True) -> Tensor", tags);
   m.def("sparse_to_sparse_csc(Tensor x, bool validate=True) -> Tensor", tags);
@@ -714,6 +733,7 @@ TORCH_LIBRARY_IMPL(torch_ragged, CompositeImplicitAutograd, m) {
   m.impl("sparse_t", &t_kernel);
   m.impl("sparse_index_select.tensor", &index_select_kernel);
   m.impl("sparse_to_sparse", &to_sparse_kernel);
+  m.impl("sparse_sparse_mask", &sparse_mask_kernel);
   m.impl("sparse_to_sparse_coo", &to_sparse_coo_kernel);
   m.impl("sparse_to_sparse_csr", &to_sparse_csr_kernel);
   m.impl("sparse_to_sparse_csc", &to_sparse_csc_kernel);
@@ -906,6 +926,12 @@ TORCH_RAGGED_CONVERSION(to_sparse_coo)
 TORCH_RAGGED_CONVERSION(to_sparse_csr)
 TORCH_RAGGED_CONVERSION(to_sparse_csc)
 #undef TORCH_RAGGED_CONVERSION
+
+at::Tensor sparse_mask(const at::Tensor& dense, const at::Tensor& mask, bool validate) {
+  static const auto op = op_handle<at::Tensor(const at::Tensor&, const at::Tensor&, bool)>(
+      "torch_ragged::sparse_sparse_mask");
+  return op.call(dense, mask, validate);
+}
 
 }  // namespace sparse
 }  // namespace torch_ragged

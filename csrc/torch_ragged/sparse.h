@@ -180,6 +180,12 @@ TORCH_RAGGED_API at::Tensor index_select(const at::Tensor& s, int64_t dim, const
 TORCH_RAGGED_API at::Tensor to_sparse(const at::Tensor& dense,
                                       std::optional<int64_t> sparse_dim = std::nullopt);
 
+// dense.sparse_mask(mask): dense's values at mask's indices (mask's values ignored), in mask's
+// layout (COO, CSR or CSC) and structure. The op is torch_ragged::sparse_sparse_mask (sparse_mask
+// names the triplet op).
+TORCH_RAGGED_API at::Tensor sparse_mask(const at::Tensor& dense, const at::Tensor& mask,
+                                        bool validate = true);
+
 // x.to_sparse() / to_sparse_csr() / to_sparse_csc() of a dense matrix or a sparse COO / CSR / CSC
 // tensor: duplicates summed in a fixed order; a tensor of the layout asked for (COO: coalesced) is
 // returned as it is, its indices checked first when validate (torch's invariants of the layout).

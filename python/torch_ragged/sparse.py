@@ -151,11 +151,6 @@ def _check_compressed_invariants(op: str, s: torch.Tensor, compressed, plain, pl
     }[kind])
 
 
-def _compressed_like(like: torch.Tensor, compressed, plain, values, size, layout=None) -> torch.Tensor:
-    return torch.sparse_compressed_tensor(compressed, plain, values, size, layout=layout or like.layout,
-                                          check_invariants=False)
-
-
 def _row_major(op: str, s: torch.Tensor, validate: bool = True):
     """(indices, values) of the sparse matrix s, coalesced in row-major order, for COO, CSR (no sort) or CSC (one
     sort of the transposed entries)."""
@@ -276,7 +271,7 @@ def sum(s: torch.Tensor, dim: int | list[int] | None = None,  # noqa: A001 (torc
     return _ops.sparse_sum(s, dims, validate)
 
 
-def sparse_mask(dense: torch.Tensor, mask: torch.Tensor, *, validate: bool = True) -> torch.Tensor:
+def sparse_mask(dense: torch.Tensor, mask: torch.Tensor, validate: bool = True) -> torch.Tensor:
     """``dense.sparse_mask(mask)``: the values of ``dense`` at ``mask``'s indices (``mask``'s values are ignored),
     in the mask's layout (COO, CSR or CSC).
 
@@ -291,17 +286,7 @@ def sparse_mask(dense: torch.Tensor, mask: torch.Tensor, *, validate: bool = Tru
     tensor([[0., 2.],
             [3., 0.]])
     """
-    _check_sparse("sparse_mask", mask, compressed=True)
-    if tuple(dense.shape) != tuple(mask.shape):
-        raise ValueError(f"torch_ragged.sparse.sparse_mask: dense has shape {tuple(dense.shape)} but mask has "
-                         f"shape {tuple(mask.shape)}")
-    if mask.layout in _COMPRESSED:  # the result keeps the mask's layout and structure, as torch's
-        c = _compressed("sparse_mask", mask, validate)
-        view = dense.transpose(0, 1) if c.transposed else dense
-        values = _ops.sparse_mask(view, c.indices, validate)
-        return _compressed_like(mask, c.compressed, c.plain, values, mask.shape)
-    values = _ops.sparse_mask(dense, mask._indices(), validate)
-    return _sparse(mask._indices(), values, mask.shape, mask.is_coalesced())
+    return _ops.sparse_sparse_mask(dense, mask, validate)
 
 
 def to_dense(s: torch.Tensor, validate: bool = True) -> torch.Tensor:

@@ -147,6 +147,10 @@ TEST(Sparse, SparseTensorFunctionsByTheirPythonNames) {
   EXPECT_TRUE(torch::equal(as_csc.values(), torch::tensor({3.0, 2.0})));
   EXPECT_TRUE(torch::equal(torch_ragged::sparse::to_sparse_coo(as_csc).to_dense(), dense));
   EXPECT_TRUE(torch_ragged::sparse::to_sparse_csr(as_csr).is_same(as_csr));  // as it is
+  const auto masked =
+      torch_ragged::sparse::sparse_mask(torch::tensor({5.0, 6.0, 7.0, 8.0}).view({2, 2}), as_csr);
+  EXPECT_EQ(masked.layout(), torch::kSparseCsr);
+  EXPECT_TRUE(torch::equal(masked.values(), torch::tensor({6.0, 7.0})));
 
   // products: the matrix [[0, 2], [3, 0]] (coo) times [[1, 2], [3, 4]]
   const auto right = torch::tensor({1.0, 2.0, 3.0, 4.0}).view({2, 2});

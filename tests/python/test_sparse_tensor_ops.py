@@ -50,7 +50,8 @@ def sparse_tensor_samples():
             (ops.sparse_mv.default, (matrix, torch.ones(3))), (ops.sparse_matmul.default, (torch.ones(2), matrix)),
             (ops.sparse_hspmm.default, (matrix, torch.ones(3, 2))),
             (ops.sparse_smm.default, (matrix, torch.ones(3, 2))),
-            (ops.sparse_sspaddmm.default, (torch.ones(2, 2).to_sparse(), matrix, torch.ones(3, 2)))]
+            (ops.sparse_sspaddmm.default, (torch.ones(2, 2).to_sparse(), matrix, torch.ones(3, 2))),
+            (ops.sparse_sparse_mask.default, (torch.ones(2, 3, dtype=torch.float64), csr, True))]
 
 
 # torch's SchemaCheckMode cannot read a sparse tensor's storage (test_schema fails inside the checker), and
@@ -150,6 +151,21 @@ def test_conversions_give_torchs_tensors_through_every_door(device):
         ops.sparse_to_sparse_csr(torch.ones(3, device=device), True)
     with pytest.raises(TypeError, match="torch_ragged.sparse.to_sparse_coo: expected a dense, sparse COO, CSR or CSC"):
         ops.sparse_to_sparse_coo(dense.to_sparse_bsr((1, 1)), True)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_sparse_mask_gives_torchs_tensor_in_each_layout(device):
+    dense = torch.arange(12.0, dtype=torch.float64, device=device).view(3, 4)
+    coo = torch.sparse_coo_tensor([[2, 0, 2], [1, 3, 1]], [1.0, 1.0, 1.0], (3, 4), dtype=torch.float64).to(device)
+    for mask in (coo, coo.coalesce(), coo.coalesce().to_sparse_csr(), coo.coalesce().to_sparse_csc()):
+        for ours in (S.sparse_mask(dense, mask), ops.sparse_sparse_mask(dense, mask, True)):
+            theirs = dense.sparse_mask(mask)
+            if mask.layout == torch.sparse_coo:
+                same_entries(ours, theirs)
+            else:
+                same_compressed(ours, theirs)
+    with pytest.raises(ValueError, match=r"torch_ragged.sparse.sparse_mask: dense has shape \(3, 3\) but mask"):
+        S.sparse_mask(dense[:, :3], coo)
 
 
 def test_conversions_pass_gradients_to_the_values():

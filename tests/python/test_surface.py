@@ -35,8 +35,9 @@ NOT_AN_OP_BY_NAME = {
 }
 # The sparse functions that are ops on torch sparse tensors: torch_ragged::sparse_<name> (an overload "tensor" where
 # the triplet op holds the name), taking the sparse tensor as `s` (the operands as `a`, `b` for add / sub / mul, a
-# list `tensors` for cat / stack, any layout `x` for the conversions, `dense` for to_sparse, the added `input` for
-# addmm / sspaddmm).
+# list `tensors` for cat / stack, any layout `x` for the conversions, `dense` for to_sparse and sparse_mask -- op
+# sparse_sparse_mask: the triplet op sparse_mask takes the same argument types --, the added `input` for addmm /
+# sspaddmm).
 SPARSE_UNARY = {"neg", "abs", "asin", "asinh", "atan", "atanh", "ceil", "deg2rad", "erf", "erfinv", "expm1", "floor",
                 "frac", "log1p", "rad2deg", "relu", "round", "sgn", "sign", "signbit", "sin", "sinh", "sqrt", "square",
                 "tan", "tanh", "trunc"}
@@ -44,7 +45,7 @@ SPARSE_OPS_BY_NAME = SPARSE_UNARY | {"pow", "coalesce", "to_dense", "sum", "soft
                                      "select", "narrow_copy", "permute", "transpose", "t", "index_select", "add",
                                      "sub", "mul", "div", "cat", "stack", "to_sparse", "to_sparse_coo",
                                      "to_sparse_csr", "to_sparse_csc", "mm", "addmm", "bmm", "mv", "matmul",
-                                     "hspmm", "smm", "sspaddmm"}
+                                     "hspmm", "smm", "sspaddmm", "sparse_mask"}
 
 NOT_SCRIPTABLE = {
     ("pad", "pad"): "numpy.pad's signature: keyword-only arguments and **kwargs for vector functions; TorchScript "
@@ -97,12 +98,13 @@ def test_the_public_functions_are_counted_per_module():
 
 def sparse_tensor_op(name: str):
     """torch_ragged::sparse_<name>'s overload taking a torch sparse tensor `s` (operands `a`, `b`, `tensors`, `x`,
-    `input`; to_sparse's `dense`), or None: the triplet ops of the same names take `indices` or `dense` first."""
+    `input`; to_sparse's and sparse_mask's `dense`), or None: the triplet ops of the same names take `indices` or
+    `dense` first."""
     packet = getattr(torch.ops.torch_ragged, "sparse_" + name, None)
     for overload in packet.overloads() if packet is not None else ():
         schema = getattr(packet, overload)._schema
         if schema.arguments and schema.arguments[0].name in ("s", "a", "tensors", "x", "input") or (
-                name == "to_sparse" and schema.arguments[0].name == "dense"):
+                name in ("to_sparse", "sparse_mask") and schema.arguments[0].name == "dense"):
             return getattr(packet, overload)
     return None
 
