@@ -131,9 +131,9 @@ std::optional<at::Tensor> offsets_of_sorted_ids(const at::Tensor& ids, int64_t n
   return at::_convert_indices_from_coo_to_csr(ids.reshape(-1), num_rows, /*out_int32=*/false);
 }
 
-std::vector<int64_t> checked_first_idx(std::string_view op, const at::Tensor& first_idx,
-                                       std::optional<int64_t> num_rows) {
-  const at::Tensor host = index_tensor_on_host(op, "first_idx", first_idx, 1);
+at::Tensor checked_first_idx_on_host(std::string_view op, const at::Tensor& first_idx,
+                                     std::optional<int64_t> num_rows) {
+  at::Tensor host = index_tensor_on_host(op, "first_idx", first_idx, 1);
   TORCH_CHECK_VALUE(host.numel() >= 1, "torch_ragged.", op,
                     ": first_idx needs at least 1 entry (num_segments + 1), got 0");
   const int64_t* idx = host.const_data_ptr<int64_t>();
@@ -152,7 +152,14 @@ std::vector<int64_t> checked_first_idx(std::string_view op, const at::Tensor& fi
     TORCH_CHECK_VALUE(idx[segments] == *num_rows, "torch_ragged.", op, ": num_rows = ", *num_rows,
                       " but the segments hold first_idx[-1] = ", idx[segments], " rows");
   }
-  return std::vector<int64_t>(idx, idx + segments + 1);
+  return host;
+}
+
+std::vector<int64_t> checked_first_idx(std::string_view op, const at::Tensor& first_idx,
+                                       std::optional<int64_t> num_rows) {
+  const at::Tensor host = checked_first_idx_on_host(op, first_idx, num_rows);
+  const int64_t* idx = host.const_data_ptr<int64_t>();
+  return std::vector<int64_t>(idx, idx + host.numel());
 }
 
 void check_first_idx_tensor(std::string_view op, const at::Tensor& first_idx,

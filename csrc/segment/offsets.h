@@ -31,6 +31,11 @@ at::Tensor offsets_tensor_from_counts(std::string_view op, std::string_view arg,
 std::vector<int64_t> checked_first_idx(std::string_view op, const at::Tensor& first_idx,
                                        std::optional<int64_t> num_rows);
 
+// The same as the (num_segments + 1,) contiguous int64 CPU tensor read (first_idx itself when it is
+// one): no copy into a vector, for callers that hand the offsets on as a tensor.
+at::Tensor checked_first_idx_on_host(std::string_view op, const at::Tensor& first_idx,
+                                     std::optional<int64_t> num_rows);
+
 // first_idx's dtype and rank (no values read), and its device: the CPU or `data`'s device.
 void check_first_idx_tensor(std::string_view op, const at::Tensor& first_idx,
                             const at::Tensor& data);

@@ -1232,13 +1232,16 @@ void check_gather_range(std::string_view op, const at::Tensor& index, int64_t ro
 // the index's length), checked: IndexError / ValueError naming op.
 struct CheckedGather {
   at::Tensor rows;
-  std::vector<int64_t> offsets;
+  at::Tensor offsets;  // contiguous int64 on the host
+
+  const int64_t* first_idx() const { return offsets.const_data_ptr<int64_t>(); }
+  int64_t segments() const { return offsets.numel() - 1; }
 };
 
 CheckedGather checked_gather(std::string_view op, const at::Tensor& data, const at::Tensor& index,
                              const std::optional<at::Tensor>& weight, const at::Tensor& first_idx) {
   at::Tensor rows = checked_gather_index(op, data, index, weight);
-  std::vector<int64_t> offsets = checked_first_idx(op, first_idx, rows.numel());
+  at::Tensor offsets = checked_first_idx_on_host(op, first_idx, rows.numel());
   check_gather_range(op, rows, data.size(0));
   return {std::move(rows), std::move(offsets)};
 }
@@ -1249,10 +1252,8 @@ at::Tensor segment_gather_sum_cpu(const at::Tensor& data, const at::Tensor& inde
   constexpr std::string_view op = "segment_gather_sum";
   check_segment_args(op, data, first_idx, SegmentDtypes::kSummable);
   const CheckedGather gathered = checked_gather(op, data, index, weight, first_idx);
-  const at::Tensor& rows = gathered.rows;
-  const std::vector<int64_t>& offsets = gathered.offsets;
-  return cpu::segment_gather_sum(data, rows, weight.value_or(at::Tensor()),
-                                 at::tensor(offsets, at::kLong));
+  return cpu::segment_gather_sum(data, gathered.rows, weight.value_or(at::Tensor()),
+                                 gathered.offsets);
 }
 
 at::Tensor segment_gather_dot_cpu(const at::Tensor& a, const at::Tensor& b, const at::Tensor& index,
@@ -1261,7 +1262,7 @@ at::Tensor segment_gather_dot_cpu(const at::Tensor& a, const at::Tensor& b, cons
   check_dot_operands(op, "a", a, "b", b, first_idx);
   const CheckedGather gathered = checked_gather(op, b, index, std::nullopt, first_idx);
   const at::Tensor& rows = gathered.rows;
-  const std::vector<int64_t>& offsets = gathered.offsets;
+  const int64_t* offsets = gathered.first_idx();
   const at::Tensor left = a.contiguous(), right = b.contiguous();
   const int64_t width = row_width(b), n = rows.numel();
   at::Tensor out = at::empty({n}, a.options());
@@ -1274,7 +1275,7 @@ at::Tensor segment_gather_dot_cpu(const at::Tensor& a, const at::Tensor& b, cons
                    const int64_t grain =
                        std::max<int64_t>(1, kGrainElems / std::max<int64_t>(1, width));
                    at::parallel_for(0, n, grain, [&](int64_t begin, int64_t end) {
-                     gather_dot_entries(l, r, idx, offsets.data(), segments, width, begin, end, o);
+                     gather_dot_entries(l, r, idx, offsets, segments, width, begin, end, o);
                    });
                  }),
                  AT_EXPAND(AT_FLOATING_TYPES), at::kHalf, at::kBFloat16);
@@ -1291,16 +1292,15 @@ std::tuple<at::Tensor, at::Tensor> segment_gather_sum_dot_cpu(
   check_dot_operands(op, "other", other, "data", data, first_idx);
   const CheckedGather gathered = checked_gather(op, data, index, weight, first_idx);
   const at::Tensor& rows = gathered.rows;
-  const std::vector<int64_t>& offsets = gathered.offsets;
   const at::Tensor src = data.contiguous(), segment_rows = other.contiguous();
   // Weights of 1 when none are given: 1 * x is x, bit for bit, so the sums stay gather_sum's.
   const at::Tensor weights = weight.has_value() && weight->defined()
                                  ? weight->contiguous()
                                  : at::ones({rows.numel()}, data.options());
-  const int64_t segments = static_cast<int64_t>(offsets.size()) - 1, width = row_width(data);
+  const int64_t segments = gathered.segments(), width = row_width(data);
   at::Tensor sums = at::empty(per_segment_sizes(data, segments), data.options());
   at::Tensor dots = at::empty({rows.numel()}, data.options());
-  const ReductionTree tree = ReductionTree::of(offsets.data(), segments, offsets.back(), width);
+  const ReductionTree tree = ReductionTree::of(gathered.first_idx(), segments, rows.numel(), width);
   AT_DISPATCH_V2(
       data.scalar_type(), "segment_gather_sum_dot_cpu", AT_WRAP([&] {
         using Write = WriteSum<scalar_t, false>;

@@ -29,6 +29,7 @@
 #include <array>
 #include <atomic>
 #include <optional>
+#include <tuple>
 #include <vector>
 
 #include "segment/offsets.h"
@@ -390,13 +391,24 @@ at::Tensor index_select_kernel(c10::DispatchKeySet ks, const at::Tensor& self, i
     return at::_sparse_coo_tensor_unsafe(self._indices(), values, size,
                                          values.options().layout(at::kSparse), values.size(0) < 2);
   }
-  const int64_t extent = self.size(d);
-  TORCH_CHECK_INDEX(index.numel() == 0 || (index.min().item<int64_t>() >= -extent &&
-                                           index.max().item<int64_t>() < extent),
-                    "index_select(): index contains a value out of range for tensor of size ",
-                    self.sizes(), " at dimension ", d);
-  auto [indices, values] =
-      ops::sparse_index_select(self._indices(), self._values(), self.sym_sizes(), d, index);
+  // The op checks the index range in its own pass; only when it raises is the index read again,
+  // to tell torch's IndexError (the index out of range) from one about self's own indices.
+  at::Tensor indices, values;
+  try {
+    std::tie(indices, values) =
+        ops::sparse_index_select(self._indices(), self._values(), self.sym_sizes(), d, index);
+  } catch (const c10::IndexError&) {
+    const int64_t extent = self.size(d);
+    const at::Tensor host = index.to(at::kCPU).contiguous();
+    const int64_t* position = host.const_data_ptr<int64_t>();
+    for (int64_t i = 0; i < host.numel(); ++i) {
+      TORCH_CHECK_INDEX(position[i] >= -extent && position[i] < extent,
+                        "index_select(): index contains ", position[i],
+                        " that is out of range for tensor of size ", self.sizes(), " at dimension ",
+                        d);
+    }
+    throw;
+  }
   return at::_sparse_coo_tensor_unsafe(indices.to(at::kLong), values, size,
                                        values.options().layout(at::kSparse), values.size(0) < 2);
 }

@@ -156,6 +156,15 @@ at::Tensor CompressedView::indices() const {
   return at::stack({rows.to(plain.scalar_type()), plain});
 }
 
+at::Tensor block_indices(const at::Tensor& s) {
+  const bool row_compressed = s.layout() == at::kSparseBsr;
+  const at::Tensor compressed = row_compressed ? s.crow_indices() : s.ccol_indices();
+  const at::Tensor plain = row_compressed ? s.col_indices() : s.row_indices();
+  const at::Tensor segments =
+      ops::segment_ids(compressed, plain.sym_numel()).to(plain.scalar_type());
+  return row_compressed ? at::stack({segments, plain}) : at::stack({plain, segments});
+}
+
 CompressedView compressed_view(const char* op, const at::Tensor& s, bool validate) {
   const int64_t batch_dims = s.dim() - s.dense_dim() - 2;
   TORCH_CHECK_VALUE(batch_dims == 0, "torch_ragged.sparse.", op, ": expected a 2-D ",

@@ -63,6 +63,10 @@ struct CompressedView {
   at::Tensor indices() const;
 };
 
+// A 2-D BSR / BSC matrix's block indices, (2, nnz blocks) in the plain indices' dtype: each
+// block's (block row, block column), in stored order (segment_ids checks the compressed offsets).
+at::Tensor block_indices(const at::Tensor& s);
+
 // validate: torch's invariants of the indices (what check_invariants=True checks), in one pass and
 // one host read, ValueError / IndexError naming op, the index tensor and the first entry off.
 CompressedView compressed_view(const char* op, const at::Tensor& s, bool validate);

@@ -112,9 +112,7 @@ BlockRows block_rows(const at::Tensor& s, bool transpose, bool validate) {
   const bool row_compressed = s.layout() == at::kSparseBsr;
   const at::Tensor compressed = row_compressed ? s.crow_indices() : s.ccol_indices();
   const at::Tensor plain = row_compressed ? s.col_indices() : s.row_indices();
-  const at::Tensor segments =
-      ops::segment_ids(compressed, plain.sym_numel()).to(plain.scalar_type());
-  at::Tensor indices = row_compressed ? at::stack({segments, plain}) : at::stack({plain, segments});
+  at::Tensor indices = block_indices(s);
   b.size = {s.size(0) / bh, s.size(1) / bw, bh, bw};
   const std::vector<c10::SymInt> grid{b.size[0], b.size[1]};
   as_op("sparse.mm", [&] { return ops::sparse_flat_keys(indices, grid, validate); });  // in range

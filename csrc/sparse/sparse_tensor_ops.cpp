@@ -114,13 +114,7 @@ at::Tensor coalesce_kernel(const at::Tensor& s, bool validate) {
 at::Tensor blocked_to_dense(const at::Tensor& s, bool validate) {
   TORCH_CHECK_VALUE(s.dim() == 2, "torch_ragged.sparse.to_dense: expected a 2-D ", layout_name(s),
                     " matrix, got shape ", python_shape(s.sizes()));
-  const bool row_compressed = s.layout() == at::kSparseBsr;
-  const at::Tensor compressed = row_compressed ? s.crow_indices() : s.ccol_indices();
-  const at::Tensor plain = row_compressed ? s.col_indices() : s.row_indices();
-  const at::Tensor segments =
-      ops::segment_ids(compressed, plain.sym_numel()).to(plain.scalar_type());
-  const at::Tensor indices =
-      row_compressed ? at::stack({segments, plain}) : at::stack({plain, segments});
+  const at::Tensor indices = block_indices(s);
   const at::Tensor blocks = compressed_values(s);
   const int64_t bh = blocks.size(1), bw = blocks.size(2);
   const c10::SymInt grid[] = {s.size(0) / bh, s.size(1) / bw, bh, bw};

@@ -449,6 +449,26 @@ def test_index_select_matches_torch(device, coalesced):
             s.cpu().index_select(0, index)
 
 
+def test_index_select_errors_on_the_kernel_path_keep_torch_message_and_name_bad_self_indices():
+    # 300 entries: past the size where torch's own kernel keeps the call
+    s = random_sparse((40, 30), 2, 300, seed=21, coalesced=True)
+    for index, bad in ((torch.tensor([0, 40]), 40), (torch.tensor([-41, 3, 50]), -41)):
+        message = (rf"^index_select\(\): index contains {bad} that is out of range for tensor of size \[40, 30\] "
+                   r"at dimension 0$")
+        with pytest.raises(IndexError, match=message):
+            s.index_select(0, index)
+        with sparse.accelerate(), pytest.raises(IndexError, match=message):
+            s.index_select(0, index)
+    # an index in range on a tensor whose own indices are not: the op names self's bad entry
+    rows = torch.arange(300) % 40
+    rows[7] = 45
+    broken = torch.sparse_coo_tensor(torch.stack([rows, torch.arange(300) % 30]), torch.ones(300), (40, 30),
+                                     check_invariants=False)
+    with sparse.accelerate(), pytest.raises(IndexError, match=r"torch_ragged.sparse_index_select: indices\[0\]\[7\] "
+                                                              r"= 45 is out of range"):
+        broken.index_select(0, torch.tensor([1, 2]))
+
+
 def test_a_tensor_flagged_coalesced_that_is_not_is_refused_by_name():
     for rows in ([1, 0], [0, 7]):
         lying = torch.sparse_coo_tensor([rows, [0, 1]], [1.0, 2.0], (3, 3), is_coalesced=True, check_invariants=False)
