@@ -51,6 +51,16 @@ struct GroupingBackend {
   // one chunk of the reduction tree, summed row by row); used only then (per-call cost).
   std::pair<at::Tensor, at::Tensor> (*sums_in_order)(const at::Tensor& rows, const at::Tensor& keys,
                                                      int64_t dim_size) = nullptr;
+  // Optional: sums of the elements of rows (n, width) by an index per element, keys (n, width) in
+  // [0, dim_size), each (position, column) adding its elements in row order over the reduction
+  // tree of the flat grouping (index_like_src's general case: the same bits, without moving the
+  // elements) -> (sums, counts), both (dim_size, width), counts int64 and undefined unless
+  // with_counts. keys need not be checked: nullopt where the backend
+  // declines (a dtype, too many positions for the elements, or a key outside [0, dim_size)).
+  std::optional<std::pair<at::Tensor, at::Tensor>> (*sum_elements)(const at::Tensor& rows,
+                                                                   const at::Tensor& keys,
+                                                                   int64_t dim_size,
+                                                                   bool with_counts) = nullptr;
 };
 
 // The kernels of the scatter / scatter_max / scatter_min ops (schemas in scatter.cpp).

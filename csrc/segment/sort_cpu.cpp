@@ -16,6 +16,7 @@
 #include "segment/portable_lanes.h"
 #include "segment/segment_index.h"
 #include "segment/sort.h"
+#include "segment/tree_replay.h"
 
 namespace torch_ragged::cpu {
 namespace {
@@ -426,87 +427,6 @@ template <typename acc_t, typename Index>
 struct KeyTally {
   Index count;
   acc_t max;
-};
-
-// A group's state in the replay: the grouped position of its next entry and its partials of
-// levels 0 and 1 (level 0: the fold of its current chunk's terms from the identity, in order),
-// where one line holds them; the partials above, touched once per 1024 entries, lie apart.
-template <typename acc_t, typename Index>
-struct GroupRun {
-  Index next;
-  acc_t chunk, level_one;
-};
-
-// The tree's sum of each group, replayed over n grouped positions (width 1). When a group's entry
-// ends a chunk (its next position is a chunk edge), the chunk's partial is merged into the group's
-// level-1 partial; a level-1 partial is merged into level 2 where that edge is also a level-1
-// node's edge, and so on. Each level's partial starts from the identity and merges its children
-// left to right, as value(L) does; the group's sum then merges them top down over the last
-// (unfinished) child of each level: the tree's value at the group's top level, bit for bit.
-template <typename acc_t, typename Index>
-class TreeSumReplay {
- public:
-  TreeSumReplay(int64_t n, const std::vector<int64_t>& first)
-      : tree_(ReductionTree::of(nullptr, 0, n, 1)),
-        uppers_(tree_.levels() - 1),
-        runs_(first.size() - 1),
-        upper_(runs_.size() * std::max(uppers_ - 1, 0), acc_t(0)) {
-    at::parallel_for(0, static_cast<int64_t>(runs_.size()), 1 << 14, [&](int64_t lo, int64_t hi) {
-      for (int64_t g = lo; g < hi; ++g) {
-        runs_[g] = GroupRun<acc_t, Index>{static_cast<Index>(first[g]), acc_t(0), acc_t(0)};
-      }
-    });
-  }
-
-  // The terms of `count` entries, in input order within each group.
-  void add(const Index* groups, const acc_t* terms, int64_t count) {
-    GroupRun<acc_t, Index>* runs = runs_.data();
-    const int64_t chunk_mask = tree_.node_rows(0) - 1, n = tree_.num_rows;
-    for (int64_t j = 0; j < count; ++j) {
-      if (j + kPrefetchAhead < count) __builtin_prefetch(runs + groups[j + kPrefetchAhead], 1);
-      const int64_t g = groups[j];
-      GroupRun<acc_t, Index>& run = runs[g];
-      const int64_t edge = ++run.next;
-      run.chunk += terms[j];
-      if ((edge & chunk_mask) == 0 && edge < n) close_chunk(run, g, edge);
-    }
-  }
-  // Group g's sum, once all its entries were added.
-  acc_t sum(int64_t g) const {
-    acc_t value = runs_[g].chunk;
-    if (uppers_ >= 1) value = runs_[g].level_one + value;
-    for (int level = 2; level <= uppers_; ++level) value = upper(level)[g] + value;
-    return value;
-  }
-
- private:
-  static constexpr int64_t kPrefetchAhead = 16;
-
-  // Group g's chunk ending at grouped position `edge` (0 < edge < n) is complete.
-  void close_chunk(GroupRun<acc_t, Index>& run, int64_t g, int64_t edge) {
-    acc_t value = run.chunk;
-    run.chunk = acc_t(0);
-    run.level_one += value;
-    if (uppers_ == 1 || (edge & (tree_.node_rows(1) - 1)) != 0) return;
-    value = run.level_one;
-    run.level_one = acc_t(0);
-    for (int level = 2;; ++level) {
-      acc_t& partial = upper(level)[g];
-      partial += value;
-      // A node of the top level holds every row: no edge below n ends one.
-      if (level == uppers_ || (edge & (tree_.node_rows(level) - 1)) != 0) return;
-      value = partial;
-      partial = acc_t(0);
-    }
-  }
-  // The partials of `level` (>= 2), one per group.
-  acc_t* upper(int level) { return upper_.data() + (level - 2) * runs_.size(); }
-  const acc_t* upper(int level) const { return upper_.data() + (level - 2) * runs_.size(); }
-
-  ReductionTree tree_;  // over the grouped positions; only its shape is used
-  int uppers_;          // its levels above 0
-  std::vector<GroupRun<acc_t, Index>> runs_;
-  std::vector<acc_t> upper_;  // per level 2, 3, ...: its partial of each group
 };
 
 // Key ranges [range_first[r], range_first[r + 1]) holding about as many entries each (first: the

@@ -349,7 +349,9 @@ def test_sums_are_segment_sums_of_the_stably_grouped_rows_bit_for_bit(dtype):
     sort, an index per element), its bits are segment_sum's over the rows grouped by a stable sort of the index --
     the fixed order the GPU computes too."""
     g = torch.Generator().manual_seed(8)
-    for rows, width, positions in [(5, 3, 4), (31, 1, 3), (32, 7, 9), (33, 2, 2), (300, 16, 40), (2000, 3, 5000)]:
+    # (12000, 3, 7): 36k flat positions, groups of ~1700 crossing edges of every level, split over threads
+    for rows, width, positions in [(5, 3, 4), (31, 1, 3), (32, 7, 9), (33, 2, 2), (300, 16, 40), (2000, 3, 5000),
+                                   (12000, 3, 7), (9000, 5, 1500)]:
         src = (torch.randn(rows, width, generator=g) * 1000).to(dtype)
         index = torch.randint(0, positions, (rows,), generator=g)
         order = torch.sort(index, stable=True).indices
@@ -365,6 +367,40 @@ def test_sums_are_segment_sums_of_the_stably_grouped_rows_bit_for_bit(dtype):
                                torch.bincount(keys, minlength=width * positions).cumsum(0)])
         flat = torch_ragged.segment_sum(src.t().reshape(-1)[order], first_idx).view(width, positions)
         assert torch.equal(torch_ragged.scatter(src.t(), per_element, 1, positions), flat)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int32, torch.int64], ids=str)
+def test_means_by_an_index_per_element_are_the_grouped_sums_over_the_counts(dtype):
+    """reduce="mean" with an index per element: each (position, column) its grouped sum over its own count (floor
+    division for integers, as torch_scatter's), 0 where nothing lands."""
+    g = torch.Generator().manual_seed(9)
+    rows, width, positions = 11000, 3, 9
+    src = (torch.randn(rows, width, generator=g) * 1000).to(dtype)
+    index = torch.randint(0, positions - 1, (rows, width), generator=g)  # the last position stays empty
+    keys = (index.t() + torch.arange(width).view(-1, 1) * positions).reshape(-1)
+    counts = torch.bincount(keys, minlength=width * positions)
+    grouped = src.t().reshape(-1)[torch.sort(keys, stable=True).indices]
+    wide = grouped if dtype.is_floating_point else grouped.long()
+    sums = torch_ragged.segment_sum(wide, torch.cat([torch.zeros(1, dtype=torch.long), counts.cumsum(0)]))
+    if dtype.is_floating_point:
+        expected = sums / counts.clamp(min=1).to(dtype)
+    else:
+        expected = torch.div(sums, counts.clamp(min=1), rounding_mode="floor").to(dtype)
+    got = torch_ragged.scatter(src, index, 0, positions, reduce="mean")
+    assert torch.equal(got, expected.view(width, positions).t())
+    assert torch.equal(got[-1], torch.zeros(width, dtype=dtype))
+
+
+@pytest.mark.parametrize("bad", [-1, 6])
+def test_an_index_per_element_out_of_range_is_named_with_dim_size_given(bad):
+    """With dim_size given, the per-element sum checks the index as it copies it: a key outside [0, dim_size) is
+    refused by name, wherever it sits (here in the last column of a row that many threads would split)."""
+    src, index = torch.randn(20000, 4), torch.zeros(20000, 4, dtype=torch.long)
+    index[12345, 3] = bad
+    with pytest.raises(ValueError, match="torch_ragged.scatter: index"):
+        torch_ragged.scatter(src, index, 0, 6)
+    with pytest.raises(ValueError, match="torch_ragged.scatter: index"):
+        torch_ragged.scatter(src, index, 0, 6, reduce="mean")
 
 
 @pytest.mark.parametrize("shape", [(0, 3, 4), (2, 0, 4), (2, 3, 0)])
