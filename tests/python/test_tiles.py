@@ -291,6 +291,26 @@ def test_cell_lists_match_a_scan_of_the_tiles(bound):
     assert keys.tolist() == sorted(lists)
 
 
+@pytest.mark.parametrize("tile", [[4, 8], [3, 5]], ids=["powers of two", "other sizes"])
+@pytest.mark.parametrize("layout", ["one tile per cell", "shared cells"])
+def test_cell_lists_of_aligned_and_overlapping_tiles_match_a_scan(tile, layout):
+    # Aligned tiles that never share a cell take the one-sweep table; one tile moved onto another's cell sends the
+    # same call to the counting sort; tile sizes of powers of two take shifts, others divisions (negative origins:
+    # floor, not truncation); an origin 2^63 points below the bound's start takes 128-bit arithmetic.
+    generator = torch.Generator().manual_seed(5)
+    lo, hi = [-13, 7], [40, 90]
+    cells = [-(-(b - a) // s) for a, b, s in zip(lo, hi, tile, strict=True)]
+    chosen = torch.randperm(cells[0] * cells[1], generator=generator)[:50]
+    origins = torch.stack([chosen // cells[1] * tile[0] + lo[0], chosen % cells[1] * tile[1] + lo[1]], 1)
+    origins[3] = torch.tensor([0, -2**63 + 5])  # wholly outside the bound (origin - lo wraps in 64 bits)
+    if layout == "shared cells":
+        origins[7] = origins[11] + torch.tensor([1, 0])
+    keys, first, listed, _ = tiles.tiles_index(origins, tile, lo, hi)
+    lists = {k: listed[first[i]:first[i + 1]].tolist() for i, k in enumerate(keys.tolist())}
+    assert lists == ref_cell_lists(origins.tolist(), tile, lo, hi, [0] * len(origins))
+    assert keys.tolist() == sorted(lists)
+
+
 def test_a_passed_index_gives_the_same_results():
     tile, origins, lo, hi = CASES["2d_overlap_outside"]
     origins = torch.tensor(origins)
