@@ -36,6 +36,7 @@ std::tuple<at::Tensor, at::Tensor> ragged_index_select(const at::Tensor& values,
                                                        const at::Tensor& first_idx,
                                                        const at::Tensor& index,
                                                        std::optional<c10::SymInt> num_rows);
+at::Tensor segment_row(const at::Tensor& values, const at::Tensor& first_idx, int64_t row);
 
 at::Tensor segment_cumsum(const at::Tensor& data, const at::Tensor& first_idx, bool reverse,
                           bool exclusive);

@@ -626,12 +626,10 @@ class RaggedTensor:
             raise _error(ValueError, where, f"r[:, ...] indexes the one ragged dim; this RaggedTensor has "
                          f"{self.ragged_dims} ragged dims")
         values = self.values
-        lengths = self._shape_per_tensor[:, 0].to("cpu", torch.long)
         if isinstance(key, numbers.Integral) and not isinstance(key, bool):
-            self._check_rows_exist(lengths, key)
-            rows = self._first_idx[:-1] + key if key >= 0 else self._first_idx[1:] + key  # one op
-            picked = values.index_select(0, rows.to(values.device))
+            picked = _ops.segment_row(values, self._first_idx, key)  # checks every member has the row
             return picked[(slice(None), *feature_key)] if feature_key else picked
+        lengths = self._shape_per_tensor[:, 0].to("cpu", torch.long)
         if not isinstance(key, slice):
             raise _error(TypeError, where, f"the ragged dim takes an int or a slice, got {_describe(key)}")
         step = 1 if key.step is None else key.step
@@ -659,16 +657,6 @@ class RaggedTensor:
         shapes = counts.unsqueeze(1)
         first_idx = _first_idx_of(shapes).to(self._first_idx.device)
         return RaggedTensor(kept[(slice(None), *feature_key)], first_idx, shapes, validate=False)
-
-    @staticmethod
-    def _check_rows_exist(lengths: torch.Tensor, row: int) -> None:
-        """Row ``row`` (negative: from the end) exists in every member: one host read of the shortest length."""
-        if not len(lengths) or int(lengths.min()) >= (row + 1 if row >= 0 else -row):
-            return
-        short = ((lengths <= row) if row >= 0 else (lengths < -row)).nonzero()
-        b = int(short[0])
-        raise _error(IndexError, "RaggedTensor.__getitem__", f"row {row} is out of range for member {b} of "
-                     f"{int(lengths[b])} rows ({len(short)} of {len(lengths)} members are too short)")
 
     def _member(self, i: int) -> torch.Tensor:
         n = len(self)

@@ -388,11 +388,34 @@ def test_indexing_along_the_ragged_dim_matches_each_member_sliced(device):
 
 def test_indexing_along_the_ragged_dim_errors_name_the_short_member():
     r = RaggedTensor.from_list([torch.randn(3, 2), torch.randn(1, 2), torch.randn(5, 2)])
-    with pytest.raises(IndexError, match=r"row 2 is out of range for member 1 of 1 rows \(1 of 3 members"):
+    # the op segment_row checks the rows, in the segment core's words (a member is a segment of the packed rows)
+    with pytest.raises(IndexError, match=r"torch_ragged.segment_row: row 2 is out of range for segment 1 of 1 rows "
+                                         r"\(1 of 3 segments are too short\)"):
         r[:, 2]
-    with pytest.raises(IndexError, match=r"row -4 is out of range for member 0 of 3 rows \(2 of 3"):
+    with pytest.raises(IndexError, match=r"row -4 is out of range for segment 0 of 3 rows \(2 of 3"):
         r[:, -4]
     with pytest.raises(ValueError, match=r"a slice of the ragged dim needs a step >= 1, got -1"):
         r[:, ::-1]
     with pytest.raises(ValueError, match=r"r\[:, \.\.\.\] indexes the one ragged dim"):
         RaggedTensor.from_list([torch.randn(2, 3)], ragged_dims=2)[:, 0]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("row", [0, 1, -1, -2])
+def test_a_row_of_every_member_matches_a_loop_and_its_gradient_lands_on_that_row(device, row):
+    """r[:, row] (the op segment_row): member b's row `row` (from its end when negative), against a loop over the
+    members; the gradient is 1 on exactly those rows. Long members, feature dims, int32 offsets."""
+    g = torch.Generator().manual_seed(11)
+    lengths = [3, 2, 7, 2, 40]
+    leaf = torch.randn(sum(lengths), 2, 3, generator=g, dtype=torch.float64).to(device).requires_grad_()
+    r = RaggedTensor(leaf, torch_ragged.get_first_idx(torch.tensor(lengths)).to(device))
+    expected = torch.stack([member[row] for member in leaf.split(lengths)])
+    got = r[:, row]
+    assert torch.equal(got, expected)
+    got.sum().backward()
+    picked = torch.zeros(sum(lengths), dtype=torch.bool)
+    starts = [sum(lengths[:b]) for b in range(len(lengths))]
+    picked[[s + (row if row >= 0 else n + row) for s, n in zip(starts, lengths, strict=True)]] = True
+    assert torch.equal(leaf.grad.cpu(), picked.view(-1, 1, 1).expand(-1, 2, 3).double())
+    offsets = torch.tensor([0, *torch.tensor(lengths).cumsum(0).tolist()], dtype=torch.int32)
+    assert torch.equal(torch.ops.torch_ragged.segment_row(leaf.detach(), offsets.to(device), row), expected)
