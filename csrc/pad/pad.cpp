@@ -347,8 +347,27 @@ at::Tensor numpy_median(const at::Tensor& chunk, int64_t axis) {
                                            chunk.options().dtype(at::kDouble)),
                            dtype);
   }
-  const at::Tensor sorted =
-      std::get<0>((dtype == at::kBool ? chunk.to(at::kByte) : chunk).sort(axis));
+  const at::Tensor keys = dtype == at::kBool ? chunk.to(at::kByte) : chunk;
+  // The middle element(s) by selection where the length is known and the dtype is taken: the lower
+  // one is torch.median's (NaN where the line holds one, as numpy's), the upper one kthvalue's (NaN
+  // orders last there: a line with a NaN has a NaN lower one already). A sort orders and moves
+  // every element (1.0 s -> 0.2 s for 4 x 1581 x 1581 floats); it stays while tracing (a symbolic
+  // length) and for uint16 / 32 / 64, which median / kthvalue do not take.
+  const bool selectable =
+      !length.is_symbolic() && dtype != at::kUInt16 && dtype != at::kUInt32 && dtype != at::kUInt64;
+  if (selectable) {
+    const int64_t n = length.as_int_unchecked();
+    const at::Tensor lower = std::get<0>(keys.median(axis, /*keepdim=*/true));
+    const at::Tensor upper =
+        n % 2 == 1 ? lower : std::get<0>(keys.kthvalue(n / 2 + 1, axis, /*keepdim=*/true));
+    if (!at::isFloatingType(dtype)) {
+      return cast_like_numpy((lower.to(at::kDouble) + upper.to(at::kDouble)) / 2, dtype);
+    }
+    if (n % 2 == 1) return lower;
+    const at::ScalarType compute = at::toOpMathType(dtype);
+    return ((lower.to(compute) + upper.to(compute)) / 2).to(dtype);
+  }
+  const at::Tensor sorted = std::get<0>(keys.sort(axis));
   const at::Tensor lower = sorted.narrow_symint(axis, (length - 1) / 2, 1);
   const at::Tensor upper = sorted.narrow_symint(axis, length / 2, 1);
   if (!at::isFloatingType(dtype)) {
@@ -389,6 +408,10 @@ at::Tensor unsigned_extremum(const at::Tensor& chunk, int64_t axis, bool largest
 // that `chunk` views is written again later: a chunk in the graph is copied first.
 at::Tensor first_extremum(const at::Tensor& chunk, int64_t axis, bool largest) {
   constexpr int64_t kSmall = 32768;  // torch's own grain size (at::internal::GRAIN_SIZE)
+  if (!is_symbolic(chunk) && !chunk.requires_grad() && chunk.scalar_type() != at::kBool) {
+    // no gradient to place: the values alone (amax / amin find no indices: ~1.5x faster)
+    return largest ? chunk.amax(axis, /*keepdim=*/true) : chunk.amin(axis, /*keepdim=*/true);
+  }
   if (is_symbolic(chunk) || chunk.numel() >= kSmall) {  // traced: the graph keeps max(dim)
     return std::get<0>(largest ? chunk.max(axis, /*keepdim=*/true) : chunk.min(axis, true));
   }

@@ -328,3 +328,19 @@ def test_integer_constant_values_wrap_or_raise_as_numpy(dtype, value):
     got = torch_ragged.pad(torch.from_numpy(a), 1, constant_values=value)
     assert got.dtype == torch.from_numpy(a).dtype
     np.testing.assert_array_equal(got.numpy(), expected)
+
+
+@pytest.mark.parametrize("shape", [(5, 6), (5, 7), (4, 1), (3, 4, 2)], ids=str)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16, np.int32, np.uint8], ids=str)
+def test_median_matches_numpy_for_odd_and_even_lines_and_nan(shape, dtype):
+    """median by selection (lower middle from torch.median, upper from kthvalue): numpy.pad's values for odd and
+    even lines, windows (stat_length), NaN lines (NaN border) and integer dtypes (the mean of the two, cast back)."""
+    rng = np.random.default_rng(4)
+    x = (rng.standard_normal(shape) * 50).astype(dtype)
+    if np.issubdtype(dtype, np.floating) and x.size:
+        x.flat[3] = np.nan
+    for width, stat_length in ((((1, 2), (2, 1)) + ((0, 0),) * (len(shape) - 2), None),
+                               (((2, 2),) * len(shape), 2), (((0, 0),) * (len(shape) - 1) + ((3, 3),), None)):
+        expected = np.pad(x, width, mode="median", **({} if stat_length is None else {"stat_length": stat_length}))
+        got = torch_ragged.pad(torch.from_numpy(x), width, mode="median", stat_length=stat_length).numpy()
+        np.testing.assert_array_equal(got, expected)
