@@ -281,7 +281,13 @@ std::tuple<at::Tensor, at::Tensor> compat_segment_csr_arg_body(const at::Tensor&
   auto [values, arg] = is_max ? ops::segment_max(layout.rows, layout.first_idx)
                               : ops::segment_min(layout.rows, layout.first_idx);
   // arg: rows of the flattened batches back to rows of src along dim; empty segments (-1) hold
-  // src.size(dim), as torch_scatter's
+  // src.size(dim), as torch_scatter's. One batch of rows on the host: a loop over the fresh arg
+  // (per-call cost: the ATen form is ~5 small ops).
+  if (layout.direct && arg.is_cpu() && !is_symbolic(arg) && arg.is_contiguous()) {
+    int64_t* row = arg.mutable_data_ptr<int64_t>();
+    for (int64_t i = 0; i < arg.numel(); ++i) row[i] = row[i] < 0 ? layout.length : row[i];
+    return {values.view(layout.result_sizes), arg.view(layout.result_sizes)};
+  }
   const at::Tensor packed_arg = batch_segments(layout, arg);
   const at::Tensor row_arg =
       at::where(packed_arg.lt(0), layout.length,
