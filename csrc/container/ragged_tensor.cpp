@@ -147,6 +147,13 @@ RaggedTensor RaggedTensor::index_select(const at::Tensor& index) const {
   return RaggedTensor(values, first_idx, shape_per_tensor_.index_select(0, wrapped), true);
 }
 
+at::Tensor RaggedTensor::row(int64_t k) const {
+  TORCH_CHECK_VALUE(ragged_dims() == 1, kWhere,
+                    ".row: r[:, k] indexes the one ragged dim; this RaggedTensor has ",
+                    ragged_dims(), " ragged dims");
+  return segment_row(values_, first_idx_, k);
+}
+
 at::Tensor RaggedTensor::sum() const { return segment_sum(values_, first_idx_); }
 at::Tensor RaggedTensor::mean() const { return segment_mean(values_, first_idx_); }
 at::Tensor RaggedTensor::amax() const { return std::get<0>(segment_max(values_, first_idx_)); }

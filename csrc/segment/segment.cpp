@@ -207,5 +207,8 @@ std::tuple<at::Tensor, at::Tensor> ragged_index_select(const at::Tensor& values,
                                                        std::optional<int64_t> num_rows) {
   return ops::ragged_index_select(values, first_idx, index, as_sym(num_rows));
 }
+at::Tensor segment_row(const at::Tensor& values, const at::Tensor& first_idx, int64_t row) {
+  return ops::segment_row(values, first_idx, row);
+}
 
 }  // namespace torch_ragged

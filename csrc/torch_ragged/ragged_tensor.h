@@ -46,6 +46,9 @@ class TORCH_RAGGED_API RaggedTensor {
   at::Tensor operator[](int64_t b) const;
   // Members index (1-D integer), packed by one kernel.
   RaggedTensor index_select(const at::Tensor& index) const;
+  // Row k of every member (negative counts from the member's end): (B, *feature), Python's
+  // r[:, k]. One ragged dim; IndexError naming the first member too short.
+  at::Tensor row(int64_t k) const;
 
   // Per member, over its ragged dims: (B, *feature).
   at::Tensor sum() const;

@@ -85,6 +85,12 @@ TORCH_RAGGED_API std::tuple<at::Tensor, at::Tensor> ragged_index_select(
     const at::Tensor& values, const at::Tensor& first_idx, const at::Tensor& index,
     std::optional<int64_t> num_rows = std::nullopt);
 
+// Row `row` of every segment (negative: counted from the segment's end): (num_segments, *feature),
+// a RaggedTensor's r[:, row]. IndexError naming the first segment too short. Differentiable in
+// values (an index_select underneath).
+TORCH_RAGGED_API at::Tensor segment_row(const at::Tensor& values, const at::Tensor& first_idx,
+                                        int64_t row);
+
 // torch_scatter's scatter: out[index[i]] (+)= src[i] along dim, by an unsorted index. index has one
 // entry per row of src along dim (1-D, or broadcast to src and equal across the other dims), int64
 // or int32, on src's device; the output has dim_size rows along dim (default index.max() + 1, read

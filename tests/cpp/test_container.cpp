@@ -41,6 +41,28 @@ TEST(RaggedTensor, IndexSelectAndReductionsMatchPerMemberOps) {
   EXPECT_TRUE(torch::allclose(r.softmax()[2], torch::softmax(clouds[2], 0)));
 }
 
+TEST(RaggedTensor, RowOfEveryMemberIsEachMembersRowAndRefusesShortMembers) {
+  const std::vector<at::Tensor> clouds{torch::randn({3, 2}), torch::randn({1, 2}),
+                                       torch::randn({5, 2})};
+  const auto r = torch_ragged::RaggedTensor::from_list(clouds);
+  for (const int64_t k : {0, -1}) {
+    const at::Tensor rows = r.row(k);
+    ASSERT_EQ(rows.sizes(), (std::vector<int64_t>{3, 2}));
+    for (int64_t b = 0; b < 3; ++b) {
+      EXPECT_TRUE(torch::equal(rows[b], clouds[b][k < 0 ? clouds[b].size(0) + k : k]));
+    }
+    EXPECT_TRUE(torch::equal(torch_ragged::segment_row(r.values(), r.first_idx(), k), rows));
+  }
+  try {
+    r.row(1);  // member 1 holds one row
+    FAIL() << "expected an IndexError";
+  } catch (const c10::IndexError& e) {
+    EXPECT_NE(std::string(e.what()).find("row 1 is out of range for segment 1 of 1 rows"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(RaggedTensor, ImagesWithTwoRaggedDimsRoundTripThroughPadded) {
   const std::vector<at::Tensor> images{torch::randn({2, 3, 4}), torch::randn({5, 1, 4})};
   const auto r = torch_ragged::RaggedTensor::from_list(images, 2);
