@@ -281,9 +281,11 @@ std::tuple<at::Tensor, at::Tensor> compat_segment_csr_arg_body(const at::Tensor&
   auto [values, arg] = is_max ? ops::segment_max(layout.rows, layout.first_idx)
                               : ops::segment_min(layout.rows, layout.first_idx);
   // arg: rows of the flattened batches back to rows of src along dim; empty segments (-1) hold
-  // src.size(dim), as torch_scatter's. One batch of rows on the host: a loop over the fresh arg
-  // (per-call cost: the ATen form is ~5 small ops).
-  if (layout.direct && arg.is_cpu() && !is_symbolic(arg) && arg.is_contiguous()) {
+  // src.size(dim), as torch_scatter's. A small arg of one batch of rows on the host: a loop over
+  // the fresh arg (per-call cost: the ATen form is ~5 small ops; large ones keep it, threaded).
+  constexpr int64_t kSmall = 32768;  // torch's grain size
+  if (layout.direct && arg.is_cpu() && !is_symbolic(arg) && arg.is_contiguous() &&
+      arg.numel() < kSmall) {
     int64_t* row = arg.mutable_data_ptr<int64_t>();
     for (int64_t i = 0; i < arg.numel(); ++i) row[i] = row[i] < 0 ? layout.length : row[i];
     return {values.view(layout.result_sizes), arg.view(layout.result_sizes)};

@@ -76,6 +76,7 @@ at::Tensor segment_row_composite(const at::Tensor& values, const at::Tensor& fir
   TORCH_CHECK_VALUE(values.dim() >= 1, "torch_ragged.", kOp,
                     ": values must have a dim of rows, got a 0-d tensor");
   check_index_tensor(kOp, "first_idx", first_idx, 1);
+  check_index_device(kOp, "first_idx", first_idx, values.device());
   TORCH_CHECK_VALUE(first_idx.sym_size(0) >= 1, "torch_ragged.", kOp,
                     ": first_idx needs at least 1 entry (num_segments + 1), got 0");
   const bool on_host = first_idx.is_cpu() && !is_symbolic(first_idx) && !is_symbolic(values);
