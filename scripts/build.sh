@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Installs what the build needs and builds torch_ragged: the Python package (op library in
 # python/torch_ragged/) and, with --cmake, the C++ library, its tests and its exported CMake package
-# (build/cmake, installed to build/install); with --tests, only the GoogleTest suite (build/tests) and
-# the C++ example (build/cpp_app), both linked against the Python package's op library through its
-# CMake package (the library's sources compile once, by setup.py: what scripts/test.sh does).
+# (build/cmake, installed to build/install); with --tests, the GoogleTest suite (build/tests, run it with
+# scripts/gtest.sh) and the C++ example (build/cpp_app), both linked against the Python package's op library
+# through its CMake package (the library's sources compile once, by setup.py); with --example, only the
+# example (what scripts/test.sh builds: its GoogleTest run is scripts/sanitize.sh's, under the sanitizers).
 # Idempotent: a second run with nothing changed only checks (ninja + ccache make rebuilds incremental).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -48,13 +49,16 @@ else
   "$PYTHON" -m pip install -q --disable-pip-version-check --no-build-isolation --no-deps -e .
 fi
 
-if [ "${1:-}" = "--tests" ]; then
-  echo "== building the GoogleTest suite and the C++ example against the package's op library (CMake)"
+if [ "${1:-}" = "--tests" ] || [ "${1:-}" = "--example" ]; then
   prefix=$("$PYTHON" -c "import torch; print(torch.utils.cmake_prefix_path)")
   package=$("$PYTHON" -c "import torch_ragged; print(torch_ragged.cmake_prefix_path())")
-  cmake -S . -B build/tests -G Ninja -DCMAKE_PREFIX_PATH="$package;$prefix" \
-    -DTORCH_RAGGED_TESTS_AGAINST_PACKAGE=ON -Wno-dev >/dev/null
-  cmake --build build/tests
+  if [ "$1" = "--tests" ]; then
+    echo "== building the GoogleTest suite against the package's op library (CMake)"
+    cmake -S . -B build/tests -G Ninja -DCMAKE_PREFIX_PATH="$package;$prefix" \
+      -DTORCH_RAGGED_TESTS_AGAINST_PACKAGE=ON -Wno-dev >/dev/null
+    cmake --build build/tests
+  fi
+  echo "== building the C++ example against the package's op library (CMake)"
   cmake -S examples/cpp_app -B build/cpp_app -G Ninja -DCMAKE_PREFIX_PATH="$package;$prefix" -Wno-dev >/dev/null
   cmake --build build/cpp_app
 fi

@@ -23,8 +23,10 @@ def test_scripted_module_round_trips_through_a_file(tmp_path):
     first_idx = torch.tensor([0, 1, 1, 6])
     sums, scaled = loaded(packed, first_idx)
     eager_sums, eager_scaled = ragged_module.RaggedSumAndScale()(packed, first_idx)
-    assert torch.allclose(sums, torch_ragged.segment_sum(packed, first_idx))
-    assert torch.allclose(sums, eager_sums)
+    # torch's sum over the zero-padded rows and segment_sum add in different orders: a sum that nearly cancels
+    # (-0.001 from terms of ~1) differs in its last bits, so the tolerance is absolute, at the terms' scale.
+    torch.testing.assert_close(sums, torch_ragged.segment_sum(packed, first_idx), rtol=1e-5, atol=1e-5)
+    assert torch.equal(sums, eager_sums)
     assert torch.equal(scaled, packed * 2)
     assert torch.equal(scaled, eager_scaled)
 
