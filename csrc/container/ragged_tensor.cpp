@@ -2,6 +2,7 @@
 // headers (the container owns no kernel; the dispatcher picks the CPU or CUDA one).
 
 #include <ATen/ATen.h>
+#include <ATen/ScalarOps.h>
 #include <torch_ragged/batch.h>
 #include <torch_ragged/ragged_tensor.h>
 #include <torch_ragged/segment.h>
@@ -154,6 +155,27 @@ at::Tensor RaggedTensor::row(int64_t k) const {
   return segment_row(values_, first_idx_, k);
 }
 
+std::vector<int64_t> RaggedTensor::feature_dims(std::string_view where, at::IntArrayRef dim) const {
+  const int64_t ndim = this->dim(), ragged = ragged_dims();
+  TORCH_CHECK_VALUE(!dim.empty(), kWhere, ".", where,
+                    ": dim must name at least one feature dim (each member reduced whole is ",
+                    where, "())");
+  std::vector<int64_t> dims;
+  for (const int64_t d : dim) {
+    TORCH_CHECK_INDEX(d >= -ndim && d < ndim, kWhere, ".", where, ": dim ", d,
+                      " is out of range for a RaggedTensor of ", ndim, " dims (B, ", ragged,
+                      " ragged, ", ndim - 1 - ragged, " feature)");
+    const int64_t wrapped = d < 0 ? d + ndim : d;
+    TORCH_CHECK_VALUE(wrapped != 0, kWhere, ".", where, ": dim ", d,
+                      " would mix members; dim must name feature dims (", ragged + 1, " and up)");
+    TORCH_CHECK_VALUE(wrapped > ragged, kWhere, ".", where, ": dim ", d,
+                      " is a ragged dim; dim must name feature dims (", ragged + 1,
+                      " and up), and each member reduced whole is ", where, "()");
+    dims.push_back(wrapped - ragged);  // the values' dim (rows first)
+  }
+  return dims;
+}
+
 at::Tensor RaggedTensor::sum() const { return segment_sum(values_, first_idx_); }
 at::Tensor RaggedTensor::mean() const { return segment_mean(values_, first_idx_); }
 at::Tensor RaggedTensor::amax() const { return std::get<0>(segment_max(values_, first_idx_)); }
@@ -165,6 +187,31 @@ RaggedTensor RaggedTensor::log_softmax() const {
   return with_values(segment_log_softmax(values_, first_idx_));
 }
 
+RaggedTensor RaggedTensor::sum(at::IntArrayRef dim, bool keepdim) const {
+  return with_values(values_.sum(feature_dims("sum", dim), keepdim));
+}
+RaggedTensor RaggedTensor::mean(at::IntArrayRef dim, bool keepdim) const {
+  return with_values(values_.mean(feature_dims("mean", dim), keepdim));
+}
+RaggedTensor RaggedTensor::amax(at::IntArrayRef dim, bool keepdim) const {
+  return with_values(values_.amax(feature_dims("amax", dim), keepdim));
+}
+RaggedTensor RaggedTensor::amin(at::IntArrayRef dim, bool keepdim) const {
+  return with_values(values_.amin(feature_dims("amin", dim), keepdim));
+}
+
+// The ragged dim (one of them) normalises within each member; a feature dim, every row alone.
+RaggedTensor RaggedTensor::softmax(int64_t dim) const {
+  const int64_t wrapped = dim < 0 ? dim + this->dim() : dim;
+  if (ragged_dims() == 1 && wrapped == 1) return softmax();
+  return with_values(values_.softmax(feature_dims("softmax", {dim})[0]));
+}
+RaggedTensor RaggedTensor::log_softmax(int64_t dim) const {
+  const int64_t wrapped = dim < 0 ? dim + this->dim() : dim;
+  if (ragged_dims() == 1 && wrapped == 1) return log_softmax();
+  return with_values(values_.log_softmax(feature_dims("log_softmax", {dim})[0]));
+}
+
 RaggedTensor RaggedTensor::with_values(at::Tensor values) const {
   TORCH_CHECK_VALUE(values.defined() && values.dim() >= 1 && values.size(0) == values_.size(0),
                     kWhere, ".with_values: values must have ", values_.size(0), " rows");
@@ -174,5 +221,61 @@ RaggedTensor RaggedTensor::with_values(at::Tensor values) const {
 RaggedTensor RaggedTensor::to(const at::TensorOptions& options) const {
   return with_values(values_.to(options));
 }
+
+namespace {
+
+// Two RaggedTensors of one structure: the same members' shapes (hence the same rows).
+const RaggedTensor& same_structure(const RaggedTensor& a, const RaggedTensor& b) {
+  const bool same = (a.first_idx().is_same(b.first_idx()) &&
+                     a.shape_per_tensor().is_same(b.shape_per_tensor())) ||
+                    (a.shape_per_tensor().sizes() == b.shape_per_tensor().sizes() &&
+                     at::equal(a.first_idx(), b.first_idx()) &&
+                     at::equal(a.shape_per_tensor(), b.shape_per_tensor()));
+  TORCH_CHECK_VALUE(same, kWhere,
+                    ": elementwise math needs RaggedTensors of one structure (the same members' "
+                    "shapes)");
+  return a;
+}
+
+// A dense operand broadcasts over the feature dims only (or is one row, (1, *feature)).
+const at::Tensor& dense_operand(const RaggedTensor& r, const at::Tensor& t) {
+  const at::Tensor& values = r.values();
+  TORCH_CHECK_VALUE(t.dim() < values.dim() || (t.dim() == values.dim() && t.size(0) == 1), kWhere,
+                    ": a dense operand of shape ", t.sizes(), " reaches the packed rows ",
+                    values.sizes(),
+                    ", so it would not broadcast per member; per-row data goes through "
+                    "with_values(...)");
+  return t;
+}
+
+// A number on the left, as torch's own `2 - t` takes it (a wrapped number: no type promotion
+// past the tensor's category).
+at::Tensor number(const at::Scalar& s) { return at::native::wrapped_scalar_tensor(s); }
+
+}  // namespace
+
+#define TORCH_RAGGED_ELEMENTWISE_OPERATOR(op, fn)                            \
+  RaggedTensor operator op(const RaggedTensor& a, const RaggedTensor& b) {   \
+    return same_structure(a, b).with_values(at::fn(a.values(), b.values())); \
+  }                                                                          \
+  RaggedTensor operator op(const RaggedTensor& a, const at::Tensor& b) {     \
+    return a.with_values(at::fn(a.values(), dense_operand(a, b)));           \
+  }                                                                          \
+  RaggedTensor operator op(const at::Tensor& a, const RaggedTensor& b) {     \
+    return b.with_values(at::fn(dense_operand(b, a), b.values()));           \
+  }                                                                          \
+  RaggedTensor operator op(const RaggedTensor& a, const at::Scalar& b) {     \
+    return a.with_values(at::fn(a.values(), number(b)));                     \
+  }                                                                          \
+  RaggedTensor operator op(const at::Scalar& a, const RaggedTensor& b) {     \
+    return b.with_values(at::fn(number(a), b.values()));                     \
+  }
+TORCH_RAGGED_ELEMENTWISE_OPERATOR(+, add)
+TORCH_RAGGED_ELEMENTWISE_OPERATOR(-, sub)
+TORCH_RAGGED_ELEMENTWISE_OPERATOR(*, mul)
+TORCH_RAGGED_ELEMENTWISE_OPERATOR(/, div)
+#undef TORCH_RAGGED_ELEMENTWISE_OPERATOR
+
+RaggedTensor operator-(const RaggedTensor& r) { return r.with_values(at::neg(r.values())); }
 
 }  // namespace torch_ragged

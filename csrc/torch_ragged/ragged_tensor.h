@@ -50,14 +50,28 @@ class TORCH_RAGGED_API RaggedTensor {
   // r[:, k]. One ragged dim; IndexError naming the first member too short.
   at::Tensor row(int64_t k) const;
 
+  // The dims of r, numbered as Python's r.dim(): 0 the members, 1..k the ragged dims, then the
+  // feature dims (values().dim() - 1 of them).
+  int64_t dim() const { return 1 + ragged_dims() + values_.dim() - 1; }
+
   // Per member, over its ragged dims: (B, *feature).
   at::Tensor sum() const;
   at::Tensor mean() const;
   at::Tensor amax() const;
   at::Tensor amin() const;
-  // Normalised within each member, per feature column.
+  // Over feature dims `dim` (negative from the end) of every row: the same members, fewer feature
+  // dims (size 1 with keepdim). Python's r.sum(dim=-1). Dim 0 (the members) or a ragged dim is
+  // refused by name: each member reduced whole is sum() (a Tensor, (B, *feature)).
+  RaggedTensor sum(at::IntArrayRef dim, bool keepdim = false) const;
+  RaggedTensor mean(at::IntArrayRef dim, bool keepdim = false) const;
+  RaggedTensor amax(at::IntArrayRef dim, bool keepdim = false) const;
+  RaggedTensor amin(at::IntArrayRef dim, bool keepdim = false) const;
+  // Normalised within each member, per feature column; with dim, along it: the ragged dim (one
+  // ragged dim: within each member) or a feature dim (every row alone).
   RaggedTensor softmax() const;
   RaggedTensor log_softmax() const;
+  RaggedTensor softmax(int64_t dim) const;
+  RaggedTensor log_softmax(int64_t dim) const;
 
   // The same structure over other values (rows, ...): the result of elementwise math on values().
   RaggedTensor with_values(at::Tensor values) const;
@@ -67,8 +81,27 @@ class TORCH_RAGGED_API RaggedTensor {
   // Parts already known to be consistent (built by the methods): no checks.
   RaggedTensor(at::Tensor values, at::Tensor first_idx, at::Tensor shape_per_tensor, bool trusted);
   std::vector<int64_t> member_shape(int64_t b) const;
+  // The values' dims of the feature dims `dim` names; refuses dim 0 and ragged dims by name.
+  std::vector<int64_t> feature_dims(std::string_view where, at::IntArrayRef dim) const;
 
   at::Tensor values_, first_idx_, shape_per_tensor_;
 };
+
+// Elementwise math: a RaggedTensor of the same members over the values' result. Two RaggedTensors
+// must have one structure (equal first_idx and shape_per_tensor); a dense operand broadcasts over
+// the feature dims only (one whose dims reach the packed rows would line up with rows, not members:
+// refused, as `r + r.mean()` is in Python); a scalar is a number, as in torch's own operators.
+#define TORCH_RAGGED_ELEMENTWISE_OPERATOR(op)                                              \
+  TORCH_RAGGED_API RaggedTensor operator op(const RaggedTensor& a, const RaggedTensor& b); \
+  TORCH_RAGGED_API RaggedTensor operator op(const RaggedTensor& a, const at::Tensor& b);   \
+  TORCH_RAGGED_API RaggedTensor operator op(const at::Tensor& a, const RaggedTensor& b);   \
+  TORCH_RAGGED_API RaggedTensor operator op(const RaggedTensor& a, const at::Scalar& b);   \
+  TORCH_RAGGED_API RaggedTensor operator op(const at::Scalar& a, const RaggedTensor& b);
+TORCH_RAGGED_ELEMENTWISE_OPERATOR(+)
+TORCH_RAGGED_ELEMENTWISE_OPERATOR(-)
+TORCH_RAGGED_ELEMENTWISE_OPERATOR(*)
+TORCH_RAGGED_ELEMENTWISE_OPERATOR(/)
+#undef TORCH_RAGGED_ELEMENTWISE_OPERATOR
+TORCH_RAGGED_API RaggedTensor operator-(const RaggedTensor& r);
 
 }  // namespace torch_ragged

@@ -5,6 +5,11 @@
 #include <torch/torch.h>
 #include <torch_ragged/torch_ragged.h>
 
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
 namespace {
 
 std::vector<at::Tensor> point_clouds() {
@@ -81,6 +86,89 @@ TEST(RaggedTensor, GradientsReachTheValues) {
   r.index_select(torch::tensor({0, 0}, torch::kLong)).values().sum().backward();
   const auto expected = torch::cat({torch::full({3, 2}, 2.0), torch::zeros({4, 2})});
   EXPECT_TRUE(torch::equal(values.grad(), expected));
+}
+
+// What the message of `call`'s exception of type E holds.
+template <typename E, typename F>
+std::string message_of(F&& call) {
+  try {
+    call();
+  } catch (const E& e) {
+    return e.what();
+  }
+  return "(nothing was thrown)";
+}
+
+TEST(RaggedTensor, ReductionsOverFeatureDimsReduceEveryMembersRows) {
+  const std::vector<at::Tensor> clouds{torch::randn({3, 2, 4}), torch::randn({0, 2, 4}),
+                                       torch::randn({2, 2, 4})};
+  const auto r = torch_ragged::RaggedTensor::from_list(clouds);
+  ASSERT_EQ(r.dim(), 4);
+  for (const bool keepdim : {false, true}) {
+    const auto sums = r.sum({-1}, keepdim), means = r.mean({2, 3}, keepdim);
+    const auto highs = r.amax({3}, keepdim), lows = r.amin({-2}, keepdim);
+    for (int64_t b = 0; b < 3; ++b) {
+      EXPECT_TRUE(torch::allclose(sums[b], clouds[b].sum(-1, keepdim)));
+      EXPECT_TRUE(torch::allclose(means[b], clouds[b].mean({1, 2}, keepdim)));
+      EXPECT_TRUE(torch::equal(highs[b], std::get<0>(clouds[b].max(2, keepdim))));
+      EXPECT_TRUE(torch::equal(lows[b], std::get<0>(clouds[b].min(1, keepdim))));
+    }
+  }
+  const auto along_features = r.softmax(-1), within_members = r.log_softmax(1);
+  for (int64_t b = 0; b < 3; ++b) {
+    EXPECT_TRUE(torch::allclose(along_features[b], torch::softmax(clouds[b], -1)));
+    EXPECT_TRUE(torch::allclose(within_members[b], torch::log_softmax(clouds[b], 0)));
+  }
+  EXPECT_NE(message_of<c10::ValueError>([&] { r.sum({1}); })
+                .find("RaggedTensor.sum: dim 1 is a ragged dim; dim must name feature dims (2 and "
+                      "up), and each member reduced whole is sum()"),
+            std::string::npos);
+  EXPECT_NE(message_of<c10::ValueError>([&] {
+              r.amax({0, 2});
+            }).find("would mix members"),
+            std::string::npos);
+  EXPECT_NE(message_of<c10::IndexError>([&] {
+              r.mean({4});
+            }).find("dim 4 is out of range for a RaggedTensor of 4 dims (B, 1 ragged, 2 feature)"),
+            std::string::npos);
+  EXPECT_THROW(r.sum(std::vector<int64_t>{}), c10::ValueError);
+}
+
+TEST(RaggedTensor, ElementwiseMathActsOnEveryMemberAndKeepsTheStructure) {
+  const std::vector<at::Tensor> clouds{torch::randn({3, 2}), torch::randn({1, 2})};
+  const std::vector<at::Tensor> others{torch::randn({3, 2}), torch::randn({1, 2})};
+  const auto r = torch_ragged::RaggedTensor::from_list(clouds);
+  const auto q = torch_ragged::RaggedTensor::from_list(others);
+  const at::Tensor column = torch::randn({2});
+  const std::vector<std::pair<torch_ragged::RaggedTensor, std::function<at::Tensor(int64_t)>>>
+      cases{
+          {r + q, [&](int64_t b) { return clouds[b] + others[b]; }},
+          {r - column, [&](int64_t b) { return clouds[b] - column; }},
+          {column * r, [&](int64_t b) { return column * clouds[b]; }},
+          {r / 4.0, [&](int64_t b) { return clouds[b] / 4.0; }},
+          {2 - r, [&](int64_t b) { return 2 - clouds[b]; }},
+          {1.5 / q, [&](int64_t b) { return 1.5 / others[b]; }},
+          {-r, [&](int64_t b) { return -clouds[b]; }},
+      };
+  for (const auto& [result, expected] : cases) {
+    EXPECT_TRUE(torch::equal(result.first_idx(), r.first_idx()));
+    for (int64_t b = 0; b < 2; ++b) EXPECT_TRUE(torch::equal(result[b], expected(b)));
+  }
+  // A number keeps the values' dtype, as torch's own operators: int64 values times 2 stay int64.
+  const auto counts = torch_ragged::RaggedTensor::from_list({torch::arange(3), torch::arange(2)});
+  EXPECT_EQ((counts * 2).values().scalar_type(), torch::kLong);
+  EXPECT_EQ((2.5 - counts).values().scalar_type(), torch::kFloat);
+  // Another structure, or a dense operand reaching the packed rows, is refused by name.
+  const auto other_shape = torch_ragged::RaggedTensor::from_list({others[1], others[0]});
+  EXPECT_NE(message_of<c10::ValueError>([&] {
+              r + other_shape;
+            }).find("elementwise math needs RaggedTensors of one structure"),
+            std::string::npos);
+  EXPECT_NE(message_of<c10::ValueError>([&] {
+              r* torch::randn({4, 2});
+            }).find("a dense operand of shape [4, 2] reaches the packed rows [4, 2]"),
+            std::string::npos);
+  EXPECT_TRUE(torch::equal((r + torch::ones({1, 2})).values(), r.values() + 1));
 }
 
 TEST(RaggedTensor, BadInputRaisesNamingTheMethod) {
