@@ -8,10 +8,13 @@
 // trace for torch.compile through their parts.
 
 #include <ATen/Dispatch.h>
+#include <ATen/Parallel.h>
 #include <torch/library.h>
 #include <torch_ragged/sparse.h>
 
+#include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 #include "common/checks.h"
 #include "common/missing_kernels.h"
@@ -262,11 +265,78 @@ bool copy_rising_entries(const at::Tensor& indices, const at::Tensor& values,
   return true;
 }
 
+// Whether writing values' bytes is the whole result: the ATen route's ops would record no gradient
+// (backward or forward). Below autograd (accelerate()'s kernels of torch's ops) they never do.
+bool records_no_gradient(const at::Tensor& values) {
+  if (c10::impl::tls_local_dispatch_key_set().excluded_.has(
+          c10::DispatchKey::AutogradFunctionality)) {
+    return true;
+  }
+  return !(at::GradMode::is_enabled() && values.requires_grad()) &&
+         !values._fw_grad(/*level=*/0).defined();
+}
+
 bool takes_small_to_dense(const at::Tensor& indices, const at::Tensor& values) {
   return indices.is_cpu() && values.is_cpu() && !is_symbolic(indices) && !is_symbolic(values) &&
-         indices.size(1) < kSmallToDense &&
-         !(at::GradMode::is_enabled() && values.requires_grad()) &&
-         !values._fw_grad(/*level=*/0).defined();
+         indices.size(1) < kSmallToDense && records_no_gradient(values);
+}
+
+// The dense rows of entries whose CPU keys strictly rise (a coalesced tensor's): each block of
+// output rows (128 KiB, cache-resident) zeroed by one memset, then the entries landing in it
+// written (bytes as they are, as index_copy_ writes them). Threads own disjoint ranges of
+// positions; the entries of a range are one slice of the sorted keys (a binary search finds it).
+// zeros + index_copy_ write the whole output, then scatter into it at random; a memset per gap
+// between entries costs a call per entry (slower than both).
+template <typename Row>
+void write_rising_rows(const int64_t* keys, int64_t nnz, const char* source, char* target,
+                       int64_t positions, int64_t row_bytes, int64_t grain) {
+  constexpr int64_t kBlockBytes = 128 << 10;
+  const int64_t block = std::max<int64_t>(1, kBlockBytes / row_bytes);
+  at::parallel_for(0, positions, grain, [&](int64_t begin, int64_t end) {
+    int64_t i = std::lower_bound(keys, keys + nnz, begin) - keys;
+    for (int64_t first = begin; first < end; first += block) {
+      const int64_t last = std::min(end, first + block);
+      std::memset(target + first * row_bytes, 0, (last - first) * row_bytes);
+      for (; i < nnz && keys[i] < last; ++i) {
+        if constexpr (std::is_void_v<Row>) {
+          std::memcpy(target + keys[i] * row_bytes, source + i * row_bytes, row_bytes);
+        } else {  // one element per row: a typed copy (memcpy of a runtime size is a call)
+          reinterpret_cast<Row*>(target)[keys[i]] = reinterpret_cast<const Row*>(source)[i];
+        }
+      }
+    }
+  });
+}
+
+at::Tensor rising_rows_to_dense(const at::Tensor& keys, const at::Tensor& values,
+                                at::IntArrayRef rows_shape) {
+  at::Tensor out = at::empty(rows_shape, values.options());
+  const int64_t positions = rows_shape[0];
+  if (out.numel() == 0) return out;
+  const at::Tensor contiguous_values = values.contiguous();
+  const int64_t row_elements = out.numel() / positions;
+  const int64_t row_bytes = row_elements * static_cast<int64_t>(values.dtype().itemsize());
+  const auto* source = static_cast<const char*>(contiguous_values.const_data_ptr());
+  auto* target = static_cast<char*>(out.mutable_data_ptr());
+  const int64_t* k = keys.const_data_ptr<int64_t>();
+  const int64_t grain = std::max<int64_t>(1, at::internal::GRAIN_SIZE * 8 / row_elements);
+  switch (row_bytes) {
+    case 1:
+      write_rising_rows<uint8_t>(k, keys.numel(), source, target, positions, 1, grain);
+      break;
+    case 2:
+      write_rising_rows<uint16_t>(k, keys.numel(), source, target, positions, 2, grain);
+      break;
+    case 4:
+      write_rising_rows<uint32_t>(k, keys.numel(), source, target, positions, 4, grain);
+      break;
+    case 8:
+      write_rising_rows<uint64_t>(k, keys.numel(), source, target, positions, 8, grain);
+      break;
+    default:
+      write_rising_rows<void>(k, keys.numel(), source, target, positions, row_bytes, grain);
+  }
+  return out;
 }
 
 at::Tensor sparse_to_dense_impl(const at::Tensor& indices, const at::Tensor& values,
@@ -279,24 +349,31 @@ at::Tensor sparse_to_dense_impl(const at::Tensor& indices, const at::Tensor& val
     const c10::SymDimVector sparse_size = as_symints(shape.sparse_sizes());
     std::vector<int64_t> rows_shape = shape.dense_sizes();  // (positions, *dense sizes)
     rows_shape.insert(rows_shape.begin(), c10::multiply_integers(shape.sparse_sizes()));
-    at::Tensor out = at::zeros(rows_shape, values.options());
+    at::Tensor out;  // zeros, made where a route needs them
+    const auto zeros = [&]() -> at::Tensor& {
+      if (!out.defined()) out = at::zeros(rows_shape, values.options());
+      return out;
+    };
     if (takes_small_to_dense(indices, values) &&
-        copy_rising_entries(indices, values, shape.sparse_sizes(), out)) {
+        copy_rising_entries(indices, values, shape.sparse_sizes(), zeros())) {
       return out.view(shape.size);
     }
     if (!is_symbolic(indices) && !is_symbolic(values)) {
       bool unchecked = validate;
       if (indices.is_cpu()) {
         const at::Tensor keys = ops::sparse_flat_keys(indices, sparse_size, validate);
-        if (strictly_rising(keys)) {
-          return out.index_copy_(0, keys, values).view(shape.size);  // unique keys
+        if (strictly_rising(keys)) {  // unique keys
+          if (values.is_cpu() && records_no_gradient(values)) {
+            return rising_rows_to_dense(keys, values, rows_shape).view(shape.size);
+          }
+          return zeros().index_copy_(0, keys, values).view(shape.size);
         }
         unchecked = false;
       }
       auto [unique, sums, permutation, first_idx] =
           ops::sparse_coalesce(indices, values, size, unchecked, /*return_order=*/false);
       const at::Tensor unique_keys = ops::sparse_flat_keys(unique, sparse_size, false);
-      return out.index_copy_(0, unique_keys, sums).view(shape.size);
+      return zeros().index_copy_(0, unique_keys, sums).view(shape.size);
     }
     // traced (nnz, data-dependent there, appears as a tensor below, never as an int)
     const at::Tensor keys = ops::sparse_flat_keys(indices, sparse_size, validate);
@@ -313,7 +390,7 @@ at::Tensor sparse_to_dense_impl(const at::Tensor& indices, const at::Tensor& val
     const at::Tensor run_sums = values.scalar_type() == at::kBool  // duplicates or-ed, as torch's
                                     ? std::get<0>(ops::segment_max(sorted, first_idx))
                                     : ops::segment_sum(sorted, first_idx);
-    return out.index_put_({sorted_keys}, run_sums, /*accumulate=*/true).view(shape.size);
+    return zeros().index_put_({sorted_keys}, run_sums, /*accumulate=*/true).view(shape.size);
   });
 }
 

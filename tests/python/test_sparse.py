@@ -484,6 +484,31 @@ def test_to_dense_routes_give_the_same_bits(dtype, dense_sizes):
                                    rtol=1e-5, atol=1e-3)
 
 
+@pytest.mark.parametrize("dtype", [torch.bool, torch.int8, torch.float16, torch.float32, torch.float64,
+                                   torch.complex128])
+@pytest.mark.parametrize("dense_sizes", [(), (3,)])
+def test_coalesced_to_dense_writes_every_position_once_as_torch_does(dtype, dense_sizes):
+    """A coalesced input of >= 256 entries outside autograd: each block of output rows zeroed, then its entries
+    written (bytes as they are). 700 x 700 positions span both threads' ranges and many 128 KiB blocks; an entry sits
+    on the first and the last position. Against torch's own to_dense and a loop."""
+    g = torch.Generator().manual_seed(5)
+    positions = torch.cat([torch.tensor([0, 700 * 700 - 1]), torch.randperm(700 * 700, generator=g)[:3000]]).unique()
+    indices = torch.stack([positions // 700, positions % 700])
+    values = (torch.randn(positions.numel(), *dense_sizes, generator=g) * 100).to(dtype)
+    s = torch.sparse_coo_tensor(indices, values, (700, 700, *dense_sizes)).coalesce()
+    ours = torch_ragged.sparse.to_dense(s)
+    assert torch.equal(ours, s.to_dense())
+    loop = torch.zeros(700 * 700, *dense_sizes, dtype=dtype)
+    for k, p in enumerate(positions.tolist()):
+        loop[p] = values[k]
+    assert torch.equal(ours, loop.view(700, 700, *dense_sizes))
+    torch_ragged.sparse.accelerate(True)
+    try:
+        assert torch.equal(s.to_dense(), loop.view(700, 700, *dense_sizes))
+    finally:
+        torch_ragged.sparse.accelerate(False)
+
+
 TO_DENSE_PEAK = """
 import resource, torch, torch_ragged
 g = torch.Generator().manual_seed(0)
