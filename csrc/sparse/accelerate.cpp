@@ -20,6 +20,7 @@
 // may run on different sides of a toggle and the gradient is still the gradient.
 
 #include <ATen/ATen.h>
+#include <ATen/SparseTensorImpl.h>
 #include <ATen/WrapDimUtils.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <c10/util/safe_numerics.h>
@@ -129,14 +130,16 @@ std::atomic<int64_t> ours_from_entries{128};
 // tensor of fewer entries, whose indices are each in range and, where it is flagged coalesced,
 // strictly rising (row-major). One that is not goes to this library's kernels, which refuse it by
 // name where torch would read or write out of bounds. The check is one loop over the few entries.
+// Read from the tensor's SparseTensorImpl, not through _nnz() / _indices() / is_coalesced(): each
+// of those is a dispatcher call, and mm's own kernel reaches this check twice (through addmm).
 bool torch_is_faster_here(const at::Tensor& sparse) {
-  if (!sparse.is_cpu() || sparse._nnz() >= ours_from_entries.load(std::memory_order_relaxed)) {
-    return false;
-  }
-  const at::Tensor indices = sparse._indices();
+  if (!sparse.is_cpu() || sparse.layout() != at::kSparse) return false;
+  const auto* impl = static_cast<const at::SparseTensorImpl*>(sparse.unsafeGetTensorImpl());
+  if (impl->nnz() >= ours_from_entries.load(std::memory_order_relaxed)) return false;
+  const at::Tensor& indices = impl->indices();
   if (indices.scalar_type() != at::kLong) return false;
   const auto index = indices.accessor<int64_t, 2>();
-  const bool flagged = sparse.is_coalesced();
+  const bool flagged = impl->coalesced();
   for (int64_t i = 0; i < index.size(1); ++i) {
     int order = i == 0 ? 1 : 0;  // against the entry before: 1 above, -1 below, 0 equal
     for (int64_t d = 0; d < index.size(0); ++d) {
@@ -278,8 +281,10 @@ bool has_products(at::ScalarType dtype) {
          dtype == at::kBFloat16;
 }
 
+// dense_dim from the impl: Tensor::dense_dim() is a dispatcher call.
 bool is_plain_matrix(const at::Tensor& t) {
-  return t.layout() == at::kSparse && t.dim() == 2 && t.dense_dim() == 0;
+  return t.layout() == at::kSparse && t.dim() == 2 &&
+         static_cast<const at::SparseTensorImpl*>(t.unsafeGetTensorImpl())->dense_dim() == 0;
 }
 
 // Operands of one device and one dtype with a product here, of a 2-D product's shapes.
@@ -313,7 +318,7 @@ at::Tensor sparse_times_dense(std::string_view op, const at::Tensor& sparse,
 
 at::Tensor mm_kernel(c10::DispatchKeySet ks, const at::Tensor& self, const at::Tensor& mat2) {
   const bool same_kind =
-      is_on() && multipliable(self, mat2) && is_plain_matrix(self) && !torch_is_faster_here(self);
+      is_on() && !torch_is_faster_here(self) && multipliable(self, mat2) && is_plain_matrix(self);
   if (same_kind && is_plain_matrix(mat2)) {
     auto [a_indices, a_values] = coalesced_parts(self);
     auto [b_indices, b_values] = coalesced_parts(mat2);
@@ -329,11 +334,11 @@ at::Tensor mm_kernel(c10::DispatchKeySet ks, const at::Tensor& self, const at::T
 // ignores self (NaN included), as torch.
 at::Tensor addmm_kernel(c10::DispatchKeySet ks, const at::Tensor& self, const at::Tensor& mat1,
                         const at::Tensor& mat2, const at::Scalar& beta, const at::Scalar& alpha) {
-  const bool ours = is_on() && self.layout() == at::kStrided && mat2.layout() == at::kStrided &&
-                    is_plain_matrix(mat1) && multipliable(mat1, mat2) &&
-                    self.scalar_type() == mat1.scalar_type() && self.device() == mat1.device() &&
-                    at::is_expandable_to(self.sizes(), {mat1.size(0), mat2.size(1)}) &&
-                    !torch_is_faster_here(mat1);
+  const bool ours = is_on() && !torch_is_faster_here(mat1) && self.layout() == at::kStrided &&
+                    mat2.layout() == at::kStrided && is_plain_matrix(mat1) &&
+                    multipliable(mat1, mat2) && self.scalar_type() == mat1.scalar_type() &&
+                    self.device() == mat1.device() &&
+                    at::is_expandable_to(self.sizes(), {mat1.size(0), mat2.size(1)});
   if (!ours) return torch_addmm(ks, self, mat1, mat2, beta, alpha);
   at::Tensor out = sparse_times_dense("addmm", mat1, mat2);
   if (alpha.toComplexDouble() != 1.0) out.mul_(alpha);  // a pass over the output saved when 1
