@@ -20,6 +20,7 @@
 #include "common/missing_kernels.h"
 #include "common/op_handle.h"
 #include "segment/offsets.h"
+#include "segment/segment_index.h"
 #include "segment/segment_ops.h"
 #include "sparse/sparse_args.h"
 #include "sparse/sparse_index.h"
@@ -228,13 +229,27 @@ bool strictly_rising(const at::Tensor& keys) {
   return true;
 }
 
-// Small CPU inputs outside autograd whose entries each sit in range and strictly after the one
+// Small CPU inputs outside autograd whose entries each sit in range. Entries strictly after the one
 // before (row-major; a coalesced tensor's): each entry's row of values copied, bytes as they are
-// (what index_copy_ writes), to its position in `out` (zeros), in one loop over the entries. The
-// ATen route below costs ~10 us of fixed work on a handful of entries (torch's to_dense ~4 us).
-// Returns false, having written nothing, for entries that are not so: the route below then
-// sums them or names the entry out of range.
+// (what index_copy_ writes), to its position in `out` (zeros), in one loop over the entries. Else,
+// where every entry lies in one chunk of the reduction tree (nnz <= 2^chunk_bits(width): 32 rows
+// of up to 15 values) and the values are their own accumulator (float, double, complex: sum_acc_t),
+// each position's entries added in input order onto its zero: the tree sums a segment inside one
+// chunk from the identity in order, so these are the coalesce route's bits (tested against it).
+// The ATen route below costs ~10 us of fixed work on a handful of entries (torch's to_dense ~4 us).
+// Returns false, having written nothing, for entries that are neither: the route below then sums
+// them or names the entry out of range.
 constexpr int64_t kSmallToDense = 256;
+
+template <typename scalar_t>
+void add_rows_in_order(const std::vector<int64_t>& keys, const at::Tensor& values, int64_t width,
+                       at::Tensor& out) {
+  const scalar_t* source = values.const_data_ptr<scalar_t>();
+  scalar_t* target = out.mutable_data_ptr<scalar_t>();
+  for (size_t i = 0; i < keys.size(); ++i) {
+    for (int64_t c = 0; c < width; ++c) target[keys[i] * width + c] += source[i * width + c];
+  }
+}
 
 bool copy_rising_entries(const at::Tensor& indices, const at::Tensor& values,
                          at::IntArrayRef sparse_sizes, at::Tensor& out) {
@@ -244,19 +259,36 @@ bool copy_rising_entries(const at::Tensor& indices, const at::Tensor& values,
   const at::Tensor index_rows =
       indices.contiguous();  // flat_key reads sparse dim d's row at d * nnz
   std::vector<int64_t> keys(nnz);
-  bool fits = true;
+  bool fits = true, rising = true;
   AT_DISPATCH_INDEX_TYPES(index_rows.scalar_type(), "sparse_to_dense_small", [&] {
     const index_t* rows = index_rows.const_data_ptr<index_t>();
     for (int64_t i = 0; i < nnz && fits; ++i) {
-      bool in_range;
-      keys[i] = flat_key(*geometry, rows, nnz, i, in_range);
-      fits = in_range && (i == 0 || keys[i] > keys[i - 1]);
+      keys[i] = flat_key(*geometry, rows, nnz, i, fits);
+      rising = rising && (i == 0 || keys[i] > keys[i - 1]);
     }
   });
   if (!fits) return false;
   const at::Tensor contiguous_values = values.contiguous();
-  const int64_t row_bytes = contiguous_values.numel() / std::max<int64_t>(nnz, 1) *
-                            static_cast<int64_t>(values.dtype().itemsize());
+  const int64_t width = contiguous_values.numel() / std::max<int64_t>(nnz, 1);
+  if (!rising) {
+    const at::ScalarType dtype = values.scalar_type();
+    if (nnz > (int64_t{1} << chunk_bits(width)) ||
+        !(dtype == at::kFloat || dtype == at::kDouble || dtype == at::kComplexFloat ||
+          dtype == at::kComplexDouble)) {
+      return false;
+    }
+    AT_DISPATCH_SWITCH(dtype, "sparse_to_dense_small_sums", AT_DISPATCH_CASE(at::kFloat, [&] {
+                         add_rows_in_order<scalar_t>(keys, contiguous_values, width, out);
+                       }) AT_DISPATCH_CASE(at::kDouble, [&] {
+                         add_rows_in_order<scalar_t>(keys, contiguous_values, width, out);
+                       }) AT_DISPATCH_CASE(at::kComplexFloat, [&] {
+                         add_rows_in_order<scalar_t>(keys, contiguous_values, width, out);
+                       }) AT_DISPATCH_CASE(at::kComplexDouble, [&] {
+                         add_rows_in_order<scalar_t>(keys, contiguous_values, width, out);
+                       }));
+    return true;
+  }
+  const int64_t row_bytes = width * static_cast<int64_t>(values.dtype().itemsize());
   const auto* source = static_cast<const char*>(contiguous_values.const_data_ptr());
   auto* target = static_cast<char*>(out.mutable_data_ptr());
   for (int64_t i = 0; i < nnz; ++i) {

@@ -509,6 +509,34 @@ def test_coalesced_to_dense_writes_every_position_once_as_torch_does(dtype, dens
         torch_ragged.sparse.accelerate(False)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.complex64, torch.float16, torch.int32])
+@pytest.mark.parametrize("dense_sizes", [(), (2,), (20,)])
+def test_small_uncoalesced_to_dense_has_the_coalesce_routes_bits(dtype, dense_sizes):
+    """Up to 32 entries, unsorted with duplicates (summed in input order on their zero where the values are their own
+    accumulator, else the coalesce route): bit for bit what coalescing first gives (the coalesce core's run sums;
+    test_to_dense_routes_give_the_same_bits ties that to the traced route), with a lone -0.0 entry (0 + -0.0 is +0.0 in a sum from the identity) and terms of mixed magnitude whose sum
+    depends on the order. Near a dense loop in double."""
+    g = torch.Generator().manual_seed(11)
+    for nnz in (2, 7, 32, 33):
+        indices = torch.randint(0, 3, (2, nnz), generator=g)
+        indices[:, 0] = torch.tensor([2, 2])  # a position of its own, holding -0.0
+        indices[:, 1:][(indices[:, 1:] == 2).all(0).expand(2, -1)] = 0
+        values = torch.randn(nnz, *dense_sizes, generator=g) * torch.logspace(-4, 4, nnz).view(-1, *[1] * len(
+            dense_sizes))
+        values[0] = -0.0
+        values = values.to(dtype) if not dtype.is_complex else torch.complex(values, values.flip(0)).to(dtype)
+        size = (3, 3, *dense_sizes)
+        small = ops.sparse_to_dense(indices, values, size)
+        coalesced_indices, sums, _, _ = ops.sparse_coalesce(indices, values, size)
+        coalesced = ops.sparse_to_dense(coalesced_indices, sums, size)
+        assert torch.equal(small, coalesced) and torch.equal(small.view(torch.uint8), coalesced.view(torch.uint8))
+        loop = torch.zeros(size, dtype=torch.complex128 if dtype.is_complex else torch.float64)
+        for k in range(nnz):
+            loop[indices[0, k], indices[1, k]] += values[k].to(loop.dtype)
+        torch.testing.assert_close(small.to(loop.dtype), loop, rtol=1e-2, atol=1e-2) if dtype in (
+            torch.float16, torch.int32) else torch.testing.assert_close(small.to(loop.dtype), loop, rtol=1e-5, atol=1e-3)
+
+
 TO_DENSE_PEAK = """
 import resource, torch, torch_ragged
 g = torch.Generator().manual_seed(0)
