@@ -295,19 +295,28 @@ def _plain_flat_widths(pad_width, ndim: int) -> list | None:
     """The flat widths of pad_width's plain forms -- an int, a (before, after) pair of ints, or one such pair per
     axis, every width a non-negative Python int -- as `_flat_pad_width` gives them; None for any other form (numpy
     scalars, tensors, dicts, negative widths, ...: the general parsing takes those, and raises where numpy does)."""
-    if type(pad_width) is int:
+    # Written out (no generator expressions, no all()): this runs on every call, and each generator costs ~0.3 us.
+    kind = type(pad_width)
+    if kind is int:
         return [pad_width] * (2 * ndim) if pad_width >= 0 else None
-    if type(pad_width) not in (tuple, list):
+    if kind is not tuple and kind is not list:
         return None
-    if len(pad_width) == 2 and all(type(w) is int and w >= 0 for w in pad_width):
-        return [*pad_width] * ndim
+    if len(pad_width) == 2:
+        before, after = pad_width
+        if type(before) is int and type(after) is int and before >= 0 and after >= 0:
+            return [before, after] * ndim
     if len(pad_width) != ndim:
         return None
     flat = []
     for pair in pad_width:
-        if type(pair) not in (tuple, list) or len(pair) != 2 or not all(type(w) is int and w >= 0 for w in pair):
+        kind = type(pair)
+        if (kind is not tuple and kind is not list) or len(pair) != 2:
             return None
-        flat += pair
+        before, after = pair
+        if type(before) is not int or type(after) is not int or before < 0 or after < 0:
+            return None
+        flat.append(before)
+        flat.append(after)
     return flat
 
 
