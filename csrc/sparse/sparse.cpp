@@ -8,6 +8,7 @@
 // trace for torch.compile through their parts.
 
 #include <ATen/Dispatch.h>
+#include <ATen/Dispatch_v2.h>
 #include <ATen/Parallel.h>
 #include <torch/library.h>
 #include <torch_ragged/sparse.h>
@@ -277,15 +278,10 @@ bool copy_rising_entries(const at::Tensor& indices, const at::Tensor& values,
           dtype == at::kComplexDouble)) {
       return false;
     }
-    AT_DISPATCH_SWITCH(dtype, "sparse_to_dense_small_sums", AT_DISPATCH_CASE(at::kFloat, [&] {
-                         add_rows_in_order<scalar_t>(keys, contiguous_values, width, out);
-                       }) AT_DISPATCH_CASE(at::kDouble, [&] {
-                         add_rows_in_order<scalar_t>(keys, contiguous_values, width, out);
-                       }) AT_DISPATCH_CASE(at::kComplexFloat, [&] {
-                         add_rows_in_order<scalar_t>(keys, contiguous_values, width, out);
-                       }) AT_DISPATCH_CASE(at::kComplexDouble, [&] {
-                         add_rows_in_order<scalar_t>(keys, contiguous_values, width, out);
-                       }));
+    AT_DISPATCH_V2(dtype, "sparse_to_dense_small_sums", AT_WRAP([&] {
+                     add_rows_in_order<scalar_t>(keys, contiguous_values, width, out);
+                   }),
+                   at::kFloat, at::kDouble, at::kComplexFloat, at::kComplexDouble);
     return true;
   }
   const int64_t row_bytes = width * static_cast<int64_t>(values.dtype().itemsize());
@@ -352,22 +348,21 @@ at::Tensor rising_rows_to_dense(const at::Tensor& keys, const at::Tensor& values
   auto* target = static_cast<char*>(out.mutable_data_ptr());
   const int64_t* k = keys.const_data_ptr<int64_t>();
   const int64_t grain = std::max<int64_t>(1, at::internal::GRAIN_SIZE * 8 / row_elements);
-  switch (row_bytes) {
-    case 1:
-      write_rising_rows<uint8_t>(k, keys.numel(), source, target, positions, 1, grain);
-      break;
-    case 2:
-      write_rising_rows<uint16_t>(k, keys.numel(), source, target, positions, 2, grain);
-      break;
-    case 4:
-      write_rising_rows<uint32_t>(k, keys.numel(), source, target, positions, 4, grain);
-      break;
-    case 8:
-      write_rising_rows<uint64_t>(k, keys.numel(), source, target, positions, 8, grain);
-      break;
-    default:
-      write_rising_rows<void>(k, keys.numel(), source, target, positions, row_bytes, grain);
-  }
+  // One element per row of 1, 2, 4 or 8 bytes: a typed copy; other rows: memcpy (Row = void).
+  const auto write = [&](auto row) {
+    using Row = typename decltype(row)::type;
+    write_rising_rows<Row>(k, keys.numel(), source, target, positions, row_bytes, grain);
+  };
+  if (row_bytes == 1)
+    write(std::type_identity<uint8_t>{});
+  else if (row_bytes == 2)
+    write(std::type_identity<uint16_t>{});
+  else if (row_bytes == 4)
+    write(std::type_identity<uint32_t>{});
+  else if (row_bytes == 8)
+    write(std::type_identity<uint64_t>{});
+  else
+    write(std::type_identity<void>{});
   return out;
 }
 
