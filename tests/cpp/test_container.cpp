@@ -154,6 +154,15 @@ TEST(RaggedTensor, ElementwiseMathActsOnEveryMemberAndKeepsTheStructure) {
     EXPECT_TRUE(torch::equal(result.first_idx(), r.first_idx()));
     for (int64_t b = 0; b < 2; ++b) EXPECT_TRUE(torch::equal(result[b], expected(b)));
   }
+  // Comparisons: a bool RaggedTensor of the same members.
+  const auto positive = r > 0.0, equal = r == q, below = column <= r;
+  for (int64_t b = 0; b < 2; ++b) {
+    EXPECT_TRUE(torch::equal(positive[b], clouds[b] > 0.0));
+    EXPECT_TRUE(torch::equal(equal[b], clouds[b] == others[b]));
+    EXPECT_TRUE(torch::equal(below[b], column <= clouds[b]));
+  }
+  EXPECT_EQ(positive.values().scalar_type(), torch::kBool);
+  EXPECT_TRUE((r != r).values().logical_not().all().item<bool>());
   // A number keeps the values' dtype, as torch's own operators: int64 values times 2 stay int64.
   const auto counts = torch_ragged::RaggedTensor::from_list({torch::arange(3), torch::arange(2)});
   EXPECT_EQ((counts * 2).values().scalar_type(), torch::kLong);
