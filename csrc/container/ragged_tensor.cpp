@@ -201,15 +201,15 @@ RaggedTensor RaggedTensor::amin(at::IntArrayRef dim, bool keepdim) const {
 }
 
 // The ragged dim (one of them) normalises within each member; a feature dim, every row alone.
-RaggedTensor RaggedTensor::softmax(int64_t dim) const {
+RaggedTensor RaggedTensor::normalise(std::string_view where, int64_t dim, bool log) const {
   const int64_t wrapped = dim < 0 ? dim + this->dim() : dim;
-  if (ragged_dims() == 1 && wrapped == 1) return softmax();
-  return with_values(values_.softmax(feature_dims("softmax", {dim})[0]));
+  if (ragged_dims() == 1 && wrapped == 1) return log ? log_softmax() : softmax();
+  const int64_t along = feature_dims(where, {dim})[0];
+  return with_values(log ? values_.log_softmax(along) : values_.softmax(along));
 }
+RaggedTensor RaggedTensor::softmax(int64_t dim) const { return normalise("softmax", dim, false); }
 RaggedTensor RaggedTensor::log_softmax(int64_t dim) const {
-  const int64_t wrapped = dim < 0 ? dim + this->dim() : dim;
-  if (ragged_dims() == 1 && wrapped == 1) return log_softmax();
-  return with_values(values_.log_softmax(feature_dims("log_softmax", {dim})[0]));
+  return normalise("log_softmax", dim, true);
 }
 
 RaggedTensor RaggedTensor::with_values(at::Tensor values) const {

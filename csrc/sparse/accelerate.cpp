@@ -130,11 +130,16 @@ std::atomic<int64_t> ours_from_entries{128};
 // tensor of fewer entries, whose indices are each in range and, where it is flagged coalesced,
 // strictly rising (row-major). One that is not goes to this library's kernels, which refuse it by
 // name where torch would read or write out of bounds. The check is one loop over the few entries.
-// Read from the tensor's SparseTensorImpl, not through _nnz() / _indices() / is_coalesced(): each
-// of those is a dispatcher call, and mm's own kernel reaches this check twice (through addmm).
+// A COO tensor's parts read from its SparseTensorImpl: Tensor::_nnz() / _indices() /
+// is_coalesced() / dense_dim() are each a dispatcher call, and these checks run on every call
+// (mm's kernel reaches them twice, through addmm).
+const at::SparseTensorImpl& coo_impl(const at::Tensor& sparse) {
+  return *static_cast<const at::SparseTensorImpl*>(sparse.unsafeGetTensorImpl());
+}
+
 bool torch_is_faster_here(const at::Tensor& sparse) {
   if (!sparse.is_cpu() || sparse.layout() != at::kSparse) return false;
-  const auto* impl = static_cast<const at::SparseTensorImpl*>(sparse.unsafeGetTensorImpl());
+  const at::SparseTensorImpl* impl = &coo_impl(sparse);
   if (impl->nnz() >= ours_from_entries.load(std::memory_order_relaxed)) return false;
   const at::Tensor& indices = impl->indices();
   if (indices.scalar_type() != at::kLong) return false;
@@ -281,10 +286,8 @@ bool has_products(at::ScalarType dtype) {
          dtype == at::kBFloat16;
 }
 
-// dense_dim from the impl: Tensor::dense_dim() is a dispatcher call.
 bool is_plain_matrix(const at::Tensor& t) {
-  return t.layout() == at::kSparse && t.dim() == 2 &&
-         static_cast<const at::SparseTensorImpl*>(t.unsafeGetTensorImpl())->dense_dim() == 0;
+  return t.layout() == at::kSparse && t.dim() == 2 && coo_impl(t).dense_dim() == 0;
 }
 
 // Operands of one device and one dtype with a product here, of a 2-D product's shapes.

@@ -230,69 +230,6 @@ bool strictly_rising(const at::Tensor& keys) {
   return true;
 }
 
-// Small CPU inputs outside autograd whose entries each sit in range. Entries strictly after the one
-// before (row-major; a coalesced tensor's): each entry's row of values copied, bytes as they are
-// (what index_copy_ writes), to its position in `out` (zeros), in one loop over the entries. Else,
-// where every entry lies in one chunk of the reduction tree (nnz <= 2^chunk_bits(width): 32 rows
-// of up to 15 values) and the values are their own accumulator (float, double, complex: sum_acc_t),
-// each position's entries added in input order onto its zero: the tree sums a segment inside one
-// chunk from the identity in order, so these are the coalesce route's bits (tested against it).
-// The ATen route below costs ~10 us of fixed work on a handful of entries (torch's to_dense ~4 us).
-// Returns false, having written nothing, for entries that are neither: the route below then sums
-// them or names the entry out of range.
-constexpr int64_t kSmallToDense = 256;
-
-template <typename scalar_t>
-void add_rows_in_order(const std::vector<int64_t>& keys, const at::Tensor& values, int64_t width,
-                       at::Tensor& out) {
-  const scalar_t* source = values.const_data_ptr<scalar_t>();
-  scalar_t* target = out.mutable_data_ptr<scalar_t>();
-  for (size_t i = 0; i < keys.size(); ++i) {
-    for (int64_t c = 0; c < width; ++c) target[keys[i] * width + c] += source[i * width + c];
-  }
-}
-
-bool copy_rising_entries(const at::Tensor& indices, const at::Tensor& values,
-                         at::IntArrayRef sparse_sizes, at::Tensor& out) {
-  const std::optional<KeyGeometry> geometry = key_geometry(sparse_sizes);
-  if (!geometry.has_value()) return false;  // keys past int64: the general route refuses by name
-  const int64_t nnz = indices.size(1);
-  const at::Tensor index_rows =
-      indices.contiguous();  // flat_key reads sparse dim d's row at d * nnz
-  std::vector<int64_t> keys(nnz);
-  bool fits = true, rising = true;
-  AT_DISPATCH_INDEX_TYPES(index_rows.scalar_type(), "sparse_to_dense_small", [&] {
-    const index_t* rows = index_rows.const_data_ptr<index_t>();
-    for (int64_t i = 0; i < nnz && fits; ++i) {
-      keys[i] = flat_key(*geometry, rows, nnz, i, fits);
-      rising = rising && (i == 0 || keys[i] > keys[i - 1]);
-    }
-  });
-  if (!fits) return false;
-  const at::Tensor contiguous_values = values.contiguous();
-  const int64_t width = contiguous_values.numel() / std::max<int64_t>(nnz, 1);
-  if (!rising) {
-    const at::ScalarType dtype = values.scalar_type();
-    if (nnz > (int64_t{1} << chunk_bits(width)) ||
-        !(dtype == at::kFloat || dtype == at::kDouble || dtype == at::kComplexFloat ||
-          dtype == at::kComplexDouble)) {
-      return false;
-    }
-    AT_DISPATCH_V2(dtype, "sparse_to_dense_small_sums", AT_WRAP([&] {
-                     add_rows_in_order<scalar_t>(keys, contiguous_values, width, out);
-                   }),
-                   at::kFloat, at::kDouble, at::kComplexFloat, at::kComplexDouble);
-    return true;
-  }
-  const int64_t row_bytes = width * static_cast<int64_t>(values.dtype().itemsize());
-  const auto* source = static_cast<const char*>(contiguous_values.const_data_ptr());
-  auto* target = static_cast<char*>(out.mutable_data_ptr());
-  for (int64_t i = 0; i < nnz; ++i) {
-    std::memcpy(target + keys[i] * row_bytes, source + i * row_bytes, row_bytes);
-  }
-  return true;
-}
-
 // Whether writing values' bytes is the whole result: the ATen route's ops would record no gradient
 // (backward or forward). Below autograd (accelerate()'s kernels of torch's ops) they never do.
 bool records_no_gradient(const at::Tensor& values) {
@@ -304,17 +241,12 @@ bool records_no_gradient(const at::Tensor& values) {
          !values._fw_grad(/*level=*/0).defined();
 }
 
-bool takes_small_to_dense(const at::Tensor& indices, const at::Tensor& values) {
-  return indices.is_cpu() && values.is_cpu() && !is_symbolic(indices) && !is_symbolic(values) &&
-         indices.size(1) < kSmallToDense && records_no_gradient(values);
-}
-
-// The dense rows of entries whose CPU keys strictly rise (a coalesced tensor's): each block of
-// output rows (128 KiB, cache-resident) zeroed by one memset, then the entries landing in it
-// written (bytes as they are, as index_copy_ writes them). Threads own disjoint ranges of
-// positions; the entries of a range are one slice of the sorted keys (a binary search finds it).
-// zeros + index_copy_ write the whole output, then scatter into it at random; a memset per gap
-// between entries costs a call per entry (slower than both).
+// The dense rows of entries whose CPU keys strictly rise: each block of output rows (128 KiB,
+// cache-resident) zeroed by one memset, then the entries landing in it written (bytes as they
+// are, as index_copy_ writes them). Threads own disjoint ranges of positions; the entries of a
+// range are one slice of the sorted keys (a binary search finds it). zeros + index_copy_ write the
+// whole output, then scatter into it at random; a memset per gap between entries costs a call per
+// entry (slower than both).
 template <typename Row>
 void write_rising_rows(const int64_t* keys, int64_t nnz, const char* source, char* target,
                        int64_t positions, int64_t row_bytes, int64_t grain) {
@@ -336,8 +268,10 @@ void write_rising_rows(const int64_t* keys, int64_t nnz, const char* source, cha
   });
 }
 
-at::Tensor rising_rows_to_dense(const at::Tensor& keys, const at::Tensor& values,
-                                at::IntArrayRef rows_shape) {
+// (rows_shape) rows: values' rows at the strictly rising host keys, zeros elsewhere, written in
+// one pass (write_rising_rows).
+at::Tensor write_rows_at_rising_keys(const int64_t* keys, int64_t nnz, const at::Tensor& values,
+                                     at::IntArrayRef rows_shape) {
   at::Tensor out = at::empty(rows_shape, values.options());
   const int64_t positions = rows_shape[0];
   if (out.numel() == 0) return out;
@@ -346,12 +280,11 @@ at::Tensor rising_rows_to_dense(const at::Tensor& keys, const at::Tensor& values
   const int64_t row_bytes = row_elements * static_cast<int64_t>(values.dtype().itemsize());
   const auto* source = static_cast<const char*>(contiguous_values.const_data_ptr());
   auto* target = static_cast<char*>(out.mutable_data_ptr());
-  const int64_t* k = keys.const_data_ptr<int64_t>();
   const int64_t grain = std::max<int64_t>(1, at::internal::GRAIN_SIZE * 8 / row_elements);
   // One element per row of 1, 2, 4 or 8 bytes: a typed copy; other rows: memcpy (Row = void).
   const auto write = [&](auto row) {
     using Row = typename decltype(row)::type;
-    write_rising_rows<Row>(k, keys.numel(), source, target, positions, row_bytes, grain);
+    write_rising_rows<Row>(keys, nnz, source, target, positions, row_bytes, grain);
   };
   if (row_bytes == 1)
     write(std::type_identity<uint8_t>{});
@@ -366,6 +299,77 @@ at::Tensor rising_rows_to_dense(const at::Tensor& keys, const at::Tensor& values
   return out;
 }
 
+// The same for keys in a tensor (a coalesced input's, or the coalesce core's unique keys): written
+// directly on the CPU outside autograd, else by index_copy_ (its autograd; the GPU's kernel).
+at::Tensor rows_at_rising_keys(const at::Tensor& keys, const at::Tensor& values,
+                               at::IntArrayRef rows_shape) {
+  if (keys.is_cpu() && values.is_cpu() && records_no_gradient(values)) {
+    const at::Tensor contiguous_keys = keys.contiguous();
+    return write_rows_at_rising_keys(contiguous_keys.const_data_ptr<int64_t>(), keys.numel(),
+                                     values, rows_shape);
+  }
+  return at::zeros(rows_shape, values.options()).index_copy_(0, keys, values);
+}
+
+// Small CPU inputs outside autograd (kSmallToDense entries), without the ATen route's ~10 us of
+// fixed work on a handful of entries (torch's to_dense ~4 us): the keys computed and checked in one
+// host loop. Entries strictly after the one before (row-major; a coalesced tensor's): written as
+// above. Else, where every entry lies in one chunk of the reduction tree (nnz <=
+// 2^chunk_bits(width): 32 rows of up to 15 values) and the values are their own accumulator (float,
+// double, complex: sum_acc_t), each position's entries folded onto its zero in input order: the
+// tree sums a segment inside one chunk from the identity in order, so these are the coalesce
+// route's bits (tested against it). nullopt for anything else (an index out of range included): the
+// routes below then sum the entries or name the one out of range.
+constexpr int64_t kSmallToDense = 256;
+
+template <typename scalar_t>
+void add_rows_in_order(const std::vector<int64_t>& keys, const at::Tensor& values, int64_t width,
+                       at::Tensor& out) {
+  const scalar_t* source = values.const_data_ptr<scalar_t>();
+  scalar_t* target = out.mutable_data_ptr<scalar_t>();
+  for (size_t i = 0; i < keys.size(); ++i) {
+    for (int64_t c = 0; c < width; ++c) target[keys[i] * width + c] += source[i * width + c];
+  }
+}
+
+std::optional<at::Tensor> small_to_dense(const at::Tensor& indices, const at::Tensor& values,
+                                         at::IntArrayRef sparse_sizes, at::IntArrayRef rows_shape) {
+  const std::optional<KeyGeometry> geometry = key_geometry(sparse_sizes);
+  if (!geometry.has_value()) return std::nullopt;  // keys past int64: refused by name below
+  const int64_t nnz = indices.size(1);
+  const at::Tensor index_rows =
+      indices.contiguous();  // flat_key reads sparse dim d's row at d * nnz
+  std::vector<int64_t> keys(nnz);
+  bool fits = true, rising = true;
+  AT_DISPATCH_INDEX_TYPES(index_rows.scalar_type(), "sparse_to_dense_small", [&] {
+    const index_t* rows = index_rows.const_data_ptr<index_t>();
+    for (int64_t i = 0; i < nnz && fits; ++i) {
+      keys[i] = flat_key(*geometry, rows, nnz, i, fits);
+      rising = rising && (i == 0 || keys[i] > keys[i - 1]);
+    }
+  });
+  if (!fits) return std::nullopt;
+  if (rising) return write_rows_at_rising_keys(keys.data(), nnz, values, rows_shape);
+  const at::ScalarType dtype = values.scalar_type();
+  const int64_t width = values.numel() / std::max<int64_t>(nnz, 1);
+  if (nnz > (int64_t{1} << chunk_bits(width)) ||
+      !(dtype == at::kFloat || dtype == at::kDouble || dtype == at::kComplexFloat ||
+        dtype == at::kComplexDouble)) {
+    return std::nullopt;
+  }
+  at::Tensor out = at::zeros(rows_shape, values.options());
+  const at::Tensor contiguous_values = values.contiguous();
+  AT_DISPATCH_V2(dtype, "sparse_to_dense_small_sums",
+                 AT_WRAP([&] { add_rows_in_order<scalar_t>(keys, contiguous_values, width, out); }),
+                 at::kFloat, at::kDouble, at::kComplexFloat, at::kComplexDouble);
+  return out;
+}
+
+bool takes_small_to_dense(const at::Tensor& indices, const at::Tensor& values) {
+  return indices.is_cpu() && values.is_cpu() && !is_symbolic(indices) && !is_symbolic(values) &&
+         indices.size(1) < kSmallToDense && records_no_gradient(values);
+}
+
 at::Tensor sparse_to_dense_impl(const at::Tensor& indices, const at::Tensor& values,
                                 c10::SymIntArrayRef size, bool validate) {
   constexpr std::string_view op = "sparse_to_dense";
@@ -376,31 +380,25 @@ at::Tensor sparse_to_dense_impl(const at::Tensor& indices, const at::Tensor& val
     const c10::SymDimVector sparse_size = as_symints(shape.sparse_sizes());
     std::vector<int64_t> rows_shape = shape.dense_sizes();  // (positions, *dense sizes)
     rows_shape.insert(rows_shape.begin(), c10::multiply_integers(shape.sparse_sizes()));
-    at::Tensor out;  // zeros, made where a route needs them
-    const auto zeros = [&]() -> at::Tensor& {
-      if (!out.defined()) out = at::zeros(rows_shape, values.options());
-      return out;
-    };
-    if (takes_small_to_dense(indices, values) &&
-        copy_rising_entries(indices, values, shape.sparse_sizes(), zeros())) {
-      return out.view(shape.size);
+    if (takes_small_to_dense(indices, values)) {
+      if (std::optional<at::Tensor> dense =
+              small_to_dense(indices, values, shape.sparse_sizes(), rows_shape)) {
+        return dense->view(shape.size);
+      }
     }
     if (!is_symbolic(indices) && !is_symbolic(values)) {
       bool unchecked = validate;
       if (indices.is_cpu()) {
         const at::Tensor keys = ops::sparse_flat_keys(indices, sparse_size, validate);
-        if (strictly_rising(keys)) {  // unique keys
-          if (values.is_cpu() && records_no_gradient(values)) {
-            return rising_rows_to_dense(keys, values, rows_shape).view(shape.size);
-          }
-          return zeros().index_copy_(0, keys, values).view(shape.size);
+        if (strictly_rising(keys)) {
+          return rows_at_rising_keys(keys, values, rows_shape).view(shape.size);
         }
         unchecked = false;
       }
       auto [unique, sums, permutation, first_idx] =
           ops::sparse_coalesce(indices, values, size, unchecked, /*return_order=*/false);
       const at::Tensor unique_keys = ops::sparse_flat_keys(unique, sparse_size, false);
-      return zeros().index_copy_(0, unique_keys, sums).view(shape.size);
+      return rows_at_rising_keys(unique_keys, sums, rows_shape).view(shape.size);
     }
     // traced (nnz, data-dependent there, appears as a tensor below, never as an int)
     const at::Tensor keys = ops::sparse_flat_keys(indices, sparse_size, validate);
@@ -417,7 +415,9 @@ at::Tensor sparse_to_dense_impl(const at::Tensor& indices, const at::Tensor& val
     const at::Tensor run_sums = values.scalar_type() == at::kBool  // duplicates or-ed, as torch's
                                     ? std::get<0>(ops::segment_max(sorted, first_idx))
                                     : ops::segment_sum(sorted, first_idx);
-    return zeros().index_put_({sorted_keys}, run_sums, /*accumulate=*/true).view(shape.size);
+    return at::zeros(rows_shape, values.options())
+        .index_put_({sorted_keys}, run_sums, /*accumulate=*/true)
+        .view(shape.size);
   });
 }
 

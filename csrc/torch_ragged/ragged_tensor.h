@@ -83,6 +83,7 @@ class TORCH_RAGGED_API RaggedTensor {
   std::vector<int64_t> member_shape(int64_t b) const;
   // The values' dims of the feature dims `dim` names; refuses dim 0 and ragged dims by name.
   std::vector<int64_t> feature_dims(std::string_view where, at::IntArrayRef dim) const;
+  RaggedTensor normalise(std::string_view where, int64_t dim, bool log) const;
 
   at::Tensor values_, first_idx_, shape_per_tensor_;
 };
