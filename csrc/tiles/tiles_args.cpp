@@ -3,6 +3,7 @@
 #include <c10/util/safe_numerics.h>
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
 #include <optional>
 #include <utility>
@@ -82,15 +83,24 @@ __int128 floor_div(__int128 a, int64_t b) {
   return q * b > a ? q - 1 : q;
 }
 
-// The first and the last cell a tile overlaps along one dim, floor(rel / tile) and
-// floor((rel + tile - 1) / tile) for its origin rel = origin - lo points past the bound's start
-// (tile > 0): one 64-bit division (a shift for a power of two) where rel fits in 64 bits, 128-bit
-// arithmetic where it does not (a 128-bit division per cell cost ~half of a 39k-tile index).
-std::pair<__int128, __int128> cell_span(int64_t origin, int64_t lo, int64_t tile) {
+// The cells [first, last] of [0, cells) that a tile overlaps along one dim (inside: any at all):
+// floor(rel / tile) to floor((rel + tile - 1) / tile) for its origin rel = origin - lo points past
+// the bound's start (tile > 0), clamped. One 64-bit division (a shift for a power of two) where
+// rel fits in 64 bits -- then the last cell fits too (it exceeds the first only where tile > 1) --
+// and 128-bit arithmetic where it does not (a 128-bit division per cell cost ~half of a 39k-tile
+// index).
+struct CellRange {
+  int64_t first, last;
+  bool inside;
+};
+
+C10_ALWAYS_INLINE CellRange cell_range(int64_t origin, int64_t lo, int64_t tile, int64_t cells) {
   int64_t rel = 0;
-  if (__builtin_sub_overflow(origin, lo, &rel)) {
+  if (C10_UNLIKELY(__builtin_sub_overflow(origin, lo, &rel))) {
     const __int128 wide = static_cast<__int128>(origin) - lo;
-    return {floor_div(wide, tile), floor_div(wide + tile - 1, tile)};
+    const __int128 first = floor_div(wide, tile), last = floor_div(wide + tile - 1, tile);
+    return {static_cast<int64_t>(std::max<__int128>(first, 0)),
+            static_cast<int64_t>(std::min<__int128>(last, cells - 1)), last >= 0 && first < cells};
   }
   int64_t q = 0, r = 0;
   if ((tile & (tile - 1)) == 0) {  // floor division and modulo of two's complement
@@ -104,24 +114,26 @@ std::pair<__int128, __int128> cell_span(int64_t origin, int64_t lo, int64_t tile
       r += tile;
     }
   }
-  return {q, static_cast<__int128>(q) + (r != 0)};
+  const int64_t last = q + (r != 0);
+  return {std::max<int64_t>(q, 0), std::min(last, cells - 1), last >= 0 && q < cells};
 }
 
 // The cell lists where no cell holds two tiles (aligned tiles that do not overlap: the common
-// case), in two passes over the tiles and one over the cells: each tile's id stored at its cell
-// (stores only: nothing waits on a load), then each read back to find a cell two tiles share
-// (nullopt then: the counting sort), then the table swept. for_each_key as counted_cell_index's.
-template <typename ForEachKey>
+// case): one pass over the tiles storing each id at its cell, nullopt (the counting sort) at the
+// first cell already taken (a tile never visits a cell twice, so that is a second tile), then the
+// table swept. The table is int32 (half the cache footprint of random stores) where ids fit.
+// for_each_key as counted_cell_index's.
+template <typename Id, typename ForEachKey>
 std::optional<CellIndex> single_tile_cells(int64_t count, int64_t entries,
                                            const ForEachKey& for_each_key,
                                            const at::TensorOptions& longs) {
-  std::vector<int64_t> owner(entries, -1);
-  for (int64_t t = 0; t < count; ++t) for_each_key(t, [&](int64_t key) { owner[key] = t; });
+  std::vector<Id> owner(entries, Id{-1});
   int64_t listed = 0;
   bool single = true;
-  for (int64_t t = 0; t < count; ++t) {
+  for (int64_t t = 0; t < count && single; ++t) {
     for_each_key(t, [&](int64_t key) {
-      single &= owner[key] == t;
+      single &= owner[key] < 0;
+      owner[key] = static_cast<Id>(t);
       ++listed;
     });
   }
@@ -142,42 +154,46 @@ std::optional<CellIndex> single_tile_cells(int64_t count, int64_t entries,
   return CellIndex{keys.narrow(0, 0, listed), first, tiles.narrow(0, 0, listed)};
 }
 
-// The CPU cell lists by a counting sort over a dense (member, cell) table: O(cells + T), where
-// the ATen route (keys per corner, stable sort, unique) costs ~40 small ops (0.8 ms for 4096
-// tiles; tiles_halo_backward builds one per call). Only where the table is small next to the
-// tiles; nullopt otherwise (huge sparse bounds, GPU tensors).
-std::optional<CellIndex> counted_cell_index(const TileGeometry& geo, const TileSet& set) {
-  const int64_t count = set.count(), dims = geo.dims;
-  int64_t entries = 0;
-  if (!set.origins.is_cpu() || c10::mul_overflows(set.members, geo.num_cells, &entries) ||
-      entries > 4 * (count << dims) + (int64_t{1} << 16)) {
-    return std::nullopt;
-  }
+// counted_cell_index for tiles of Dims dims, the table's `entries` checked by the caller.
+template <int64_t Dims>
+std::optional<CellIndex> counted_cell_index_of(const TileGeometry& geo, const TileSet& set,
+                                               int64_t entries) {
+  const int64_t count = set.count();
   const int64_t* origins = set.origins.const_data_ptr<int64_t>();
   const int64_t* member = set.member.defined() ? set.member.const_data_ptr<int64_t>() : nullptr;
+  // the geometry in locals: the compiler cannot keep it in registers across the table's stores
+  int64_t lo[Dims], tile[Dims], cells[Dims];
+  for (int64_t d = 0; d < Dims; ++d) {
+    lo[d] = geo.lo[d];
+    tile[d] = geo.tile[d];
+    cells[d] = geo.cells[d];
+  }
+  const int64_t num_cells = geo.num_cells;
   // Calls visit(key) for each in-bound cell tile t overlaps (at most 2 per dim), row-major.
   auto for_each_key = [&](int64_t t, auto&& visit) {
     int64_t first[kMaxTileDims] = {0, 0, 0}, last[kMaxTileDims] = {0, 0, 0};
-    for (int64_t d = 0; d < dims; ++d) {
-      const auto [lo, hi] = cell_span(origins[t * dims + d], geo.lo[d], geo.tile[d]);
-      if (hi < 0 || lo >= geo.cells[d]) return;  // wholly outside the bound
-      first[d] = static_cast<int64_t>(std::max<__int128>(lo, 0));
-      last[d] = static_cast<int64_t>(std::min<__int128>(hi, geo.cells[d] - 1));
+    for (int64_t d = 0; d < Dims; ++d) {
+      const CellRange range = cell_range(origins[t * Dims + d], lo[d], tile[d], cells[d]);
+      if (!range.inside) return;  // wholly outside the bound
+      first[d] = range.first;
+      last[d] = range.last;
     }
-    const int64_t base = (member != nullptr ? member[t] : 0) * geo.num_cells;
+    const int64_t base = (member != nullptr ? member[t] : 0) * num_cells;
     for (int64_t a = first[0]; a <= last[0]; ++a) {
       for (int64_t b = first[1]; b <= last[1]; ++b) {
         for (int64_t c = first[2]; c <= last[2]; ++c) {
-          const int64_t cell = dims == 1   ? a
-                               : dims == 2 ? a * geo.cells[1] + b
-                                           : (a * geo.cells[1] + b) * geo.cells[2] + c;
-          visit(base + cell);
+          if constexpr (Dims == 1) visit(base + a);
+          if constexpr (Dims == 2) visit(base + a * cells[1] + b);
+          if constexpr (Dims == 3) visit(base + (a * cells[1] + b) * cells[2] + c);
         }
       }
     }
   };
   const auto longs = set.origins.options();
-  if (auto single = single_tile_cells(count, entries, for_each_key, longs)) return *single;
+  auto single = count < std::numeric_limits<int32_t>::max()
+                    ? single_tile_cells<int32_t>(count, entries, for_each_key, longs)
+                    : single_tile_cells<int64_t>(count, entries, for_each_key, longs);
+  if (single) return *std::move(single);
   std::vector<int64_t> start(entries + 1, 0);  // per key: its list's start, after the prefix sum
   int64_t listed = 0, nonempty = 0;
   for (int64_t t = 0; t < count; ++t) {
@@ -203,6 +219,22 @@ std::optional<CellIndex> counted_cell_index(const TileGeometry& geo, const TileS
     for_each_key(t, [&](int64_t key) { out[start[key]++] = t; });
   }
   return CellIndex{keys, first, tiles};
+}
+
+// The CPU cell lists by a counting sort over a dense (member, cell) table: O(cells + T), where
+// the ATen route (keys per corner, stable sort, unique) costs ~40 small ops (0.8 ms for 4096
+// tiles; tiles_halo_backward builds one per call). Only where the table is small next to the
+// tiles; nullopt otherwise (huge sparse bounds, GPU tensors).
+std::optional<CellIndex> counted_cell_index(const TileGeometry& geo, const TileSet& set) {
+  const int64_t count = set.count(), dims = geo.dims;
+  int64_t entries = 0;
+  if (!set.origins.is_cpu() || c10::mul_overflows(set.members, geo.num_cells, &entries) ||
+      entries > 4 * (count << dims) + (int64_t{1} << 16)) {
+    return std::nullopt;
+  }
+  if (dims == 1) return counted_cell_index_of<1>(geo, set, entries);
+  if (dims == 2) return counted_cell_index_of<2>(geo, set, entries);
+  return counted_cell_index_of<3>(geo, set, entries);
 }
 
 }  // namespace
@@ -311,6 +343,23 @@ uint64_t weighted_sum(const at::Tensor& values, int64_t first) {
 
 }  // namespace
 
+namespace {
+
+// The least and the greatest value of each column of a (count >= 1, Dims) int64 row-major table.
+template <int64_t Dims>
+void column_bounds(const int64_t* rows, int64_t count, int64_t* low, int64_t* high) {
+  std::copy(rows, rows + Dims, low);
+  std::copy(rows, rows + Dims, high);
+  for (int64_t t = 1; t < count; ++t) {
+    for (int64_t d = 0; d < Dims; ++d) {
+      low[d] = std::min(low[d], rows[t * Dims + d]);
+      high[d] = std::max(high[d], rows[t * Dims + d]);
+    }
+  }
+}
+
+}  // namespace
+
 at::Tensor index_fingerprint(const TileGeometry& geo, const TileSet& set) {
   uint64_t shape = mixed(mixed(0, static_cast<uint64_t>(geo.dims)), set.count());
   shape = mixed(shape, static_cast<uint64_t>(set.members));
@@ -329,14 +378,10 @@ void check_boxes_fit(std::string_view op, const TileGeometry& geo, const TileSet
   int64_t low[kMaxTileDims], high[kMaxTileDims];
   if (set.origins.is_cpu()) {  // one loop: amin / amax(0) of many origins wake the thread pool
     const int64_t* origin = set.origins.const_data_ptr<int64_t>();
-    std::copy(origin, origin + geo.dims, low);
-    std::copy(origin, origin + geo.dims, high);
-    for (int64_t t = 1; t < set.count(); ++t) {
-      for (int d = 0; d < geo.dims; ++d) {
-        low[d] = std::min(low[d], origin[t * geo.dims + d]);
-        high[d] = std::max(high[d], origin[t * geo.dims + d]);
-      }
-    }
+    const int64_t count = set.count();
+    if (geo.dims == 1) column_bounds<1>(origin, count, low, high);
+    if (geo.dims == 2) column_bounds<2>(origin, count, low, high);
+    if (geo.dims == 3) column_bounds<3>(origin, count, low, high);
   } else {  // amin / amax, not aminmax(dim): that one enters a parallel region even for a few
     const at::Tensor lows = set.origins.amin(0).cpu(), highs = set.origins.amax(0).cpu();
     std::copy_n(lows.const_data_ptr<int64_t>(), geo.dims, low);
@@ -500,19 +545,58 @@ GatherPlan plan_tiles_halo(std::string_view op, const at::Tensor& pages, const a
 
 namespace {
 
-// TileCells::key_slots for a lookup of `points` points: worth its O(key space) build (three ATen
-// calls) when there are at least 256 points, the key space is at most 8 entries per point or key
-// (each point then saves a binary search of ~log2(keys) dependent loads) and at most 2^24 keys
-// (128 MB); undefined otherwise.
-at::Tensor key_slots_for(const TileGeometry& geo, const TileSet& set, const CellIndex& cells,
-                         int64_t points) {
+// TileCells::key_owners of the keys' cells on the CPU: one pass over the keys.
+void fill_key_owners(const TileGeometry& geo, const TileSet& set, const CellIndex& cells,
+                     int64_t* owners) {
+  const int64_t* keys = cells.keys.const_data_ptr<int64_t>();
+  const int64_t* first = cells.first.const_data_ptr<int64_t>();
+  const int64_t* tiles = cells.tiles.const_data_ptr<int64_t>();
+  const int64_t* origins = set.origins.const_data_ptr<int64_t>();
+  for (int64_t slot = 0; slot < cells.keys.numel(); ++slot) {
+    const int64_t t = tiles[first[slot]];
+    int64_t cell = keys[slot] % geo.num_cells;
+    bool aligned = true;
+    for (int d = geo.dims - 1; d >= 0; --d) {
+      aligned &= origins[t * geo.dims + d] == geo.lo[d] + (cell % geo.cells[d]) * geo.tile[d];
+      cell /= geo.cells[d];
+    }
+    owners[keys[slot]] = aligned ? t : -2 - slot;
+  }
+}
+
+// The same with ATen ops (on the index's device).
+at::Tensor key_owner_values(const TileGeometry& geo, const TileSet& set, const CellIndex& cells) {
+  const int64_t keys = cells.keys.numel();
+  const at::Tensor owner = cells.tiles.index_select(0, cells.first.narrow(0, 0, keys));
+  at::Tensor cell = cells.keys.remainder(geo.num_cells);
+  at::Tensor aligned = at::ones({keys}, cells.keys.options().dtype(at::kBool));
+  for (int d = geo.dims - 1; d >= 0; --d) {
+    const at::Tensor start = cell.remainder(geo.cells[d]) * geo.tile[d] + geo.lo[d];
+    aligned = aligned.logical_and(set.origins.select(1, d).index_select(0, owner).eq(start));
+    cell = cell.div(geo.cells[d], "floor");
+  }
+  return at::where(aligned, owner, -2 - at::arange(keys, cells.keys.options()));
+}
+
+// TileCells::key_owners for a lookup of `points` points: worth its O(key space) build when there
+// are at least 256 points, the key space is at most 8 entries per point or key (each point then
+// saves a binary search of ~log2(keys) dependent loads) and at most 2^24 keys (128 MB); undefined
+// otherwise.
+at::Tensor key_owners_for(const TileGeometry& geo, const TileSet& set, const CellIndex& cells,
+                          int64_t points) {
   constexpr int64_t kMaxKeySpace = int64_t{1} << 24;
   if (points < 256 || set.members < 1 || geo.num_cells > kMaxKeySpace / set.members) return {};
   const int64_t key_space = set.members * geo.num_cells, keys = cells.keys.numel();
   if (key_space > 8 * (points + keys)) return {};
-  at::Tensor slots = at::full({key_space}, -1, cells.keys.options());
-  slots.index_put_({cells.keys}, at::arange(keys, cells.keys.options()));
-  return slots;
+  if (cells.keys.is_cpu()) {
+    at::Tensor owners = at::empty({key_space}, cells.keys.options());
+    std::fill_n(owners.mutable_data_ptr<int64_t>(), key_space, int64_t{-1});  // no pool wake-up
+    fill_key_owners(geo, set, cells, owners.mutable_data_ptr<int64_t>());
+    return owners;
+  }
+  at::Tensor owners = at::full({key_space}, -1, cells.keys.options());
+  owners.index_put_({cells.keys}, key_owner_values(geo, set, cells));
+  return owners;
 }
 
 }  // namespace
@@ -543,7 +627,7 @@ LookupPlan plan_tiles_lookup(std::string_view op, const at::Tensor& origins,
             ((plan.member >= 0) & (plan.member < plan.set.members)).all().item<bool>(),
         "torch_ragged.", op, ": coords[:, 0] (the member) must be in [0, ", plan.set.members, ")");
   }
-  plan.key_slots = key_slots_for(plan.geo, plan.set, plan.cells, plan.points.size(0));
+  plan.key_owners = key_owners_for(plan.geo, plan.set, plan.cells, plan.points.size(0));
   return plan;
 }
 

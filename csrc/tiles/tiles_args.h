@@ -126,12 +126,12 @@ struct LookupPlan {
   TileGeometry geo;
   TileSet set;
   CellIndex cells;
-  at::Tensor points;     // (N, d) int64 contiguous
-  at::Tensor member;     // (N,) int64, or undefined: one member
-  at::Tensor key_slots;  // TileCells::key_slots where the key space is small next to the points
+  at::Tensor points;      // (N, d) int64 contiguous
+  at::Tensor member;      // (N,) int64, or undefined: one member
+  at::Tensor key_owners;  // TileCells::key_owners where the key space is small next to the points
   TileCells cells_view() const {
     TileCells view = cells.view(set);
-    if (key_slots.defined()) view.key_slots = key_slots.const_data_ptr<int64_t>();
+    if (key_owners.defined()) view.key_owners = key_owners.const_data_ptr<int64_t>();
     return view;
   }
 };

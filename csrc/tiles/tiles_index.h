@@ -25,6 +25,17 @@ namespace torch_ragged {
 
 constexpr int kMaxTileDims = 3;
 
+// rel / tile for rel >= 0 and tile >= 1: a shift where tile is a power of two (tiles mostly are),
+// a 64-bit division (tens of cycles) otherwise.
+C10_HOST_DEVICE inline int64_t divide_by_tile(int64_t rel, int64_t tile) {
+  if ((tile & (tile - 1)) != 0) return rel / tile;
+#ifdef __CUDA_ARCH__
+  return rel >> (__ffsll(tile) - 1);
+#else
+  return rel >> __builtin_ctzll(static_cast<uint64_t>(tile));
+#endif
+}
+
 struct TileGeometry {
   int dims;
   int64_t tile[kMaxTileDims];    // tile size per dim
@@ -44,7 +55,7 @@ struct TileGeometry {
   // Cell of a point inside the bound (row-major over the cell grid).
   C10_HOST_DEVICE int64_t cell_of(const int64_t* g) const {
     int64_t cell = 0;
-    for (int d = 0; d < dims; ++d) cell = cell * cells[d] + (g[d] - lo[d]) / tile[d];
+    for (int d = 0; d < dims; ++d) cell = cell * cells[d] + divide_by_tile(g[d] - lo[d], tile[d]);
     return cell;
   }
   // Row-major offset of a point inside the bound, and back.
@@ -80,12 +91,14 @@ struct TileCells {
   const int64_t* tiles;
   int64_t num_keys;
   const int64_t* origins;
-  // Optional: every key's position in keys, -1 for a key no tile has, over the whole key space
-  // (members * num_cells): one load instead of a binary search (tiles_lookup of many points).
-  const int64_t* key_slots = nullptr;
+  // Optional, over the whole key space (members * num_cells), for lookup_point: per key the tile
+  // that owns its whole cell (v >= 0: the cell's first listed tile, aligned on the cell, so the
+  // lowest tile covering each of its points), -1 for a key no tile lists, or -2 - its position in
+  // keys where the cell's points scan its list. One load per point instead of a binary search and
+  // three dependent loads (tiles_lookup of many points).
+  const int64_t* key_owners = nullptr;
 
   C10_HOST_DEVICE int64_t find(int64_t key) const {
-    if (key_slots != nullptr) return key_slots[key];
     const int64_t lo = lower_bound_in(keys, 0, num_keys, key);
     return lo < num_keys && keys[lo] == key ? lo : -1;
   }
@@ -318,7 +331,33 @@ C10_HOST_DEVICE void halo_adjoint_span(const HaloAdjoint& adjoint, const scalar_
 // position inside it.
 C10_HOST_DEVICE inline int64_t lookup_point(const TileGeometry& geo, const TileCells& cells,
                                             int64_t b, const int64_t* g, int64_t* local) {
-  const int64_t t = geo.in_bound(g) ? cells.owner(b, g, geo) : -1;
+  if (!geo.in_bound(g)) {
+    for (int d = 0; d < geo.dims; ++d) local[d] = 0;
+    return -1;
+  }
+  int64_t t = -1;
+  if (cells.key_owners == nullptr) {
+    t = cells.owner(b, g, geo);
+  } else {
+    int64_t cell = 0, inside[kMaxTileDims];
+    for (int d = 0; d < geo.dims; ++d) {
+      const int64_t rel = g[d] - geo.lo[d], q = divide_by_tile(rel, geo.tile[d]);
+      inside[d] = rel - q * geo.tile[d];
+      cell = cell * geo.cells[d] + q;
+    }
+    const int64_t owner = cells.key_owners[b * geo.num_cells + cell];
+    if (owner >= 0) {  // aligned on the cell: the point's place in it is its place in the tile
+      for (int d = 0; d < geo.dims; ++d) local[d] = inside[d];
+      return owner;
+    }
+    if (owner < -1) {
+      const int64_t slot = -2 - owner;
+      cells.for_each_cover_in({cells.first[slot], cells.first[slot + 1]}, g, geo, [&](int64_t c) {
+        t = c;
+        return false;
+      });
+    }
+  }
   for (int d = 0; d < geo.dims; ++d) {
     local[d] = t < 0 ? 0 : g[d] - cells.origins[t * geo.dims + d];
   }

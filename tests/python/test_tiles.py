@@ -162,8 +162,8 @@ def test_dense_to_tiles(device, case, owned_only):
 
 
 @pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("case", ["2d_seed", "2d_overlap_outside", "3d", "1d"])
-@pytest.mark.parametrize("points", [200, 3000])  # 3000: enough for the lookup's key -> slot table
+@pytest.mark.parametrize("case", ["2d_seed", "2d_aligned_repeated", "2d_overlap_outside", "3d", "1d"])
+@pytest.mark.parametrize("points", [200, 3000])  # 3000: enough for the lookup's key -> owner table
 def test_lookup_matches_a_scan_of_the_tiles(device, case, points):
     tile, origins, lo, hi = CASES[case]
     origins = torch.tensor(origins)
@@ -179,6 +179,33 @@ def test_lookup_matches_a_scan_of_the_tiles(device, case, points):
         assert found[i].item() == expected
         if expected >= 0:
             assert local[i].tolist() == [x - o for x, o in zip(g, origins[expected].tolist(), strict=True)]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_lookup_of_many_points_in_members_matches_a_scan(device):
+    """Members' tiles (aligned, one cell shared by two tiles, one unaligned, one outside), looked up at enough
+    points for the key -> owner table: each point's lowest covering tile of its own member."""
+    tile, lo, hi = [4, 4], [-4, 0], [12, 13]
+    members = [[[-4, 0], [4, 8], [4, 8], [0, 4]], [], [[1, 2], [-4, 0], [8, 12], [40, 0]]]
+    origins = torch.tensor([o for m in members for o in m], dtype=torch.long)
+    first = [0]
+    for m in members:
+        first.append(first[-1] + len(m))
+    generator = torch.Generator().manual_seed(3)
+    points = 2000
+    coords = torch.stack([torch.randint(0, len(members), (points,), generator=generator)]
+                         + [torch.randint(a - 2, b + 2, (points,), generator=generator) for a, b in zip(lo, hi,
+                                                                                                      strict=True)], 1)
+    found, local = tiles.tiles_lookup(origins.to(device), tile, coords.to(device), lo, hi,
+                                      tile_first_idx=torch.tensor(first).to(device))
+    for i, (b, *g) in enumerate(coords.tolist()):
+        inside = all(a <= x < e for x, a, e in zip(g, lo, hi, strict=True))
+        owners = [t for t in range(first[b], first[b + 1])
+                  if all(o <= x < o + s for x, o, s in zip(g, origins[t].tolist(), tile, strict=True))]
+        expected = owners[0] if inside and owners else -1
+        assert found[i].item() == expected
+        offsets = [x - o for x, o in zip(g, origins[expected].tolist(), strict=True)] if expected >= 0 else [0, 0]
+        assert local[i].tolist() == offsets
 
 
 @pytest.mark.parametrize("device", DEVICES)
