@@ -1374,16 +1374,9 @@ at::Tensor segment_expand_cpu(const at::Tensor& values, const at::Tensor& first_
   return out;
 }
 
-at::Tensor segment_ids_cpu(const at::Tensor& first_idx, std::optional<c10::SymInt> num_rows) {
-  constexpr std::string_view op = "segment_ids";
-  check_index_tensor(op, "first_idx", first_idx, 1);
-  const std::vector<int64_t> offsets =
-      checked_first_idx(op, first_idx, concrete_num_rows(op, num_rows));
+// ids[row] = the segment holding row, for every row of the (checked, host) offsets.
+void fill_segment_ids(const std::vector<int64_t>& offsets, int64_t* ids) {
   const int64_t segments = static_cast<int64_t>(offsets.size()) - 1;
-  at::Tensor out =
-      empty_output(op, "the output", {offsets.back()}, first_idx.options().dtype(at::kLong));
-  if (out.numel() == 0) return out;
-  int64_t* ids = out.mutable_data_ptr<int64_t>();
   at::parallel_for(0, offsets.back(), kGrainElems, [&](int64_t begin, int64_t end) {
     int64_t b = segment_of_row(offsets.data(), segments, begin);
     for (int64_t row = begin; row < end;) {
@@ -1391,6 +1384,16 @@ at::Tensor segment_ids_cpu(const at::Tensor& first_idx, std::optional<c10::SymIn
       for (const int64_t stop = std::min(end, offsets[b + 1]); row < stop; ++row) ids[row] = b;
     }
   });
+}
+
+at::Tensor segment_ids_cpu(const at::Tensor& first_idx, std::optional<c10::SymInt> num_rows) {
+  constexpr std::string_view op = "segment_ids";
+  check_index_tensor(op, "first_idx", first_idx, 1);
+  const std::vector<int64_t> offsets =
+      checked_first_idx(op, first_idx, concrete_num_rows(op, num_rows));
+  at::Tensor out =
+      empty_output(op, "the output", {offsets.back()}, first_idx.options().dtype(at::kLong));
+  if (out.numel() > 0) fill_segment_ids(offsets, out.mutable_data_ptr<int64_t>());
   return out;
 }
 
@@ -1445,6 +1448,13 @@ at::Tensor get_first_idx_cpu(const at::Tensor& numel_per_tensor, bool validate) 
 }  // namespace
 
 namespace cpu {
+
+void segment_ids_into(std::string_view op, const at::Tensor& first_idx, at::Tensor& out) {
+  check_index_tensor(op, "first_idx", first_idx, 1);
+  const std::vector<int64_t> offsets = checked_first_idx(op, first_idx, out.numel());
+  TORCH_INTERNAL_ASSERT(out.is_cpu() && out.is_contiguous() && out.scalar_type() == at::kLong);
+  if (out.numel() > 0) fill_segment_ids(offsets, out.mutable_data_ptr<int64_t>());
+}
 
 at::Tensor segment_gather_sum(const at::Tensor& data, const at::Tensor& index,
                               const at::Tensor& weight, const at::Tensor& first_idx) {

@@ -233,4 +233,35 @@ CompressedFinding entry_finding(const at::Tensor& plain, int64_t plain_size, int
   return {in_range ? kPlainNotRising : kPlainOutOfRange, p, index};
 }
 
+at::Tensor columns_of(const at::Tensor& indices, const at::Tensor& columns) {
+  if (!indices.is_cpu() || is_symbolic(indices) || is_symbolic(columns) || indices.dim() != 2 ||
+      columns.scalar_type() != at::kLong) {
+    return indices.gather(1, columns.unsqueeze(0).expand_symint({indices.sym_size(0), -1}));
+  }
+  const at::Tensor wanted = columns.contiguous();
+  const int64_t rows = indices.size(0), nnz = indices.size(1), count = wanted.numel();
+  const int64_t row_stride = indices.stride(0), column_stride = indices.stride(1);
+  at::Tensor out = at::empty({rows, count}, indices.options());
+  const int64_t* column = wanted.const_data_ptr<int64_t>();
+  std::atomic<bool> out_of_range{false};
+  AT_DISPATCH_INDEX_TYPES(indices.scalar_type(), "columns_of", [&] {
+    const index_t* in = indices.const_data_ptr<index_t>();
+    index_t* to = out.mutable_data_ptr<index_t>();
+    at::parallel_for(0, count, kGrainElems / std::max<int64_t>(rows, 1), [&](int64_t b, int64_t e) {
+      for (int64_t p = b; p < e; ++p) {
+        const int64_t c = column[p];
+        if (static_cast<uint64_t>(c) >= static_cast<uint64_t>(nnz)) {
+          out_of_range = true;
+          continue;
+        }
+        for (int64_t d = 0; d < rows; ++d)
+          to[d * count + p] = in[d * row_stride + c * column_stride];
+      }
+    });
+  });
+  TORCH_CHECK_INDEX(!out_of_range, "torch_ragged: a column index is outside [0, ", nnz,
+                    ") in columns_of (an internal error: please report it)");
+  return out;
+}
+
 }  // namespace torch_ragged

@@ -6,11 +6,15 @@
 // CompositeImplicitAutograd: the kernels run above autograd and differentiate through their parts
 // (the values' ATen functions and torch's sparse constructor), on every device.
 
+#include <c10/util/safe_numerics.h>
 #include <torch/library.h>
 #include <torch_ragged/sparse.h>
 
+#include <cstring>
 #include <numeric>
+#include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -249,6 +253,96 @@ at::Tensor sub_kernel(const at::Tensor& a, const at::Tensor& b, const at::Scalar
 // torch.mul: by a scalar (a 0-d tensor here; the entries as they are, scaled, the flag kept); by a
 // dense tensor of the shape (the sparse one's coalesced pattern times the dense values there); or
 // two sparse tensors (the intersection of their coalesced patterns).
+// Whether the (row, col) entries [1, n) of a matrix each come after the one before (row-major,
+// strictly: a coalesced matrix's), without branches; entry i at row[i * step], col[i * step].
+bool pairs_rise_strictly(const int64_t* row, const int64_t* col, int64_t step, int64_t n) {
+  bool rising = true;
+  for (int64_t i = 1; i < n; ++i) {
+    const int64_t r = row[i * step], previous_r = row[(i - 1) * step];
+    rising &= (r > previous_r) | ((r == previous_r) & (col[i * step] > col[(i - 1) * step]));
+  }
+  return rising;
+}
+
+// A (2, nnz) int64 CPU index tensor with concrete values, in any layout (torch's coalesce leaves
+// its indices a narrowed view, or transposed in memory).
+bool plain_matrix_indices(const at::Tensor& i) {
+  return i.is_cpu() && !is_symbolic(i) && i.dim() == 2 && i.size(0) == 2 &&
+         i.scalar_type() == at::kLong;
+}
+
+// Whether the (2, n) index tensors a and b (plain_matrix_indices) hold the same values, by
+// comparing memory (which stops at the first difference) where their layouts allow; false where
+// they do not.
+bool same_index_memory(const at::Tensor& a, const at::Tensor& b) {
+  const int64_t n = a.size(1);
+  const int64_t *a_data = a.const_data_ptr<int64_t>(), *b_data = b.const_data_ptr<int64_t>();
+  if (a.stride(1) == 1 && b.stride(1) == 1) {  // two rows, each contiguous
+    return (a_data == b_data && a.stride(0) == b.stride(0)) ||
+           (std::memcmp(a_data, b_data, n * sizeof(int64_t)) == 0 &&
+            std::memcmp(a_data + a.stride(0), b_data + b.stride(0), n * sizeof(int64_t)) == 0);
+  }
+  if (a.strides() == b.strides() && a.is_non_overlapping_and_dense()) {  // one span each
+    return a_data == b_data || std::memcmp(a_data, b_data, 2 * n * sizeof(int64_t)) == 0;
+  }
+  return false;
+}
+
+// The positions (in_a, in_b) of the entries two coalesced 2-D CPU matrices share, by one merge
+// over their (row, col) pairs read as keys row * cols + col: no key arrays (two (nnz,) int64
+// tensors, most of a large product's time in first touches of fresh pages). nullopt where the
+// flat-key route serves (other dims or devices, int32 indices, keys beyond int64). ValueError when
+// either's entries do not rise strictly (a tensor flagged coalesced that is not).
+std::optional<std::pair<at::Tensor, at::Tensor>> shared_entries_2d(const at::Tensor& s,
+                                                                   const at::Tensor& a,
+                                                                   const at::Tensor& b) {
+  if (is_symbolic(s) || s.sparse_dim() != 2 || !plain_matrix_indices(a) ||
+      !plain_matrix_indices(b)) {
+    return std::nullopt;
+  }
+  const at::IntArrayRef size = s.sizes();
+  int64_t key_space = 0;
+  if (c10::mul_overflows(size[0], size[1], &key_space)) return std::nullopt;
+  const int64_t n = a.size(1), m = b.size(1), cols = size[1];
+  const int64_t a_step = a.stride(1), b_step = b.stride(1);
+  const int64_t *a_row = a.const_data_ptr<int64_t>(), *a_col = a_row + a.stride(0);
+  const int64_t *b_row = b.const_data_ptr<int64_t>(), *b_col = b_row + b.stride(0);
+  TORCH_CHECK_VALUE(
+      pairs_rise_strictly(a_row, a_col, a_step, n) && pairs_rise_strictly(b_row, b_col, b_step, m),
+      "torch_ragged.sparse.mul: the indices of a tensor flagged coalesced must rise "
+      "strictly (row-major), and some do not");
+  at::Tensor in_a = at::empty({std::min(n, m)}, a.options());
+  at::Tensor in_b = at::empty({std::min(n, m)}, a.options());
+  int64_t *to_a = in_a.mutable_data_ptr<int64_t>(), *to_b = in_b.mutable_data_ptr<int64_t>();
+  int64_t i = 0, j = 0, shared = 0;
+  while (i < n && j < m) {
+    const int64_t x = a_row[i * a_step] * cols + a_col[i * a_step];
+    const int64_t y = b_row[j * b_step] * cols + b_col[j * b_step];
+    to_a[shared] = i;  // kept only where the keys match
+    to_b[shared] = j;
+    shared += x == y;
+    i += x <= y;
+    j += y <= x;
+  }
+  return std::pair{in_a.narrow(0, 0, shared), in_b.narrow(0, 0, shared)};
+}
+
+// Whether two coalesced 2-D CPU matrices' int64 indices hold the same entries (one compare of the
+// index arrays, which stops at the first difference): then every entry matches itself, and a
+// product needs no merge and no gathers (masks, gradients on a shared pattern). ValueError as
+// shared_entries_2d's where the entries do not rise strictly.
+bool same_entries_2d(const at::Tensor& a, const at::Tensor& b) {
+  if (!plain_matrix_indices(a) || !plain_matrix_indices(b) || a.size(1) != b.size(1) ||
+      !same_index_memory(a, b)) {
+    return false;
+  }
+  const int64_t* a_data = a.const_data_ptr<int64_t>();
+  TORCH_CHECK_VALUE(pairs_rise_strictly(a_data, a_data + a.stride(0), a.stride(1), a.size(1)),
+                    "torch_ragged.sparse.mul: the indices of a tensor flagged coalesced must rise "
+                    "strictly (row-major), and some do not");
+  return true;
+}
+
 at::Tensor mul_kernel(const at::Tensor& a, const at::Tensor& b) {
   if (is_scalar_tensor(a) || is_scalar_tensor(b)) {
     const at::Tensor& scalar = is_scalar_tensor(b) ? b : a;
@@ -265,10 +359,18 @@ at::Tensor mul_kernel(const at::Tensor& a, const at::Tensor& b) {
   const at::ScalarType dtype = same_layout("mul", a, b);
   auto [a_indices, a_values] = coalesced_parts(a, differentiable_values(a));
   auto [b_indices, b_values] = coalesced_parts(b, differentiable_values(b));
-  const c10::SymIntArrayRef sparse_size = a.sym_sizes().slice(0, a.sparse_dim());
-  const at::Tensor a_keys = ops::sparse_flat_keys(a_indices, sparse_size, false);
-  const at::Tensor b_keys = ops::sparse_flat_keys(b_indices, sparse_size, false);
-  auto [in_a, in_b] = ops::sparse_intersect(a_keys, b_keys);  // both key lists rise (coalesced)
+  if (a.sparse_dim() == 2 && same_entries_2d(a_indices, b_indices)) {
+    return coo_tensor(a_indices, a_values.to(dtype) * b_values.to(dtype), a.sizes(), true);
+  }
+  at::Tensor in_a, in_b;
+  if (auto shared = shared_entries_2d(a, a_indices, b_indices)) {
+    std::tie(in_a, in_b) = *std::move(shared);
+  } else {
+    const c10::SymIntArrayRef sparse_size = a.sym_sizes().slice(0, a.sparse_dim());
+    const at::Tensor a_keys = ops::sparse_flat_keys(a_indices, sparse_size, false);
+    const at::Tensor b_keys = ops::sparse_flat_keys(b_indices, sparse_size, false);
+    std::tie(in_a, in_b) = ops::sparse_intersect(a_keys, b_keys);  // both rise (coalesced)
+  }
   const at::Tensor values =
       a_values.index_select(0, in_a).to(dtype) * b_values.index_select(0, in_b).to(dtype);
   return coo_tensor(columns_of(a_indices, in_a), values, a.sizes(), true);

@@ -44,6 +44,37 @@ def test_add_sub_mul_match_torch(device, sizes, sparse_dim, coalesced):
     same_sparse(S.mul(a, b), torch.mul(a.coalesce(), b.coalesce()))
 
 
+def index_layouts(s):
+    """s (coalesced, 2-D) with its indices held three ways: contiguous, a narrowed view of a wider buffer (what
+    torch's coalesce leaves after merging duplicates) and transposed in memory."""
+    i, v = s._indices(), s._values()
+    wide = torch.zeros(2, i.shape[1] + 3, dtype=i.dtype)
+    wide[:, :i.shape[1]] = i
+    layouts = [i.contiguous(), wide[:, :i.shape[1]], i.t().contiguous().t()]
+    return [torch.sparse_coo_tensor(x, v, s.shape, is_coalesced=True) for x in layouts]
+
+
+def test_mul_of_matrices_on_one_pattern_and_on_overlapping_ones_matches_torch():
+    """The CPU product's 2-D routes (one pattern shared: no merge; else one merge over the (row, col) pairs), for
+    every layout of the index tensors, at magnitudes far apart, against torch.mul; a tensor flagged coalesced
+    whose entries do not rise is refused."""
+    a = random_sparse((40, 30), 2, 300, seed=31, coalesced=True)
+    a = torch.sparse_coo_tensor(a._indices(), a._values() * 1e6, a.shape, is_coalesced=True)
+    same_pattern = torch.sparse_coo_tensor(a._indices().clone(), torch.randn(a._nnz(), dtype=torch.float64) * 1e-4,
+                                           a.shape, is_coalesced=True)
+    overlapping = random_sparse((40, 30), 2, 300, seed=32, coalesced=True)
+    for other in (a, same_pattern, overlapping):
+        expected = torch.mul(a, other)
+        for x in index_layouts(a):
+            for y in index_layouts(other):
+                same_sparse(S.mul(x, y), expected)
+    falling = torch.sparse_coo_tensor(torch.tensor([[1, 0], [0, 0]]), torch.ones(2), (2, 2), is_coalesced=True)
+    rising = torch.sparse_coo_tensor(torch.tensor([[0, 1], [0, 0]]), torch.ones(2), (2, 2), is_coalesced=True)
+    for x, y in ((falling, falling), (falling, rising), (rising, falling)):
+        with pytest.raises(ValueError, match="torch_ragged.sparse.mul: the indices of a tensor flagged coalesced"):
+            S.mul(x, y)
+
+
 def test_dtypes_promote_as_torch():
     a = random_sparse((5, 4), 2, 8, seed=3, dtype=torch.float32)
     b = random_sparse((5, 4), 2, 8, seed=4, dtype=torch.float64)
