@@ -155,6 +155,15 @@ at::Tensor RaggedTensor::row(int64_t k) const {
   return segment_row(values_, first_idx_, k);
 }
 
+RaggedTensor RaggedTensor::rows(std::optional<int64_t> start, std::optional<int64_t> stop,
+                                int64_t step) const {
+  TORCH_CHECK_VALUE(ragged_dims() == 1, kWhere,
+                    ".rows: r[:, a:b] slices the one ragged dim; this RaggedTensor has ",
+                    ragged_dims(), " ragged dims");
+  auto [values, first_idx] = segment_slice(values_, first_idx_, start, stop, step);
+  return RaggedTensor(values, first_idx);
+}
+
 std::vector<int64_t> RaggedTensor::feature_dims(std::string_view where, at::IntArrayRef dim) const {
   const int64_t ndim = this->dim(), ragged = ragged_dims();
   TORCH_CHECK_VALUE(!dim.empty(), kWhere, ".", where,

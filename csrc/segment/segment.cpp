@@ -211,4 +211,11 @@ at::Tensor segment_row(const at::Tensor& values, const at::Tensor& first_idx, in
   return ops::segment_row(values, first_idx, row);
 }
 
+std::tuple<at::Tensor, at::Tensor> segment_slice(const at::Tensor& values,
+                                                 const at::Tensor& first_idx,
+                                                 std::optional<int64_t> start,
+                                                 std::optional<int64_t> stop, int64_t step) {
+  return ops::segment_slice(values, first_idx, start, stop, step);
+}
+
 }  // namespace torch_ragged

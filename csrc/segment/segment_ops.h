@@ -37,6 +37,10 @@ std::tuple<at::Tensor, at::Tensor> ragged_index_select(const at::Tensor& values,
                                                        const at::Tensor& index,
                                                        std::optional<c10::SymInt> num_rows);
 at::Tensor segment_row(const at::Tensor& values, const at::Tensor& first_idx, int64_t row);
+std::tuple<at::Tensor, at::Tensor> segment_slice(const at::Tensor& values,
+                                                 const at::Tensor& first_idx,
+                                                 std::optional<int64_t> start,
+                                                 std::optional<int64_t> stop, int64_t step);
 
 at::Tensor segment_cumsum(const at::Tensor& data, const at::Tensor& first_idx, bool reverse,
                           bool exclusive);

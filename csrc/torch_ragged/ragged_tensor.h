@@ -13,6 +13,7 @@
 #include <c10/util/OptionalArrayRef.h>
 #include <torch_ragged/export.h>
 
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -49,6 +50,11 @@ class TORCH_RAGGED_API RaggedTensor {
   // Row k of every member (negative counts from the member's end): (B, *feature), Python's
   // r[:, k]. One ragged dim; IndexError naming the first member too short.
   at::Tensor row(int64_t k) const;
+  // Rows start:stop:step of every member, each sliced as a Python sequence is (negative bounds from
+  // its end, clipped; nullopt: its start / end; step >= 1): Python's r[:, start:stop:step]. One
+  // ragged dim.
+  RaggedTensor rows(std::optional<int64_t> start, std::optional<int64_t> stop,
+                    int64_t step = 1) const;
 
   // The dims of r, numbered as Python's r.dim(): 0 the members, 1..k the ragged dims, then the
   // feature dims (values().dim() - 1 of them).

@@ -91,6 +91,15 @@ TORCH_RAGGED_API std::tuple<at::Tensor, at::Tensor> ragged_index_select(
 TORCH_RAGGED_API at::Tensor segment_row(const at::Tensor& values, const at::Tensor& first_idx,
                                         int64_t row);
 
+// Rows start:stop:step of every segment, each segment sliced as a Python sequence is (negative
+// bounds count from its end, bounds clipped to it; nullopt: its start / end; step >= 1), packed:
+// (kept rows, their first_idx on first_idx's device), a RaggedTensor's r[:, start:stop:step].
+// Differentiable in values.
+TORCH_RAGGED_API std::tuple<at::Tensor, at::Tensor> segment_slice(
+    const at::Tensor& values, const at::Tensor& first_idx,
+    std::optional<int64_t> start = std::nullopt, std::optional<int64_t> stop = std::nullopt,
+    int64_t step = 1);
+
 // torch_scatter's scatter: out[index[i]] (+)= src[i] along dim, by an unsorted index. index has one
 // entry per row of src along dim (1-D, or broadcast to src and equal across the other dims), int64
 // or int32, on src's device; the output has dim_size rows along dim (default index.max() + 1, read

@@ -629,33 +629,14 @@ class RaggedTensor:
         if isinstance(key, numbers.Integral) and not isinstance(key, bool):
             picked = _ops.segment_row(values, self._first_idx, key)  # checks every member has the row
             return picked[(slice(None), *feature_key)] if feature_key else picked
-        lengths = self._shape_per_tensor[:, 0].to("cpu", torch.long)
         if not isinstance(key, slice):
             raise _error(TypeError, where, f"the ragged dim takes an int or a slice, got {_describe(key)}")
         step = 1 if key.step is None else key.step
         if not isinstance(step, numbers.Integral) or step < 1:
             raise _error(ValueError, where, f"a slice of the ragged dim needs a step >= 1, got {key.step!r}")
-
-        def bound(value, default):  # Python's slice bounds, per member
-            if value is None:
-                return default
-            return (lengths + value).clamp(min=0) if value < 0 else lengths.clamp(max=value)
-
-        start = bound(key.start, torch.zeros_like(lengths))
-        stop = torch.maximum(bound(key.stop, lengths), start)
-        # Each member's rows start..stop-1 are one run: the runs as segments of the packed rows (the others
-        # between them), picked by one kernel; a step > 1 then keeps every step-th row of each run.
-        starts = lengths.cumsum(0) - lengths  # first_idx[:-1] from the host lengths (no device read)
-        bounds = torch.stack([starts + start, starts + stop], 1).view(-1)
-        runs = torch.cat([bounds.new_zeros(1), bounds, bounds.new_full((1,), values.shape[0])])
-        counts = stop - start
-        kept, kept_first_idx = _ops.ragged_index_select(values, runs, torch.arange(1, 2 * len(lengths), 2),
-                                                        int(counts.sum()))
-        if step > 1:
-            kept = kept[(_ops.segment_arange(kept_first_idx, kept.shape[0]) % step == 0).to(kept.device)]
-            counts = (counts + step - 1) // step
-        shapes = counts.unsqueeze(1)
-        first_idx = _first_idx_of(shapes).to(self._first_idx.device)
+        # each member sliced as a Python sequence, the kept rows packed by one op
+        kept, first_idx = _ops.segment_slice(values, self._first_idx, key.start, key.stop, step)
+        shapes = first_idx.diff().unsqueeze(1).to("cpu")
         return RaggedTensor(kept[(slice(None), *feature_key)], first_idx, shapes, validate=False)
 
     def _member(self, i: int) -> torch.Tensor:

@@ -5,8 +5,11 @@
 #include <torch/torch.h>
 #include <torch_ragged/torch_ragged.h>
 
+#include <algorithm>
 #include <functional>
+#include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -65,6 +68,44 @@ TEST(RaggedTensor, RowOfEveryMemberIsEachMembersRowAndRefusesShortMembers) {
     EXPECT_NE(std::string(e.what()).find("row 1 is out of range for segment 1 of 1 rows"),
               std::string::npos)
         << e.what();
+  }
+}
+
+// The rows of member b that Python's list slicing keeps (negative bounds from its end, clipped).
+at::Tensor python_slice(const at::Tensor& member, std::optional<int64_t> start,
+                        std::optional<int64_t> stop, int64_t step) {
+  const int64_t n = member.size(0);
+  const auto bound = [n](std::optional<int64_t> v, int64_t fallback) {
+    if (!v) return fallback;
+    return *v < 0 ? std::max<int64_t>(n + *v, 0) : std::min(*v, n);
+  };
+  std::vector<int64_t> rows;
+  for (int64_t i = bound(start, 0); i < bound(stop, n); i += step) rows.push_back(i);
+  return member.index_select(0, torch::tensor(rows, torch::kLong));
+}
+
+TEST(RaggedTensor, RowsOfEveryMemberAreEachMembersSliceAsPythonSlicesAList) {
+  const std::vector<at::Tensor> clouds{torch::randn({3, 2}), torch::randn({0, 2}),
+                                       torch::randn({7, 2}), torch::randn({1, 2})};
+  const auto r = torch_ragged::RaggedTensor::from_list(clouds);
+  const std::vector<std::tuple<std::optional<int64_t>, std::optional<int64_t>, int64_t>> keys{
+      {1, std::nullopt, 1},
+      {-2, std::nullopt, 1},
+      {std::nullopt, std::nullopt, 2},
+      {1, -1, 3},
+      {5, 2, 1},
+      {-10, 20, 1}};
+  for (const auto& [start, stop, step] : keys) {
+    const torch_ragged::RaggedTensor rows = r.rows(start, stop, step);
+    ASSERT_EQ(rows.size(), 4);
+    const std::vector<at::Tensor> members = rows.list();
+    for (size_t b = 0; b < clouds.size(); ++b) {
+      EXPECT_TRUE(torch::equal(members[b], python_slice(clouds[b], start, stop, step)));
+    }
+    auto [values, first_idx] =
+        torch_ragged::segment_slice(r.values(), r.first_idx(), start, stop, step);
+    EXPECT_TRUE(torch::equal(values, rows.values()));
+    EXPECT_TRUE(torch::equal(first_idx, rows.first_idx()));
   }
 }
 

@@ -386,6 +386,28 @@ def test_indexing_along_the_ragged_dim_matches_each_member_sliced(device):
     assert torch.equal(leaf.grad, expected)
 
 
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("key", [slice(1, None), slice(-2, None), slice(None, None, 2), slice(1, -1, 3),
+                                 slice(5, 2)])
+def test_a_slice_of_the_ragged_dim_matches_each_member_sliced_and_its_gradient_lands_on_the_kept_rows(device, key):
+    """r[:, a:b:c] (the op segment_slice) with empty and long members: each member sliced as a Python list is, and
+    the gradient 1 on exactly the kept rows; the op alone gives the same with int32 offsets."""
+    lengths = [3, 0, 7, 1, 40]
+    leaf = torch.randn(sum(lengths), 2, dtype=torch.float64).to(device).requires_grad_()
+    r = RaggedTensor(leaf, torch_ragged.get_first_idx(torch.tensor(lengths)).to(device))
+    members = leaf.split(lengths)
+    sliced = r[:, key]
+    assert torch.equal(sliced.values, torch.cat([m[key] for m in members]))
+    assert sliced.shape_per_tensor.view(-1).tolist() == [len(range(n)[key]) for n in lengths]
+    sliced.values.sum().backward()
+    kept = torch.cat([torch.zeros(n, dtype=torch.bool).index_fill_(0, torch.arange(n)[key], True) for n in lengths])
+    assert torch.equal(leaf.grad.cpu(), kept.view(-1, 1).expand(-1, 2).double())
+    offsets = torch.tensor([0, *torch.tensor(lengths).cumsum(0).tolist()], dtype=torch.int32).to(device)
+    values, first_idx = torch.ops.torch_ragged.segment_slice(leaf.detach(), offsets, key.start, key.stop,
+                                                            key.step or 1)
+    assert torch.equal(values, sliced.values.detach()) and torch.equal(first_idx.cpu(), sliced.first_idx.cpu())
+
+
 def test_indexing_along_the_ragged_dim_errors_name_the_short_member():
     r = RaggedTensor.from_list([torch.randn(3, 2), torch.randn(1, 2), torch.randn(5, 2)])
     # the op segment_row checks the rows, in the segment core's words (a member is a segment of the packed rows)

@@ -164,6 +164,24 @@ def test_segment_ops_export_with_dynamic_rows_and_segments():
         assert picked_first.tolist() == [0, lengths[-1], lengths[-1] + lengths[0]]
 
 
+@pytest.mark.parametrize("start,stop,step", [(1, None, 1), (None, -1, 1), (-3, None, 2), (1, 5, 3), (7, 9, 1)])
+def test_segment_slice_exports_with_dynamic_rows_and_segments(start, stop, step):
+    """The exported segment_slice is its ATen decomposition (the route a GPU or a trace takes): each segment
+    sliced as a Python list is, against a loop, for batches with empty and short segments."""
+    class Rows(torch.nn.Module):
+        def forward(self, values, first_idx):
+            return ops.segment_slice(values, first_idx, start, stop, step)
+
+    values, first_idx = ragged_batch([2, 1, 3])
+    program = export(Rows(), (values, first_idx), dynamic_shapes=({0: Dim.DYNAMIC}, {0: Dim.DYNAMIC}))
+    for lengths in [[5, 0, 2, 1], [1, 6], [0, 0, 3]]:
+        values, first_idx = ragged_batch(lengths, seed=8)
+        kept, kept_first = program.module()(values, first_idx)
+        members = [values[first_idx[i]:first_idx[i + 1]][start:stop:step] for i in range(len(lengths))]
+        assert torch.equal(kept, torch.cat(members))
+        assert kept_first.tolist() == [0, *torch.tensor([len(m) for m in members]).cumsum(0).tolist()]
+
+
 def test_sparse_ops_export_with_dynamic_nnz():
     size = [4, 5]
 

@@ -85,6 +85,8 @@ def segment_samples():
         (ops.segment_arange, (first_idx, 6)),
         (ops.segment_row, (data, torch.tensor([0, 2, 3, 5, 6]), -1)),  # every segment holds a row
         (ops.segment_row, (leaf(6, 2, 2), torch.tensor([0, 2, 3, 5, 6], dtype=torch.int32), 0)),
+        (ops.segment_slice, (data, first_idx, 1, None, 1)),
+        (ops.segment_slice, (leaf(6, 2, 2), torch.tensor([0, 2, 3, 5, 6], dtype=torch.int32), -2, None, 2)),
     ]
 
 
