@@ -221,6 +221,22 @@ RaggedTensor RaggedTensor::log_softmax(int64_t dim) const {
   return normalise("log_softmax", dim, true);
 }
 
+RaggedTensor RaggedTensor::matmul(const at::Tensor& weight) const {
+  TORCH_CHECK_VALUE(values_.dim() >= 2, kWhere,
+                    ".matmul: acts on the feature dims, but the members have none (shape "
+                    "(*ragged)); give them a feature dim, e.g. values().unsqueeze(-1)");
+  TORCH_CHECK_VALUE(
+      weight.defined() && weight.dim() >= 1 && weight.dim() <= 2, kWhere,
+      ".matmul: r @ w needs a dense right operand of 1 or 2 dims (a batch of matrices "
+      "would broadcast against the packed rows), got ",
+      weight.defined() ? weight.dim() : 0, " dims");
+  return RaggedTensor(values_.matmul(weight), first_idx_, shape_per_tensor_, true);
+}
+
+RaggedTensor RaggedTensor::pow(const at::Scalar& exponent) const {
+  return RaggedTensor(values_.pow(exponent), first_idx_, shape_per_tensor_, true);
+}
+
 RaggedTensor RaggedTensor::with_values(at::Tensor values) const {
   TORCH_CHECK_VALUE(values.defined() && values.dim() >= 1 && values.size(0) == values_.size(0),
                     kWhere, ".with_values: values must have ", values_.size(0), " rows");

@@ -79,6 +79,13 @@ class TORCH_RAGGED_API RaggedTensor {
   RaggedTensor softmax(int64_t dim) const;
   RaggedTensor log_softmax(int64_t dim) const;
 
+  // r @ weight (Python's r @ w, torch.matmul(r, w)): every row's last feature dim times a dense
+  // weight of 1 or 2 dims (a batch of matrices would broadcast against the packed rows: refused),
+  // the members' structure kept. Needs a feature dim.
+  RaggedTensor matmul(const at::Tensor& weight) const;
+  // Every value raised to `exponent` (torch.pow), the structure kept.
+  RaggedTensor pow(const at::Scalar& exponent) const;
+
   // The same structure over other values (rows, ...): the result of elementwise math on values().
   RaggedTensor with_values(at::Tensor values) const;
   RaggedTensor to(const at::TensorOptions& options) const;

@@ -109,6 +109,26 @@ TEST(RaggedTensor, RowsOfEveryMemberAreEachMembersSliceAsPythonSlicesAList) {
   }
 }
 
+TEST(RaggedTensor, MatmulAndPowActOnEveryMembersRowsAsTorchDoesOnEachMember) {
+  const std::vector<at::Tensor> clouds{torch::randn({3, 4}, torch::kDouble),
+                                       torch::randn({0, 4}, torch::kDouble),
+                                       torch::randn({5, 4}, torch::kDouble)};
+  const auto r = torch_ragged::RaggedTensor::from_list(clouds);
+  const at::Tensor weight = torch::randn({4, 2}, torch::kDouble);
+  const at::Tensor vector = torch::randn({4}, torch::kDouble);
+  const std::vector<at::Tensor> by_matrix = r.matmul(weight).list(),
+                                by_vector = r.matmul(vector).list(), squared = r.pow(2).list();
+  for (size_t b = 0; b < clouds.size(); ++b) {
+    EXPECT_TRUE(torch::allclose(by_matrix[b], torch::mm(clouds[b], weight)));
+    EXPECT_TRUE(torch::allclose(by_vector[b], torch::mv(clouds[b], vector)));
+    EXPECT_TRUE(torch::equal(squared[b], clouds[b] * clouds[b]));
+  }
+  EXPECT_THROW(r.matmul(torch::randn({2, 4, 2}, torch::kDouble)), c10::ValueError);
+  const auto scalars =
+      torch_ragged::RaggedTensor::from_list({torch::randn({3}), torch::randn({2})});
+  EXPECT_THROW(scalars.matmul(torch::randn({1})), c10::ValueError);
+}
+
 TEST(RaggedTensor, ImagesWithTwoRaggedDimsRoundTripThroughPadded) {
   const std::vector<at::Tensor> images{torch::randn({2, 3, 4}), torch::randn({5, 1, 4})};
   const auto r = torch_ragged::RaggedTensor::from_list(images, 2);
