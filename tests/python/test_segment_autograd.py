@@ -118,6 +118,29 @@ def test_gradcheck_and_gradgradcheck(device, name, feature):
 
 
 @pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("index", [[2, -4, 4], [3, 0, -1, 0], [1, 1]])  # distinct (an empty segment among them)
+def test_ragged_index_select_gradient_adds_each_picked_row_back_where_it_came_from(device, index):
+    """The backward copies the gradient's rows back where each segment pick took them (distinct picks: a copy; a
+    segment picked twice: its rows' gradients added), against a loop; gradcheck and gradgradcheck."""
+    first_idx = torch.tensor([0, 2, 2, 5, 6, 9])  # segment 1 is empty
+    values = leaf(9, 2, device=device)
+    picks = torch.tensor(index)
+    out, _ = torch.ops.torch_ragged.ragged_index_select(values, first_idx, picks, None)
+    weights = torch.arange(out.numel(), dtype=torch.float64, device=device).view_as(out)
+    (grad,) = torch.autograd.grad(out, values, weights)
+    expected = torch.zeros(9, 2, dtype=torch.float64)
+    row = 0
+    for pick in index:
+        b = pick % 5
+        for source in range(first_idx[b], first_idx[b + 1]):
+            expected[source] += weights[row].cpu()
+            row += 1
+    assert torch.equal(grad.cpu(), expected)
+    select = lambda v: torch.ops.torch_ragged.ragged_index_select(v, first_idx, picks, None)[0]  # noqa: E731
+    assert gradcheck(select, (values,)) and gradgradcheck(select, (values,))
+
+
+@pytest.mark.parametrize("device", DEVICES)
 def test_expand_gradients(device):
     first_idx = torch.tensor(FIRST_IDX, device=device)
     values = leaf(4, 2, device=device)
