@@ -212,6 +212,25 @@ def test_batched_csr_bmm_matches_dense_math():
     torch.testing.assert_close(sparse.bmm(x, right), dense @ right)
 
 
+def test_csr_to_coo_checks_every_invariant_in_its_one_pass_and_names_the_break():
+    """to_sparse_coo of a CSR matrix checks torch's invariants while it writes the indices (one pass): each break
+    is named as the separate check names it; a valid matrix gives torch's indices (empty rows included)."""
+    csr = lambda crow, col: torch.sparse_csr_tensor(torch.tensor(crow), torch.tensor(col),  # noqa: E731
+                                                    torch.ones(len(col)), (3, 4), check_invariants=False)
+    good = csr([0, 2, 2, 5], [0, 3, 0, 1, 2])
+    assert torch.equal(sparse.to_sparse_coo(good).indices(), good.to_sparse_coo().indices())
+    cases = [([0, 2, 2, 5], [0, 3, 0, 2, 2], ValueError, r"col_indices\[4\] = 2 is not above the entry before it"),
+             ([0, 2, 2, 5], [0, 3, 0, 4, 1], IndexError, r"col_indices\[3\] = 4 is out of range for the 4 columns"),
+             ([0, 2, 2, 5], [0, -1, 0, 1, 2], IndexError, r"col_indices\[1\] = -1 is out of range"),
+             ([1, 2, 2, 5], [0, 3, 0, 1, 2], ValueError, r"crow_indices of a torch.sparse_csr tensor of shape "
+                                                          r"\(3, 4\) must start at 0, got 1"),
+             ([0, 3, 2, 5], [0, 1, 3, 1, 2], ValueError, r"must not decrease"),
+             ([0, 2, 2, 4], [0, 3, 0, 1, 2], ValueError, r"must end at nnz = 5, got 4")]
+    for crow, col, error, message in cases:
+        with pytest.raises(error, match=r"torch_ragged.sparse.to_sparse_coo: .*" + message):
+            sparse.to_sparse_coo(csr(crow, col))
+
+
 def test_bad_input_names_the_layout_and_the_argument():
     d = random_dense(4, 4, 0.5, seed=10)
     bsr = d.to_sparse_bsr((2, 2))
