@@ -257,12 +257,9 @@ std::tuple<at::Tensor, at::Tensor> segment_cummin_cpu(const at::Tensor& data,
 }
 
 at::Tensor segment_arange_cpu(const at::Tensor& first_idx, std::optional<c10::SymInt> num_rows) {
-  constexpr std::string_view op = "segment_arange";
-  check_index_tensor(op, "first_idx", first_idx, 1);
-  const std::vector<int64_t> offsets =
-      checked_first_idx(op, first_idx, concrete_num_rows(op, num_rows));
-  at::Tensor out =
-      empty_output(op, "the output", {offsets.back()}, first_idx.options().dtype(at::kLong));
+  RowsOutput rows = rows_output("segment_arange", first_idx, num_rows);
+  const std::vector<int64_t>& offsets = rows.offsets;
+  at::Tensor& out = rows.out;
   int64_t* position = out.mutable_data_ptr<int64_t>();
   const int64_t segments = static_cast<int64_t>(offsets.size()) - 1;
   // grain in segments: about kGrainElems rows per task when segments are short

@@ -59,6 +59,15 @@ std::optional<int64_t> concrete_num_rows(std::string_view op,
   return rows;
 }
 
+RowsOutput rows_output(std::string_view op, const at::Tensor& first_idx,
+                       const std::optional<c10::SymInt>& num_rows) {
+  check_index_tensor(op, "first_idx", first_idx, 1);
+  RowsOutput rows{checked_first_idx(op, first_idx, concrete_num_rows(op, num_rows)), {}};
+  rows.out =
+      empty_output(op, "the output", {rows.offsets.back()}, first_idx.options().dtype(at::kLong));
+  return rows;
+}
+
 std::vector<int64_t> per_segment_sizes(const at::Tensor& data, int64_t num_segments) {
   std::vector<int64_t> sizes{num_segments};
   sizes.insert(sizes.end(), data.sizes().begin() + 1, data.sizes().end());

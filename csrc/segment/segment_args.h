@@ -32,6 +32,15 @@ void check_last_offset_is_rows(std::string_view op, int64_t last_offset, int64_t
 std::optional<int64_t> concrete_num_rows(std::string_view op,
                                          const std::optional<c10::SymInt>& num_rows);
 
+// A kernel giving one int64 value per row (segment_ids, segment_arange): first_idx checked and
+// read on the host (`offsets`), and the (rows,) int64 output on first_idx's device.
+struct RowsOutput {
+  std::vector<int64_t> offsets;
+  at::Tensor out;
+};
+RowsOutput rows_output(std::string_view op, const at::Tensor& first_idx,
+                       const std::optional<c10::SymInt>& num_rows);
+
 // (num_segments, *data.shape[1:]).
 std::vector<int64_t> per_segment_sizes(const at::Tensor& data, int64_t num_segments);
 

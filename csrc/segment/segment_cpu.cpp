@@ -1387,14 +1387,9 @@ void fill_segment_ids(const std::vector<int64_t>& offsets, int64_t* ids) {
 }
 
 at::Tensor segment_ids_cpu(const at::Tensor& first_idx, std::optional<c10::SymInt> num_rows) {
-  constexpr std::string_view op = "segment_ids";
-  check_index_tensor(op, "first_idx", first_idx, 1);
-  const std::vector<int64_t> offsets =
-      checked_first_idx(op, first_idx, concrete_num_rows(op, num_rows));
-  at::Tensor out =
-      empty_output(op, "the output", {offsets.back()}, first_idx.options().dtype(at::kLong));
-  if (out.numel() > 0) fill_segment_ids(offsets, out.mutable_data_ptr<int64_t>());
-  return out;
+  RowsOutput rows = rows_output("segment_ids", first_idx, num_rows);
+  if (rows.out.numel() > 0) fill_segment_ids(rows.offsets, rows.out.mutable_data_ptr<int64_t>());
+  return rows.out;
 }
 
 // ---- index select ----
