@@ -161,7 +161,7 @@ RaggedTensor RaggedTensor::rows(std::optional<int64_t> start, std::optional<int6
                     ".rows: r[:, a:b] slices the one ragged dim; this RaggedTensor has ",
                     ragged_dims(), " ragged dims");
   auto [values, first_idx] = segment_slice(values_, first_idx_, start, stop, step);
-  return RaggedTensor(values, first_idx);
+  return RaggedTensor(values, first_idx.cpu());
 }
 
 std::vector<int64_t> RaggedTensor::feature_dims(std::string_view where, at::IntArrayRef dim) const {

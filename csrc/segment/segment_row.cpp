@@ -139,9 +139,9 @@ std::tuple<at::Tensor, at::Tensor> slice_on_host(const at::Tensor& values,
   run[2 * segments + 1] = f[segments];
   const int64_t kept = out_first[segments];
   if (step == 1) {
-    auto [out, out_offsets] = ops::ragged_index_select(
-        values, runs, at::arange(1, 2 * segments + 1, 2, at::kLong), c10::SymInt(kept));
-    return {out, out_first_idx.to(first_idx.device())};
+    // the selected runs' offsets are the kept rows' first_idx (on values' device)
+    return ops::ragged_index_select(values, runs, at::arange(1, 2 * segments + 1, 2, at::kLong),
+                                    c10::SymInt(kept));
   }
   at::Tensor positions = at::empty({kept}, at::kLong);
   int64_t* position = positions.mutable_data_ptr<int64_t>();
@@ -151,8 +151,7 @@ std::tuple<at::Tensor, at::Tensor> slice_on_host(const at::Tensor& values,
       position[out_first[b] + k] = row;
     }
   }
-  return {values.index_select(0, positions.to(values.device())),
-          out_first_idx.to(first_idx.device())};
+  return {values.index_select(0, positions.to(values.device())), out_first_idx.to(values.device())};
 }
 
 // The same in ATen ops (first_idx on a GPU: one host read of the kept rows' count; symbolic while
@@ -175,7 +174,7 @@ std::tuple<at::Tensor, at::Tensor> slice_by_ops(const at::Tensor& values,
   const c10::SymInt kept = out_first_idx.select(0, -1).item().toSymInt();
   const at::Tensor rows = ops::segment_expand(starts + begin, out_first_idx, kept) +
                           ops::segment_arange(out_first_idx, kept) * step;
-  return {values.index_select(0, rows.to(values.device())), out_first_idx};
+  return {values.index_select(0, rows.to(values.device())), out_first_idx.to(values.device())};
 }
 
 std::tuple<at::Tensor, at::Tensor> segment_slice_composite(const at::Tensor& values,

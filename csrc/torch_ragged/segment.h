@@ -93,7 +93,8 @@ TORCH_RAGGED_API at::Tensor segment_row(const at::Tensor& values, const at::Tens
 
 // Rows start:stop:step of every segment, each segment sliced as a Python sequence is (negative
 // bounds count from its end, bounds clipped to it; nullopt: its start / end; step >= 1), packed:
-// (kept rows, their first_idx on first_idx's device), a RaggedTensor's r[:, start:stop:step].
+// (kept rows, their first_idx on values' device, as ragged_index_select's), a RaggedTensor's
+// r[:, start:stop:step].
 // Differentiable in values.
 TORCH_RAGGED_API std::tuple<at::Tensor, at::Tensor> segment_slice(
     const at::Tensor& values, const at::Tensor& first_idx,

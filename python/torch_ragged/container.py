@@ -637,6 +637,7 @@ class RaggedTensor:
         # each member sliced as a Python sequence, the kept rows packed by one op
         kept, first_idx = _ops.segment_slice(values, self._first_idx, key.start, key.stop, step)
         shapes = first_idx.diff().unsqueeze(1).to("cpu")
+        first_idx = first_idx.to(self._first_idx.device)
         return RaggedTensor(kept[(slice(None), *feature_key)], first_idx, shapes, validate=False)
 
     def _member(self, i: int) -> torch.Tensor:
