@@ -46,13 +46,6 @@ void check_first_idx_tensor(std::string_view op, const at::Tensor& first_idx,
 // write out of bounds. One pass and one host read (a synchronisation on a GPU).
 std::optional<at::Tensor> offsets_of_sorted_ids(const at::Tensor& ids, int64_t num_rows);
 
-namespace cpu {
-// segment_ids of a CPU first_idx written into out (a contiguous int64 CPU tensor, one entry per
-// row: a row of a caller's larger output, say), first_idx checked as the op checks it (ValueError
-// naming op).
-void segment_ids_into(std::string_view op, const at::Tensor& first_idx, at::Tensor& out);
-}  // namespace cpu
-
 namespace cuda {
 // Device version of the scan (defined in cuda/segment_cuda.cu): [0, cumsum(counts)...] as int64 on
 // the counts' device, with no host synchronisation and no validation (callers that need it check

@@ -1444,13 +1444,6 @@ at::Tensor get_first_idx_cpu(const at::Tensor& numel_per_tensor, bool validate) 
 
 namespace cpu {
 
-void segment_ids_into(std::string_view op, const at::Tensor& first_idx, at::Tensor& out) {
-  check_index_tensor(op, "first_idx", first_idx, 1);
-  const std::vector<int64_t> offsets = checked_first_idx(op, first_idx, out.numel());
-  TORCH_INTERNAL_ASSERT(out.is_cpu() && out.is_contiguous() && out.scalar_type() == at::kLong);
-  if (out.numel() > 0) fill_segment_ids(offsets, out.mutable_data_ptr<int64_t>());
-}
-
 at::Tensor segment_gather_sum(const at::Tensor& data, const at::Tensor& index,
                               const at::Tensor& weight, const at::Tensor& first_idx) {
   const at::Tensor src = data.contiguous();

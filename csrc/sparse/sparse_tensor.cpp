@@ -13,7 +13,6 @@
 #include "common/autograd.h"
 #include "common/checks.h"
 #include "common/parallel.h"
-#include "segment/offsets.h"
 #include "segment/segment_ops.h"
 #include "sparse/sparse_args.h"
 #include "sparse/sparse_ops.h"
@@ -155,19 +154,49 @@ void check_compressed_invariants(const char* op, const at::Tensor& s, const Comp
       "[", where, "] = ", value, " is not above the entry before it");
 }
 
+// The (2, nnz) int64 indices of a CPU compressed view with int64 offsets and plain indices, written
+// in one pass with torch's invariants checked as they go (each entry's compressed index from the
+// offsets, its plain index in range and above the one before it in its slice): no (nnz,) ids
+// allocated and stacked, and no second read of the plain indices to check them. nullopt where the
+// view does not qualify or an invariant breaks (callers then take the general route, which names
+// the break).
+std::optional<at::Tensor> checked_compressed_indices(const CompressedView& view) {
+  const at::Tensor &compressed = view.compressed, &plain = view.plain;
+  if (!compressed.is_cpu() || is_symbolic(compressed) || is_symbolic(plain) ||
+      compressed.scalar_type() != at::kLong || plain.scalar_type() != at::kLong ||
+      !compressed.is_contiguous() || !plain.is_contiguous()) {
+    return std::nullopt;
+  }
+  const int64_t rows = compressed.numel() - 1, nnz = plain.numel(), cols = view.size[1];
+  const int64_t* offset = compressed.const_data_ptr<int64_t>();
+  bool offsets_ok = offset[0] == 0 && offset[rows] == nnz;
+  for (int64_t r = 0; r < rows; ++r) offsets_ok &= offset[r + 1] >= offset[r];
+  if (!offsets_ok) return std::nullopt;
+  at::Tensor out = at::empty({2, nnz}, plain.options());
+  int64_t *row_of = out.mutable_data_ptr<int64_t>(), *col_of = row_of + nnz;
+  const int64_t* col = plain.const_data_ptr<int64_t>();
+  std::atomic<bool> broken{false};
+  at::parallel_for(0, nnz, kGrainElems, [&](int64_t begin, int64_t end) {
+    int64_t r = std::upper_bound(offset, offset + rows + 1, begin) - offset - 1;  // begin's row
+    bool ok = true;
+    for (int64_t p = begin; p < end; ++p) {
+      while (offset[r + 1] <= p) ++r;  // past empty rows
+      const int64_t c = col[p];
+      ok &= static_cast<uint64_t>(c) < static_cast<uint64_t>(cols);
+      ok &= p == offset[r] || c > col[p - 1];
+      row_of[p] = r;
+      col_of[p] = c;
+    }
+    if (!ok) broken = true;
+  });
+  if (broken) return std::nullopt;
+  return out;
+}
+
 }  // namespace
 
 at::Tensor CompressedView::indices() const {
-  if (compressed.is_cpu() && plain.scalar_type() == at::kLong && !is_symbolic(plain) &&
-      !is_symbolic(compressed)) {
-    // the rows written in place: no (nnz,) ids allocated and copied by a stack (a third of a
-    // large to_sparse_coo's time, most of it first touches of fresh pages)
-    at::Tensor out = at::empty({2, plain.numel()}, plain.options());
-    at::Tensor rows = out.select(0, 0);
-    cpu::segment_ids_into("segment_ids", compressed, rows);
-    out.select(0, 1).copy_(plain);
-    return out;
-  }
+  if (std::optional<at::Tensor> written = checked_compressed_indices(*this)) return *written;
   // segment_ids checks the offsets: from 0, rising, to nnz
   const at::Tensor rows = ops::segment_ids(compressed, plain.sym_numel());
   return at::stack({rows.to(plain.scalar_type()), plain});
@@ -202,55 +231,14 @@ CompressedView compressed_view(const char* op, const at::Tensor& s, bool validat
   return view;
 }
 
-namespace {
-
-// The (2, nnz) int64 COO indices of a CPU CSR view with int64 offsets and columns, torch's
-// invariants checked in the same pass (each entry's row from the offsets, its column in range and
-// above the one before it in its row, written out): one read of the columns where the check and
-// the copy took two. nullopt where the view does not qualify or an invariant breaks (the caller
-// then names the break through check_compressed_invariants).
-std::optional<at::Tensor> checked_csr_indices(const CompressedView& view) {
-  const at::Tensor &compressed = view.compressed, &plain = view.plain;
-  if (view.transposed || !compressed.is_cpu() || is_symbolic(compressed) || is_symbolic(plain) ||
-      compressed.scalar_type() != at::kLong || plain.scalar_type() != at::kLong ||
-      !compressed.is_contiguous() || !plain.is_contiguous()) {
-    return std::nullopt;
-  }
-  const int64_t rows = compressed.numel() - 1, nnz = plain.numel(), cols = view.size[1];
-  const int64_t* offset = compressed.const_data_ptr<int64_t>();
-  bool offsets_ok = offset[0] == 0 && offset[rows] == nnz;
-  for (int64_t r = 0; r < rows; ++r) offsets_ok &= offset[r + 1] >= offset[r];
-  if (!offsets_ok) return std::nullopt;
-  at::Tensor out = at::empty({2, nnz}, plain.options());
-  int64_t *row_of = out.mutable_data_ptr<int64_t>(), *col_of = row_of + nnz;
-  const int64_t* col = plain.const_data_ptr<int64_t>();
-  std::atomic<bool> broken{false};
-  at::parallel_for(0, nnz, kGrainElems, [&](int64_t begin, int64_t end) {
-    int64_t r = std::upper_bound(offset, offset + rows + 1, begin) - offset - 1;  // begin's row
-    bool ok = true;
-    for (int64_t p = begin; p < end; ++p) {
-      while (offset[r + 1] <= p) ++r;  // past empty rows
-      const int64_t c = col[p];
-      ok &= static_cast<uint64_t>(c) < static_cast<uint64_t>(cols);
-      ok &= p == offset[r] || c > col[p - 1];
-      row_of[p] = r;
-      col_of[p] = c;
-    }
-    if (!ok) broken = true;
-  });
-  if (broken) return std::nullopt;
-  return out;
-}
-
-}  // namespace
-
 std::pair<at::Tensor, at::Tensor> row_major_parts(const char* op, const at::Tensor& s,
                                                   bool validate) {
   if (s.layout() == at::kSparse) return coalesced_parts(s, differentiable_values(s));
-  if (validate && s.layout() == at::kSparseCsr) {  // the check and the copy in one pass
+  if (validate && s.layout() == at::kSparseCsr) {  // checked as the indices are written
     const CompressedView view = compressed_view(op, s, false);
-    if (std::optional<at::Tensor> indices = checked_csr_indices(view))
+    if (std::optional<at::Tensor> indices = checked_compressed_indices(view)) {
       return {*indices, view.values};
+    }
   }
   const CompressedView view = compressed_view(op, s, validate);
   if (!view.transposed) return {view.indices(), view.values};

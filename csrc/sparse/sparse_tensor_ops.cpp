@@ -264,6 +264,15 @@ bool pairs_rise_strictly(const int64_t* row, const int64_t* col, int64_t step, i
   return rising;
 }
 
+// ValueError unless the (2, n) index tensor's entries rise strictly (pairs_rise_strictly).
+void check_pairs_rise(const at::Tensor& indices) {
+  const int64_t* row = indices.const_data_ptr<int64_t>();
+  TORCH_CHECK_VALUE(
+      pairs_rise_strictly(row, row + indices.stride(0), indices.stride(1), indices.size(1)),
+      "torch_ragged.sparse.mul: the indices of a tensor flagged coalesced must rise strictly "
+      "(row-major), and some do not");
+}
+
 // A (2, nnz) int64 CPU index tensor with concrete values, in any layout (torch's coalesce leaves
 // its indices a narrowed view, or transposed in memory).
 bool plain_matrix_indices(const at::Tensor& i) {
@@ -307,10 +316,8 @@ std::optional<std::pair<at::Tensor, at::Tensor>> shared_entries_2d(const at::Ten
   const int64_t a_step = a.stride(1), b_step = b.stride(1);
   const int64_t *a_row = a.const_data_ptr<int64_t>(), *a_col = a_row + a.stride(0);
   const int64_t *b_row = b.const_data_ptr<int64_t>(), *b_col = b_row + b.stride(0);
-  TORCH_CHECK_VALUE(
-      pairs_rise_strictly(a_row, a_col, a_step, n) && pairs_rise_strictly(b_row, b_col, b_step, m),
-      "torch_ragged.sparse.mul: the indices of a tensor flagged coalesced must rise "
-      "strictly (row-major), and some do not");
+  check_pairs_rise(a);
+  check_pairs_rise(b);
   at::Tensor in_a = at::empty({std::min(n, m)}, a.options());
   at::Tensor in_b = at::empty({std::min(n, m)}, a.options());
   int64_t *to_a = in_a.mutable_data_ptr<int64_t>(), *to_b = in_b.mutable_data_ptr<int64_t>();
@@ -336,10 +343,7 @@ bool same_entries_2d(const at::Tensor& a, const at::Tensor& b) {
       !same_index_memory(a, b)) {
     return false;
   }
-  const int64_t* a_data = a.const_data_ptr<int64_t>();
-  TORCH_CHECK_VALUE(pairs_rise_strictly(a_data, a_data + a.stride(0), a.stride(1), a.size(1)),
-                    "torch_ragged.sparse.mul: the indices of a tensor flagged coalesced must rise "
-                    "strictly (row-major), and some do not");
+  check_pairs_rise(a);
   return true;
 }
 
