@@ -429,6 +429,11 @@ TensorPair sparse_from_dense_impl(const at::Tensor& dense, std::optional<int64_t
   const int64_t dims = sparse_dim.value_or(dense.dim());
   TORCH_CHECK_VALUE(dims >= 1 && dims <= dense.dim(), "torch_ragged.", op,
                     ": sparse_dim must be in [1, dense.dim() = ", dense.dim(), "], got ", dims);
+  if (dense.is_cpu() && !is_symbolic(dense) &&
+      nonzero_positions_cpu_supports(dense.scalar_type())) {
+    auto [indices, positions] = nonzero_positions_cpu(dense, dims);
+    return {indices, rows_of(dense, dims).index_select(0, positions)};  // differentiable
+  }
   at::Tensor nonzero = dense.ne(0);
   if (dims < dense.dim()) nonzero = nonzero.flatten(dims).any(-1);  // any dense value
   const at::Tensor indices = nonzero.nonzero().t().contiguous();    // row-major: coalesced

@@ -90,6 +90,14 @@ std::pair<at::Tensor, at::Tensor> index_select_entries_cpu(std::string_view op,
                                                            const at::Tensor& positions,
                                                            int64_t size);
 
+// Tensor.to_sparse's entries on the CPU, in one parallel pass that counts and one that writes
+// (no bool tensor, no nonzero over it): the (dims, nnz) int64 indices of the positions over the
+// first `dims` dims of dense holding a value that is not exactly zero (any of its dense values,
+// NaN included), in row-major order, and those positions (nnz, int64) in the flattened
+// (prod(sizes[:dims]), ...) view. dtype: one nonzero_positions_cpu_supports.
+std::pair<at::Tensor, at::Tensor> nonzero_positions_cpu(const at::Tensor& dense, int64_t dims);
+bool nonzero_positions_cpu_supports(at::ScalarType dtype);
+
 // The CSR offsets (num_rows + 1, int64) of sorted row ids, or nullopt where some are out of order
 // or outside [0, num_rows): one pass (the op sparse_row_offsets without the dispatcher). Offsets
 // too large to hold raise ValueError naming op.

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <limits>
 #include <numeric>
 #include <type_traits>
@@ -655,6 +656,158 @@ std::pair<at::Tensor, at::Tensor> index_select_entries_cpu(std::string_view op,
     }
   });
   return {out_indices, source};
+}
+
+namespace {
+
+// An unsigned integer that is 0 exactly where v == 0 (as Tensor.ne(0): -0.0 is zero, NaN is not):
+// floating bits shifted past the sign. Integer arithmetic, so the loops below vectorise.
+template <typename scalar_t>
+auto nonzero_bits(scalar_t v) {
+  if constexpr (std::is_same_v<scalar_t, float>) {
+    return std::bit_cast<uint32_t>(v) << 1;
+  } else if constexpr (std::is_same_v<scalar_t, double>) {
+    return std::bit_cast<uint64_t>(v) << 1;
+  } else if constexpr (std::is_same_v<scalar_t, c10::Half> ||
+                       std::is_same_v<scalar_t, c10::BFloat16>) {
+    return static_cast<uint16_t>(v.x << 1);
+  } else if constexpr (std::is_same_v<scalar_t, c10::complex<float>> ||
+                       std::is_same_v<scalar_t, c10::complex<double>>) {
+    return nonzero_bits(v.real()) | nonzero_bits(v.imag());
+  } else if constexpr (std::is_same_v<scalar_t, bool>) {
+    return static_cast<uint8_t>(v);
+  } else {
+    return static_cast<std::make_unsigned_t<scalar_t>>(v);
+  }
+}
+
+// Whether position p (`inner` values) holds a value that is not zero.
+template <typename scalar_t>
+bool position_is_set(const scalar_t* x, int64_t p, int64_t inner) {
+  decltype(nonzero_bits(scalar_t{})) any = 0;
+  for (int64_t k = 0; k < inner; ++k) any |= nonzero_bits(x[p * inner + k]);
+  return any != 0;
+}
+
+template <typename scalar_t>
+int64_t count_set_positions(const scalar_t* x, int64_t begin, int64_t end, int64_t inner) {
+  int64_t n = 0;
+  if (inner == 1) {
+    for (int64_t p = begin; p < end; ++p) n += nonzero_bits(x[p]) != 0;
+  } else {
+    for (int64_t p = begin; p < end; ++p) n += position_is_set(x, p, inner);
+  }
+  return n;
+}
+
+// Calls found(p) for each set position p in [begin, end), in order. One value per position: blocks
+// of 32 values, each tested at once (most of a sparse tensor's dense form is zero) and, where
+// some is set, walked through a bit mask (no branch per value).
+template <typename scalar_t, typename Found>
+void for_each_set_position(const scalar_t* x, int64_t begin, int64_t end, int64_t inner,
+                           const Found& found) {
+  if (inner != 1) {
+    for (int64_t p = begin; p < end; ++p) {
+      if (position_is_set(x, p, inner)) found(p);
+    }
+    return;
+  }
+  constexpr int64_t kBlock = 32;
+  int64_t p = begin;
+  for (; p + kBlock <= end; p += kBlock) {
+    decltype(nonzero_bits(scalar_t{})) any = 0;
+    for (int64_t k = 0; k < kBlock; ++k) any |= nonzero_bits(x[p + k]);
+    if (any == 0) continue;
+    uint32_t mask = 0;
+    for (int64_t k = 0; k < kBlock; ++k) mask |= uint32_t{nonzero_bits(x[p + k]) != 0} << k;
+    for (; mask != 0; mask &= mask - 1) found(p + std::countr_zero(mask));
+  }
+  for (; p < end; ++p) {
+    if (nonzero_bits(x[p]) != 0) found(p);
+  }
+}
+
+}  // namespace
+
+bool nonzero_positions_cpu_supports(at::ScalarType dtype) {
+  // the types of the dispatch below
+  switch (dtype) {
+    case at::kByte:
+    case at::kChar:
+    case at::kShort:
+    case at::kInt:
+    case at::kLong:
+    case at::kFloat:
+    case at::kDouble:
+    case at::kComplexFloat:
+    case at::kComplexDouble:
+    case at::kHalf:
+    case at::kBFloat16:
+    case at::kBool:
+      return true;
+    default:
+      return false;
+  }
+}
+
+std::pair<at::Tensor, at::Tensor> nonzero_positions_cpu(const at::Tensor& dense, int64_t dims) {
+  const at::Tensor src = dense.contiguous();
+  const at::IntArrayRef sizes = src.sizes().slice(0, dims);
+  const int64_t positions = c10::multiply_integers(sizes);
+  const int64_t inner = positions == 0 ? 0 : src.numel() / positions;
+  const at::TensorOptions long_options = src.options().dtype(at::kLong);
+  if (positions == 0) return {at::empty({dims, 0}, long_options), at::empty({0}, long_options)};
+  // Two passes over chunks of positions, in parallel: each chunk's count, then (each chunk
+  // starting where the chunks before it end) its indices and positions written.
+  const int64_t chunks =
+      std::clamp<int64_t>(src.numel() / kGrainElems, 1, 4 * at::get_num_threads());
+  const int64_t per_chunk = (positions + chunks - 1) / chunks;
+  std::vector<int64_t> chunk_first(chunks + 1, 0);
+  at::Tensor indices, found;
+  AT_DISPATCH_ALL_TYPES_AND_COMPLEX_AND3(
+      at::kHalf, at::kBFloat16, at::kBool, src.scalar_type(), "sparse_from_dense_cpu", [&] {
+        const scalar_t* x = src.const_data_ptr<scalar_t>();
+        at::parallel_for(0, chunks, 1, [&](int64_t begin, int64_t end) {
+          for (int64_t c = begin; c < end; ++c) {
+            const int64_t first = std::min(positions, c * per_chunk);
+            chunk_first[c + 1] =
+                count_set_positions(x, first, std::min(positions, first + per_chunk), inner);
+          }
+        });
+        std::partial_sum(chunk_first.begin(), chunk_first.end(), chunk_first.begin());
+        const int64_t total = chunk_first[chunks];
+        indices = at::empty({dims, total}, long_options);
+        found = at::empty({total}, long_options);
+        int64_t* out = indices.mutable_data_ptr<int64_t>();
+        int64_t* out_position = found.mutable_data_ptr<int64_t>();
+        at::parallel_for(0, chunks, 1, [&](int64_t begin, int64_t end) {
+          std::vector<int64_t> index(dims);  // the index of the chunk's next position
+          for (int64_t c = begin; c < end; ++c) {
+            const int64_t first = std::min(positions, c * per_chunk);
+            const int64_t stop = std::min(positions, first + per_chunk);
+            for (int64_t d = dims - 1, rest = first; d >= 0; --d) {  // one division per chunk
+              index[d] = rest % sizes[d];
+              rest /= sizes[d];
+            }
+            // line by line along the last sparse dim: the other dims' indices stay put
+            const int64_t last = dims - 1, line = sizes[last];
+            int64_t o = chunk_first[c];
+            for (int64_t p = first; p < stop;) {
+              const int64_t line_start = p - index[last];
+              const int64_t line_stop = std::min(stop, line_start + line);
+              for_each_set_position(x, p, line_stop, inner, [&](int64_t q) {
+                for (int64_t d = 0; d < last; ++d) out[d * total + o] = index[d];
+                out[last * total + o] = q - line_start;
+                out_position[o++] = q;
+              });
+              p = line_stop;
+              index[last] = 0;  // the next line (unless p == stop)
+              for (int64_t d = last - 1; d >= 0 && ++index[d] == sizes[d]; --d) index[d] = 0;
+            }
+          }
+        });
+      });
+  return {indices, found};
 }
 
 TORCH_LIBRARY_IMPL(torch_ragged, CPU, m) {

@@ -342,6 +342,47 @@ def test_to_sparse_drops_exact_zeros_only():
     assert s._indices().tolist() == [[2, 3]]
 
 
+def _same_values(actual, expected):
+    """Equal values, NaN where NaN (complex compared as real pairs)."""
+    if actual.dtype.is_complex:
+        actual, expected = torch.view_as_real(actual.to(torch.cdouble)), torch.view_as_real(expected.to(torch.cdouble))
+    if actual.dtype.is_floating_point:
+        return torch.equal(actual.isnan(), expected.isnan()) and torch.equal(actual.nan_to_num(), expected.nan_to_num())
+    return torch.equal(actual, expected)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.complex64,
+                                   torch.complex128, torch.bool, torch.int8, torch.uint8, torch.int16, torch.int32,
+                                   torch.int64])
+@pytest.mark.parametrize("shape", [(7, 5, 3), (3, 70), (100,), (2, 3, 41), (1, 33), (65, 1), (4, 0, 2)])
+def test_to_sparse_matches_torch_for_every_dtype(dtype, shape):
+    # The CPU kernel tests blocks of 32 values at once and walks lines of the last sparse dim: shapes
+    # straddle both; -0.0 is zero, NaN and a subnormal are not (Tensor.ne(0)); complex values are set
+    # when either part is.
+    g = torch.Generator().manual_seed(11)
+    x = torch.randn(shape, generator=g) * (torch.rand(shape, generator=g) < 0.3)
+    if x.numel() >= 3:
+        x.view(-1)[0], x.view(-1)[1], x.view(-1)[-1] = float("nan"), 1e-40, -0.0
+    if dtype.is_complex:
+        x = x * 1j + (torch.rand(shape, generator=g) < 0.1)
+    x = x.to(dtype)
+    for sparse_dim in (None, *range(1, len(shape) + 1)):
+        expected = x.to_sparse() if sparse_dim is None else x.to_sparse(sparse_dim)
+        actual = torch_ragged.sparse.to_sparse(x, sparse_dim)
+        assert actual.is_coalesced() and actual.shape == expected.shape
+        assert torch.equal(actual._indices(), expected._indices()), sparse_dim
+        assert _same_values(actual._values(), expected._values()), sparse_dim
+
+
+def test_to_sparse_of_a_large_strided_tensor_matches_torch():
+    # several parallel chunks (the kernel counts, then writes, chunk by chunk), a non-contiguous input
+    g = torch.Generator().manual_seed(12)
+    x = (torch.randn(700, 900, generator=g) * (torch.rand(700, 900, generator=g) < 0.05)).t()
+    expected = x.to_sparse()
+    actual = torch_ragged.sparse.to_sparse(x)
+    assert torch.equal(actual._indices(), expected._indices()) and torch.equal(actual._values(), expected._values())
+
+
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dim", [0, 1, 2, -1])
 def test_index_select_matches_dense(device, dim):
