@@ -254,24 +254,25 @@ at::Tensor compressed_like(const at::Tensor& like, const at::Tensor& compressed,
 }
 
 at::Tensor row_offsets(const char* op, const at::Tensor& rows, int64_t num_rows, bool out_int32) {
-  const std::string message = std::string("torch_ragged.sparse.") + op +
-                              ": the sparse operand's row indices are out of order or out of "
-                              "range for " +
-                              std::to_string(num_rows) +
-                              " rows (a tensor flagged coalesced that is not?)";
+  // built only where needed: a string costs a good part of a small product's call
+  const auto message = [&] {
+    return std::string("torch_ragged.sparse.") + op +
+           ": the sparse operand's row indices are out of order or out of range for " +
+           std::to_string(num_rows) + " rows (a tensor flagged coalesced that is not?)";
+  };
   if (is_symbolic(rows)) {
     // no branch on the (unbacked) number of rows: slices, not narrow
     const at::Tensor fits = rows.ge(0)
                                 .logical_and(rows.lt(num_rows))
                                 .all()
                                 .logical_and(rows.slice(0, 1).ge(rows.slice(0, 0, -1)).all());
-    at::_assert_async(fits, message);
+    at::_assert_async(fits, message());
     return at::_convert_indices_from_coo_to_csr(rows, num_rows, out_int32);
   }
   // the op's kernel called directly: a dispatch costs a good part of a small product
   const std::optional<at::Tensor> offsets =
       checked_row_offsets(std::string("sparse.") + op, rows, num_rows);
-  TORCH_CHECK_VALUE(offsets.has_value(), message);
+  TORCH_CHECK_VALUE(offsets.has_value(), message());
   return out_int32 ? offsets->to(at::kInt) : *offsets;
 }
 
