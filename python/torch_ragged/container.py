@@ -28,6 +28,7 @@ from ._checks import checked_extremum, int_list, integer_tensor
 __all__ = ["RaggedTensor", "MemberExtremum", "LazyStack", "collate", "RaggedCollate"]
 
 _ops = torch.ops.torch_ragged
+_EVERY_MEMBER = slice(None)  # r[:, ...]
 
 
 def _error(kind, where: str, message: str):
@@ -605,6 +606,10 @@ class RaggedTensor:
             key: what to take: an int, a slice, a list / 1-D integer or bool tensor of members, or a tuple indexing
                 members then rows / features.
         """
+        if type(key) is tuple and len(key) == 2 and type(key[1]) is int and key[0] == _EVERY_MEMBER \
+                and self._shape_per_tensor.shape[1] == 1:  # r[:, i], the common case, without the dispatch below
+            values = self.values
+            return _ops.segment_row(values, self._first_idx, key[1])
         if isinstance(key, tuple):
             if len(key) >= 2 and isinstance(key[0], slice):  # r[:, i], r[:, a:b], r[a:b, i, ...]
                 members = self if key[0] == slice(None) else self[key[0]]

@@ -408,6 +408,20 @@ def test_a_slice_of_the_ragged_dim_matches_each_member_sliced_and_its_gradient_l
     assert torch.equal(values, sliced.values.detach()) and torch.equal(first_idx.cpu(), sliced.first_idx.cpu())
 
 
+def _sliced_values(values, first_idx, *args):
+    return torch.ops.torch_ragged.segment_slice(values, first_idx, *args)[0]
+
+
+@pytest.mark.parametrize("op,args", [(torch.ops.torch_ragged.segment_row, (-1,)),
+                                     (torch.ops.torch_ragged.segment_row, (1,)), (_sliced_values, (1, None, 2))])
+def test_rows_along_the_ragged_dim_gradcheck_and_gradgradcheck(op, args):
+    # the CPU backward copies the gradient's rows into place (distinct rows) rather than adding them
+    first_idx = torch.tensor([0, 3, 5, 9, 11])
+    values = torch.randn(11, 2, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda v: op(v, first_idx, *args), (values,))
+    assert torch.autograd.gradgradcheck(lambda v: op(v, first_idx, *args), (values,))
+
+
 def test_indexing_along_the_ragged_dim_errors_name_the_short_member():
     r = RaggedTensor.from_list([torch.randn(3, 2), torch.randn(1, 2), torch.randn(5, 2)])
     # the op segment_row checks the rows, in the segment core's words (a member is a segment of the packed rows)
