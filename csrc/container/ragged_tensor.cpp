@@ -7,6 +7,8 @@
 #include <torch_ragged/ragged_tensor.h>
 #include <torch_ragged/segment.h>
 
+#include <algorithm>
+#include <cmath>
 #include <numeric>
 
 namespace torch_ragged {
@@ -118,6 +120,18 @@ at::Tensor RaggedTensor::padded(const at::Scalar& padding_value, at::OptionalInt
   return out.view(shape);
 }
 
+at::Tensor RaggedTensor::mask(at::OptionalIntArrayRef max_shape,
+                              std::string_view padding_side) const {
+  // one true per stored row, padded with false by the op (its checks of max_shape and side)
+  const at::Tensor rows = at::ones({values_.size(0), 1}, values_.options().dtype(at::kBool));
+  return packed_to_padded(rows, shape_per_tensor_, first_idx_, false, max_shape, padding_side)
+      .squeeze(-1);
+}
+at::Tensor RaggedTensor::padding_mask(at::OptionalIntArrayRef max_shape,
+                                      std::string_view padding_side) const {
+  return mask(max_shape, padding_side).logical_not();
+}
+
 std::vector<int64_t> RaggedTensor::member_shape(int64_t b) const {
   const at::Tensor sizes = shape_per_tensor_[b].contiguous();
   std::vector<int64_t> shape(sizes.const_data_ptr<int64_t>(),
@@ -146,6 +160,43 @@ RaggedTensor RaggedTensor::index_select(const at::Tensor& index) const {
   const at::Tensor picks = index.to(at::kCPU, at::kLong);
   const at::Tensor wrapped = at::where(picks < 0, picks + size(), picks);  // checked by the op
   return RaggedTensor(values, first_idx, shape_per_tensor_.index_select(0, wrapped), true);
+}
+
+RaggedTensor RaggedTensor::slice(std::optional<int64_t> start, std::optional<int64_t> stop) const {
+  const int64_t n = size();
+  const auto bound = [n](std::optional<int64_t> value, int64_t fallback) {  // Python's clipping
+    if (!value.has_value()) return fallback;
+    return std::clamp<int64_t>(*value < 0 ? *value + n : *value, 0, n);
+  };
+  const int64_t first = bound(start, 0), last = std::max(first, bound(stop, n));
+  const int64_t* offsets = first_idx_.const_data_ptr<int64_t>();
+  return RaggedTensor(values_.slice(0, offsets[first], offsets[last]),
+                      first_idx_.slice(0, first, last + 1) - offsets[first],
+                      shape_per_tensor_.slice(0, first, last), true);
+}
+
+at::Tensor RaggedTensor::lengths() const { return first_idx_.diff(); }
+
+RaggedTensor RaggedTensor::cat(const std::vector<RaggedTensor>& ragged) {
+  TORCH_CHECK_VALUE(!ragged.empty(), kWhere, ".cat: needs at least one RaggedTensor");
+  const RaggedTensor& first = ragged[0];
+  std::vector<at::Tensor> values, shapes;
+  for (size_t i = 0; i < ragged.size(); ++i) {
+    const RaggedTensor& r = ragged[i];
+    TORCH_CHECK_VALUE(r.ragged_dims() == first.ragged_dims() &&
+                          r.values_.sizes().slice(1) == first.values_.sizes().slice(1) &&
+                          r.values_.dtype() == first.values_.dtype() &&
+                          r.values_.device() == first.values_.device(),
+                      kWhere, ".cat: ragged[", i, "] has ", r.ragged_dims(),
+                      " ragged dims and values ", r.values_.scalar_type(), " ", r.values_.sizes(),
+                      " on ", r.values_.device(), "; ragged[0] has ", first.ragged_dims(), " and ",
+                      first.values_.scalar_type(), " ", first.values_.sizes(), " on ",
+                      first.values_.device(), " (the feature dims, dtype and device must agree)");
+    values.push_back(r.values_);
+    shapes.push_back(r.shape_per_tensor_);
+  }
+  const at::Tensor shape_per_tensor = at::cat(shapes);
+  return RaggedTensor(at::cat(values), first_idx_of(shape_per_tensor), shape_per_tensor, true);
 }
 
 at::Tensor RaggedTensor::row(int64_t k) const {
@@ -209,6 +260,40 @@ RaggedTensor RaggedTensor::amin(at::IntArrayRef dim, bool keepdim) const {
   return with_values(values_.amin(feature_dims("amin", dim), keepdim));
 }
 
+std::tuple<at::Tensor, at::Tensor> RaggedTensor::member_extremum(bool is_max) const {
+  auto [values, packed_row] =
+      is_max ? segment_max(values_, first_idx_) : segment_min(values_, first_idx_);
+  std::vector<int64_t> shape(packed_row.dim(), 1);
+  shape[0] = -1;
+  const at::Tensor starts = first_idx_.slice(0, 0, -1).to(packed_row.device()).view(shape);
+  return {values, at::where(packed_row >= 0, packed_row - starts, packed_row)};  // -1: empty
+}
+std::tuple<at::Tensor, at::Tensor> RaggedTensor::max() const { return member_extremum(true); }
+std::tuple<at::Tensor, at::Tensor> RaggedTensor::min() const { return member_extremum(false); }
+
+std::tuple<RaggedTensor, RaggedTensor> RaggedTensor::max(int64_t dim, bool keepdim) const {
+  auto [values, indices] = at::max(values_, feature_dims("max", {dim})[0], keepdim);
+  return {with_values(values), with_values(indices)};
+}
+std::tuple<RaggedTensor, RaggedTensor> RaggedTensor::min(int64_t dim, bool keepdim) const {
+  auto [values, indices] = at::min(values_, feature_dims("min", {dim})[0], keepdim);
+  return {with_values(values), with_values(indices)};
+}
+
+at::Tensor RaggedTensor::norm(double p) const {
+  const at::Tensor magnitude = values_.abs();
+  if (std::isinf(p) && p > 0) return std::get<0>(segment_max(magnitude, first_idx_));
+  TORCH_CHECK_VALUE(p > 0, kWhere, ".norm: p must be a positive number or inf, got ", p);
+  if (p == 1) return segment_sum(magnitude, first_idx_);
+  const at::Tensor powered = segment_sum(magnitude.pow(p), first_idx_);
+  // the root's gradient is infinite at 0: that branch is cut (gradient 0, as vector_norm's)
+  const at::Tensor positive = powered > 0;
+  return at::where(positive, at::where(positive, powered, 1).pow(1 / p), 0);
+}
+RaggedTensor RaggedTensor::norm(double p, at::IntArrayRef dim, bool keepdim) const {
+  return with_values(at::linalg_vector_norm(values_, p, feature_dims("norm", dim), keepdim));
+}
+
 // The ragged dim (one of them) normalises within each member; a feature dim, every row alone.
 RaggedTensor RaggedTensor::normalise(std::string_view where, int64_t dim, bool log) const {
   const int64_t wrapped = dim < 0 ? dim + this->dim() : dim;
@@ -219,6 +304,66 @@ RaggedTensor RaggedTensor::normalise(std::string_view where, int64_t dim, bool l
 RaggedTensor RaggedTensor::softmax(int64_t dim) const { return normalise("softmax", dim, false); }
 RaggedTensor RaggedTensor::log_softmax(int64_t dim) const {
   return normalise("log_softmax", dim, true);
+}
+
+std::optional<int64_t> RaggedTensor::scan_dim(std::string_view where, int64_t dim) const {
+  const int64_t wrapped = dim < 0 ? dim + this->dim() : dim;
+  if (wrapped >= 1 && wrapped <= ragged_dims()) {
+    TORCH_CHECK_VALUE(ragged_dims() == 1, kWhere, ".", where,
+                      ": a scan runs along one ragged dim; this RaggedTensor has ", ragged_dims(),
+                      " (flatten them first, or scan a feature dim)");
+    return std::nullopt;
+  }
+  return feature_dims(where, {dim})[0];
+}
+
+RaggedTensor RaggedTensor::cumsum(int64_t dim) const {
+  const std::optional<int64_t> along = scan_dim("cumsum", dim);
+  return with_values(along ? values_.cumsum(*along) : segment_cumsum(values_, first_idx_));
+}
+RaggedTensor RaggedTensor::cumprod(int64_t dim) const {
+  const std::optional<int64_t> along = scan_dim("cumprod", dim);
+  return with_values(along ? values_.cumprod(*along) : segment_cumprod(values_, first_idx_));
+}
+RaggedTensor RaggedTensor::logcumsumexp(int64_t dim) const {
+  const std::optional<int64_t> along = scan_dim("logcumsumexp", dim);
+  return with_values(along ? values_.logcumsumexp(*along)
+                           : segment_logcumsumexp(values_, first_idx_));
+}
+
+std::tuple<RaggedTensor, RaggedTensor> RaggedTensor::cum_extremum(std::string_view where,
+                                                                  int64_t dim, bool is_max) const {
+  if (const std::optional<int64_t> along = scan_dim(where, dim)) {
+    auto [values, indices] = is_max ? at::cummax(values_, *along) : at::cummin(values_, *along);
+    return {with_values(values), with_values(indices)};
+  }
+  auto [values, packed_row] =
+      is_max ? segment_cummax(values_, first_idx_) : segment_cummin(values_, first_idx_);
+  const at::Tensor offsets = first_idx_.to(packed_row.device());
+  std::vector<int64_t> shape(packed_row.dim(), 1);
+  shape[0] = -1;
+  const at::Tensor member_start =  // each row's member's first row
+      segment_expand(offsets.slice(0, 0, -1), offsets, values_.size(0)).view(shape);
+  return {with_values(values), with_values(packed_row - member_start)};
+}
+std::tuple<RaggedTensor, RaggedTensor> RaggedTensor::cummax(int64_t dim) const {
+  return cum_extremum("cummax", dim, true);
+}
+std::tuple<RaggedTensor, RaggedTensor> RaggedTensor::cummin(int64_t dim) const {
+  return cum_extremum("cummin", dim, false);
+}
+
+RaggedTensor RaggedTensor::unsqueeze(int64_t dim) const {
+  const int64_t ndim = this->dim(), ragged = ragged_dims();
+  const int64_t wrapped = dim < 0 ? dim + ndim + 1 : dim;
+  TORCH_CHECK_INDEX(wrapped > ragged && wrapped <= ndim, kWhere, ".unsqueeze: dim ", dim,
+                    " must insert a feature dim: after the batch and ", ragged, " ragged dims, in ",
+                    ragged + 1, "..", ndim, " (or ", ragged - ndim, "..-1)");
+  return with_values(values_.unsqueeze(wrapped - ragged));
+}
+
+RaggedTensor RaggedTensor::broadcast_members(const at::Tensor& per_member) const {
+  return with_values(segment_expand(per_member, first_idx_, values_.size(0)));
 }
 
 RaggedTensor RaggedTensor::matmul(const at::Tensor& weight) const {
@@ -246,6 +391,8 @@ RaggedTensor RaggedTensor::with_values(at::Tensor values) const {
 RaggedTensor RaggedTensor::to(const at::TensorOptions& options) const {
   return with_values(values_.to(options));
 }
+RaggedTensor RaggedTensor::detach() const { return with_values(values_.detach()); }
+RaggedTensor RaggedTensor::clone() const { return with_values(values_.clone()); }
 
 namespace {
 
@@ -299,6 +446,10 @@ TORCH_RAGGED_ELEMENTWISE_OPERATOR(+, add)
 TORCH_RAGGED_ELEMENTWISE_OPERATOR(-, sub)
 TORCH_RAGGED_ELEMENTWISE_OPERATOR(*, mul)
 TORCH_RAGGED_ELEMENTWISE_OPERATOR(/, div)
+TORCH_RAGGED_ELEMENTWISE_OPERATOR(%, remainder)
+TORCH_RAGGED_ELEMENTWISE_OPERATOR(&, bitwise_and)
+TORCH_RAGGED_ELEMENTWISE_OPERATOR(|, bitwise_or)
+TORCH_RAGGED_ELEMENTWISE_OPERATOR(^, bitwise_xor)
 TORCH_RAGGED_ELEMENTWISE_OPERATOR(==, eq)
 TORCH_RAGGED_ELEMENTWISE_OPERATOR(!=, ne)
 TORCH_RAGGED_ELEMENTWISE_OPERATOR(<, lt)
@@ -308,5 +459,16 @@ TORCH_RAGGED_ELEMENTWISE_OPERATOR(>=, ge)
 #undef TORCH_RAGGED_ELEMENTWISE_OPERATOR
 
 RaggedTensor operator-(const RaggedTensor& r) { return r.with_values(at::neg(r.values())); }
+RaggedTensor operator~(const RaggedTensor& r) { return r.with_values(at::bitwise_not(r.values())); }
+
+RaggedTensor RaggedTensor::floor_divide(const RaggedTensor& other) const {
+  return same_structure(*this, other).with_values(at::floor_divide(values_, other.values_));
+}
+RaggedTensor RaggedTensor::floor_divide(const at::Tensor& other) const {
+  return with_values(at::floor_divide(values_, dense_operand(*this, other)));
+}
+RaggedTensor RaggedTensor::floor_divide(const at::Scalar& other) const {
+  return with_values(at::floor_divide(values_, number(other)));
+}
 
 }  // namespace torch_ragged

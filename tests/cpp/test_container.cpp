@@ -6,6 +6,7 @@
 #include <torch_ragged/torch_ragged.h>
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <optional>
 #include <string>
@@ -239,6 +240,113 @@ TEST(RaggedTensor, ElementwiseMathActsOnEveryMemberAndKeepsTheStructure) {
             }).find("a dense operand of shape [4, 2] reaches the packed rows [4, 2]"),
             std::string::npos);
   EXPECT_TRUE(torch::equal((r + torch::ones({1, 2})).values(), r.values() + 1));
+}
+
+TEST(RaggedTensor, IntegerAndBitwiseOperatorsActOnEveryMember) {
+  const std::vector<at::Tensor> ints{torch::tensor({7, -7, 5}), torch::tensor({-3})};
+  const std::vector<at::Tensor> other{torch::tensor({2, 3, -4}), torch::tensor({6})};
+  const auto r = torch_ragged::RaggedTensor::from_list(ints);
+  const auto q = torch_ragged::RaggedTensor::from_list(other);
+  const std::vector<std::pair<torch_ragged::RaggedTensor, std::function<at::Tensor(int64_t)>>>
+      cases{
+          // Python's % and //: the sign of the divisor, rounding down (not C++'s truncation)
+          {r % 3, [&](int64_t b) { return torch::remainder(ints[b], 3); }},
+          {r % q, [&](int64_t b) { return torch::remainder(ints[b], other[b]); }},
+          {r.floor_divide(2), [&](int64_t b) { return torch::floor_divide(ints[b], 2); }},
+          {r.floor_divide(q), [&](int64_t b) { return torch::floor_divide(ints[b], other[b]); }},
+          {r & q, [&](int64_t b) { return ints[b] & other[b]; }},
+          {r | 8, [&](int64_t b) { return ints[b] | 8; }},
+          {r ^ q, [&](int64_t b) { return ints[b] ^ other[b]; }},
+          {~r, [&](int64_t b) { return ~ints[b]; }},
+      };
+  for (const auto& [result, expected] : cases) {
+    for (int64_t b = 0; b < 2; ++b) EXPECT_TRUE(torch::equal(result[b], expected(b)));
+  }
+  EXPECT_TRUE(torch::equal((r % 3)[0], torch::tensor({1, 2, 2})));  // -7 % 3 == 2, as Python
+  EXPECT_TRUE(torch::equal(r.floor_divide(2)[0], torch::tensor({3, -4, 2})));
+}
+
+TEST(RaggedTensor, MemberSlicesExtremaNormsAndScansMatchEachMember) {
+  const std::vector<at::Tensor> clouds{torch::randn({3, 2}), torch::randn({0, 2}),
+                                       torch::randn({4, 2}), torch::randn({1, 2})};
+  const auto r = torch_ragged::RaggedTensor::from_list(clouds);
+  // members a:b as Python slices a list: clipped, negative from the end, empty when b <= a
+  const std::vector<std::pair<std::optional<int64_t>, std::optional<int64_t>>> bounds{
+      {1, 3}, {-2, std::nullopt}, {std::nullopt, -1}, {3, 1}, {-9, 9}};
+  for (const auto& [start, stop] : bounds) {
+    const auto part = r.slice(start, stop);
+    const int64_t n = 4,
+                  lo = std::clamp<int64_t>(start ? (*start < 0 ? *start + n : *start) : 0, 0, n);
+    const int64_t hi =
+        std::max(lo, std::clamp<int64_t>(stop ? (*stop < 0 ? *stop + n : *stop) : n, 0, n));
+    ASSERT_EQ(part.size(), hi - lo);
+    for (int64_t b = lo; b < hi; ++b) EXPECT_TRUE(torch::equal(part[b - lo], clouds[b]));
+    EXPECT_TRUE(part.values().is_alias_of(r.values()));  // a view
+  }
+  EXPECT_TRUE(torch::equal(r.lengths(), torch::tensor({3, 0, 4, 1})));
+  EXPECT_EQ(r.numel(), 16);
+  EXPECT_EQ(r.feature_shape(), (std::vector<int64_t>{2}));
+  // mask: true where padded() holds an element, right- or left-aligned, to a given length
+  const at::Tensor right =
+      torch::tensor({{1, 1, 1, 0}, {0, 0, 0, 0}, {1, 1, 1, 1}, {1, 0, 0, 0}}).to(torch::kBool);
+  EXPECT_TRUE(torch::equal(r.mask(), right));
+  EXPECT_TRUE(torch::equal(r.padding_mask(), right.logical_not()));
+  EXPECT_TRUE(torch::equal(r.mask(std::vector<int64_t>{5}, "left").slice(1, 1), right.flip(1)));
+  EXPECT_THROW(r.mask(std::vector<int64_t>{3}), c10::ValueError);  // shorter than a member
+  const auto joined = torch_ragged::RaggedTensor::cat({r.slice(2, std::nullopt), r.slice(0, 1)});
+  ASSERT_EQ(joined.size(), 3);
+  EXPECT_TRUE(torch::equal(joined[0], clouds[2]) && torch::equal(joined[2], clouds[0]));
+
+  // max / min per member: the values and the row within the member (-1 for an empty member)
+  const auto [top, top_row] = r.max();
+  const auto [low, low_row] = r.min();
+  for (const int64_t b : {0, 2, 3}) {
+    const auto [v, i] = clouds[b].max(0);
+    EXPECT_TRUE(torch::equal(top[b], v) && torch::equal(top_row[b], i));
+    const auto [w, j] = clouds[b].min(0);
+    EXPECT_TRUE(torch::equal(low[b], w) && torch::equal(low_row[b], j));
+  }
+  EXPECT_TRUE((top_row[1] == -1).all().item<bool>());
+  const auto [row_max, row_arg] = r.max(-1);
+  for (const int64_t b : {0, 2, 3}) {
+    const auto [v, i] = clouds[b].max(-1);
+    EXPECT_TRUE(torch::equal(row_max[b], v) && torch::equal(row_arg[b], i));
+  }
+
+  // norms per member against torch.linalg.vector_norm of each member's rows (0 for the empty one)
+  for (const double p : {1.0, 2.0, 3.0, static_cast<double>(INFINITY)}) {
+    const at::Tensor norms = r.norm(p);
+    for (const int64_t b : {0, 2, 3}) {
+      EXPECT_TRUE(torch::allclose(norms[b], torch::linalg_vector_norm(clouds[b], p, {0})));
+    }
+    EXPECT_TRUE(torch::equal(norms[1], torch::zeros({2})));  // torch refuses inf of nothing
+  }
+  EXPECT_TRUE(torch::allclose(r.norm(2, {-1})[2], torch::linalg_vector_norm(clouds[2], 2, {-1})));
+
+  // scans: along the ragged dim within each member; along a feature dim every row
+  const auto [running, running_row] = r.cummax(1);
+  for (const int64_t b : {0, 2, 3}) {
+    EXPECT_TRUE(torch::allclose(r.cumsum(1)[b], clouds[b].cumsum(0)));
+    EXPECT_TRUE(torch::allclose(r.cumprod(-2)[b], clouds[b].cumprod(0)));
+    EXPECT_TRUE(torch::allclose(r.logcumsumexp(1)[b], clouds[b].logcumsumexp(0)));
+    EXPECT_TRUE(torch::equal(r.cumsum(2)[b], clouds[b].cumsum(1)));
+    const auto [v, i] = clouds[b].cummax(0);
+    EXPECT_TRUE(torch::equal(running[b], v) && torch::equal(running_row[b], i));
+    const auto [w, j] = clouds[b].cummin(0);
+    EXPECT_TRUE(torch::equal(std::get<0>(r.cummin(1))[b], w) &&
+                torch::equal(std::get<1>(r.cummin(1))[b], j));
+  }
+
+  // a new feature dim; every member's rows set to its own row of per_member
+  EXPECT_EQ(r.unsqueeze(-1).values().sizes(), (std::vector<int64_t>{8, 2, 1}));
+  EXPECT_EQ(r.unsqueeze(2).values().sizes(), (std::vector<int64_t>{8, 1, 2}));
+  EXPECT_THROW(r.unsqueeze(1), c10::IndexError);  // the ragged dim
+  const auto centred = r - r.broadcast_members(r.mean());
+  EXPECT_TRUE(torch::allclose(centred[2], clouds[2] - clouds[2].mean(0)));
+  EXPECT_FALSE(r.detach().values().requires_grad());
+  EXPECT_FALSE(r.clone().values().is_alias_of(r.values()));
+  EXPECT_THROW(r.norm(-1), c10::ValueError);
+  EXPECT_THROW(r.cumsum(0), c10::ValueError);  // the members' dim
 }
 
 TEST(RaggedTensor, BadInputRaisesNamingTheMethod) {

@@ -134,3 +134,32 @@ def test_cpp_headers_declare_the_public_functions(module):
     misses = {(m, n) for m, n, _ in public_functions() if m == module and n not in declared}
     expected = {key for key in expected_misses(NOT_DECLARED_IN_CPP, SPARSE_DECLARED) if key[0] == module}
     assert misses == expected
+
+
+# The Python RaggedTensor's public methods and properties the C++ class does not declare under the same name, with
+# why (C++ spells it another way, or it is Python machinery).
+RAGGED_TENSOR_NOT_IN_CPP = {
+    **{name: "to(options) (at::TensorOptions carries the dtype / device)"
+       for name in ("cpu", "cuda", "double", "float", "half", "long", "pin_memory")},
+    **{name: "read from values() (its dtype(), device(), requires_grad(), grad())"
+       for name in ("dtype", "device", "requires_grad", "requires_grad_", "grad")},
+    "shape": "Python's torch.Size with None for ragged sizes: C++ reads size(), shape_per_tensor(), feature_shape()",
+    "ndim": "dim()",
+    "packed": "values()",
+    "from_packed": "the checked constructor RaggedTensor(values, first_idx, shape_per_tensor)",
+    "append": "a C++ RaggedTensor is immutable: RaggedTensor::cat({r, RaggedTensor::from_list({member})})",
+    "extend": "a C++ RaggedTensor is immutable: RaggedTensor::cat",
+    "is_nested": "a flag for torch.nn layers' Python checks",
+    **{name: "torch.nested / PackedSequence conversions: Python objects (a C++ program builds them from values())"
+       for name in ("from_nested", "to_nested", "to_packed_sequence", "from_packed_sequence")},
+}
+
+
+def test_the_cpp_ragged_tensor_declares_the_python_class_methods():
+    """Each public method / property of torch_ragged.RaggedTensor has a C++ member of the same name, or is listed
+    above with its C++ spelling (checked both ways: a name that gains a C++ member leaves the list)."""
+    header = (ROOT / "csrc" / "torch_ragged" / "ragged_tensor.h").read_text()
+    declared = set(re.findall(r"\b(\w+)\s*\(", header))
+    public = {name for name in vars(torch_ragged.RaggedTensor) if not name.startswith("_")}
+    missing = {name for name in public if name not in declared}
+    assert missing == set(RAGGED_TENSOR_NOT_IN_CPP), missing ^ set(RAGGED_TENSOR_NOT_IN_CPP)
