@@ -6,6 +6,7 @@
 // CompositeImplicitAutograd: the kernels run above autograd and differentiate through their parts
 // (the values' ATen functions and torch's sparse constructor), on every device.
 
+#include <ATen/ScalarOps.h>
 #include <c10/util/safe_numerics.h>
 #include <torch/library.h>
 #include <torch_ragged/sparse.h>
@@ -425,8 +426,12 @@ at::Tensor unsqueeze_kernel(const at::Tensor& s, int64_t dim) {
   at::Tensor indices = s._indices();
   at::Tensor values = differentiable_values(s);
   if (dim <= s.sparse_dim()) {
-    indices = at::cat(
-        {indices.slice(0, 0, dim), indices.new_zeros({1, indices.size(1)}), indices.slice(0, dim)});
+    // the rows copied around a zeroed one (no zeros tensor to allocate and read back)
+    at::Tensor widened = at::empty({indices.size(0) + 1, indices.size(1)}, indices.options());
+    widened.slice(0, 0, dim).copy_(indices.slice(0, 0, dim));
+    widened.select(0, dim).zero_();
+    widened.slice(0, dim + 1).copy_(indices.slice(0, dim));
+    indices = widened;
   } else {
     values = values.unsqueeze(dim - s.sparse_dim() + 1);
   }
@@ -711,6 +716,37 @@ void check_coo_list(const char* op, at::TensorList tensors) {
   }
 }
 
+// The indices of the tensors' entries one after another (tensor k's in columns start_k ..), each
+// row written in one pass: along sparse dim `dim`, for cat, that row shifted by offsets[k] (the
+// sizes before k); for stack (new_row), a new row `dim` holding k before the others.
+at::Tensor joined_indices(at::TensorList tensors, int64_t dim, bool new_row,
+                          const std::vector<int64_t>& offsets) {
+  const int64_t rows = tensors[0].sparse_dim() + (new_row ? 1 : 0);
+  int64_t total = 0;
+  for (const at::Tensor& x : tensors) total += x._nnz();
+  at::Tensor out = at::empty({rows, total}, tensors[0]._indices().options().dtype(at::kLong));
+  int64_t start = 0;
+  for (size_t k = 0; k < tensors.size(); ++k) {
+    const at::Tensor indices = tensors[k]._indices();
+    const int64_t nnz = indices.size(1), offset = new_row ? 0 : offsets[k];
+    for (int64_t r = 0; r < rows; ++r) {
+      at::Tensor destination = out.select(0, r).narrow(0, start, nnz);
+      if (new_row && r == dim) {
+        destination.fill_(static_cast<int64_t>(k));
+        continue;
+      }
+      const at::Tensor source = indices.select(0, new_row && r > dim ? r - 1 : r);
+      if (r == dim && offset != 0) {
+        at::add_out(destination, source, at::native::wrapped_scalar_tensor(offset));
+      } else {
+        destination.copy_(source);
+      }
+    }
+    start += nnz;
+  }
+  return out;
+}
+
 // torch.cat of sparse COO tensors, as torch's: the entries one after another (indices offset along
 // a sparse dim; along a dense dim each tensor's values fill their slice of the joined dim, zeros
 // around), flagged uncoalesced -- except along dim 0 of coalesced tensors, whose concatenation is
@@ -776,9 +812,25 @@ at::Tensor stack_kernel(at::TensorList tensors, int64_t dim) {
   TORCH_CHECK_INDEX(-ndim <= dim && dim < ndim, "torch_ragged.sparse.stack: dim ", dim,
                     " is out of range for ", ndim - 1, "-D tensors");
   if (dim < 0) dim += ndim;
-  std::vector<at::Tensor> unsqueezed;
-  for (const at::Tensor& x : tensors) unsqueezed.push_back(unsqueeze_kernel(x, dim));
-  return cat_kernel(unsqueezed, dim);
+  const int64_t sparse_dim = first.sparse_dim();
+  if (dim > sparse_dim) {  // a new dense dim: the values unsqueezed, joined along it
+    std::vector<at::Tensor> unsqueezed;
+    for (const at::Tensor& x : tensors) unsqueezed.push_back(unsqueeze_kernel(x, dim));
+    return cat_kernel(unsqueezed, dim);
+  }
+  // a new sparse dim: tensor k's entries at index k along it, written in one pass
+  at::ScalarType dtype = first.scalar_type();
+  bool all_coalesced = true;
+  for (const at::Tensor& x : tensors) {
+    dtype = at::promote_types(dtype, x.scalar_type());
+    all_coalesced = all_coalesced && x.is_coalesced();
+  }
+  std::vector<at::Tensor> values;
+  for (const at::Tensor& x : tensors) values.push_back(differentiable_values(x).to(dtype));
+  std::vector<int64_t> shape = first.sizes().vec();
+  shape.insert(shape.begin() + dim, static_cast<int64_t>(tensors.size()));
+  return coo_tensor(joined_indices(tensors, dim, /*new_row=*/true, {}), at::cat(values), shape,
+                    dim == 0 && all_coalesced);
 }
 
 }  // namespace
