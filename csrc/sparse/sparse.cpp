@@ -15,8 +15,10 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <type_traits>
 
+#include "common/autograd.h"
 #include "common/checks.h"
 #include "common/missing_kernels.h"
 #include "common/op_handle.h"
@@ -193,6 +195,10 @@ at::Tensor sparse_mask_impl(const at::Tensor& dense, const at::Tensor& indices, 
                     ": indices must be (sparse_dim, nnz) with sparse_dim <= dense.dim() = ",
                     dense.dim(), ", got shape ", indices.sym_sizes());
   const int64_t sparse_dim = indices.sym_size(0).guard_int(__FILE__, __LINE__);
+  if (dense.is_cpu() && indices.is_cpu() && !is_symbolic(dense) && !is_symbolic(indices) &&
+      !records_graph(dense)) {
+    if (std::optional<at::Tensor> values = values_at_indices_cpu(dense, indices)) return *values;
+  }
   const at::Tensor keys = as_op(op, [&] {
     return ops::sparse_flat_keys(indices, dense.sym_sizes().slice(0, sparse_dim), validate);
   });

@@ -90,6 +90,13 @@ std::pair<at::Tensor, at::Tensor> index_select_entries_cpu(std::string_view op,
                                                            const at::Tensor& positions,
                                                            int64_t size);
 
+// dense's values at each entry's index tuple of a CPU int64 (sparse_dim, nnz) index tensor:
+// (nnz, *dense.sizes()[sparse_dim:]), read in place at dense's strides in one parallel pass (no
+// key array, no gather). nullopt where the dense dims are not one block in memory or an index lies
+// outside its size (nothing is read there): the caller's checked route takes over. Not
+// differentiable: for inputs that record no graph.
+std::optional<at::Tensor> values_at_indices_cpu(const at::Tensor& dense, const at::Tensor& indices);
+
 // Tensor.to_sparse's entries on the CPU, in one parallel pass that counts and one that writes
 // (no bool tensor, no nonzero over it): the (dims, nnz) int64 indices of the positions over the
 // first `dims` dims of dense holding a value that is not exactly zero (any of its dense values,

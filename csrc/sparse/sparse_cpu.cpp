@@ -9,8 +9,10 @@
 #include <algorithm>
 #include <atomic>
 #include <bit>
+#include <cstring>
 #include <limits>
 #include <numeric>
+#include <optional>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -728,6 +730,78 @@ void for_each_set_position(const scalar_t* x, int64_t begin, int64_t end, int64_
 }
 
 }  // namespace
+
+namespace {
+
+// Copies `bytes` bytes (an element size, or a block of them) without a call for the common sizes.
+inline void copy_element(char* to, const char* from, int64_t bytes) {
+  switch (bytes) {
+    case 4:
+      std::memcpy(to, from, 4);
+      return;
+    case 8:
+      std::memcpy(to, from, 8);
+      return;
+    case 2:
+      std::memcpy(to, from, 2);
+      return;
+    case 1:
+      *to = *from;
+      return;
+    default:
+      std::memcpy(to, from, bytes);
+  }
+}
+
+}  // namespace
+
+std::optional<at::Tensor> values_at_indices_cpu(const at::Tensor& dense,
+                                                const at::Tensor& indices) {
+  const int64_t sparse_dim = indices.size(0), nnz = indices.size(1);
+  if (sparse_dim < 1 || sparse_dim > dense.dim() || indices.scalar_type() != at::kLong) {
+    return std::nullopt;
+  }
+  // the dense dims of each entry must be one block in memory (contiguous), read with one copy
+  int64_t expected_stride = 1;
+  for (int64_t d = dense.dim() - 1; d >= sparse_dim; --d) {
+    if (dense.size(d) != 1 && dense.stride(d) != expected_stride) return std::nullopt;
+    expected_stride *= dense.size(d);
+  }
+  const int64_t block = expected_stride * static_cast<int64_t>(dense.element_size());  // bytes
+  std::vector<int64_t> shape{nnz};
+  shape.insert(shape.end(), dense.sizes().begin() + sparse_dim, dense.sizes().end());
+  at::Tensor out = at::empty(shape, dense.options());
+  if (nnz == 0 || block == 0) return out;
+  const at::Tensor src = with_contiguous_rows(indices);
+  const int64_t* idx = src.const_data_ptr<int64_t>();
+  const int64_t row_stride = src.stride(0);
+  std::vector<int64_t> size(sparse_dim), byte_stride(sparse_dim);
+  for (int64_t d = 0; d < sparse_dim; ++d) {
+    size[d] = dense.size(d);
+    byte_stride[d] = dense.stride(d) * static_cast<int64_t>(dense.element_size());
+  }
+  const char* base = static_cast<const char*>(dense.const_data_ptr());
+  char* to = static_cast<char*>(out.mutable_data_ptr());
+  std::atomic<bool> out_of_range{false};
+  at::parallel_for(0, nnz, kGrainElems / 4, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      int64_t offset = 0;
+      bool in_range = true;
+      for (int64_t d = 0; d < sparse_dim; ++d) {
+        const int64_t index = idx[d * row_stride + i];
+        in_range &= static_cast<uint64_t>(index) < static_cast<uint64_t>(size[d]);
+        offset += index * byte_stride[d];
+      }
+      if (!in_range) {  // no read outside dense; the caller's checked route names the entry
+        out_of_range.store(true, std::memory_order_relaxed);
+        return;
+      }
+      copy_element(to + i * block, base + offset, block);
+    }
+  });
+  if (out_of_range.load()) return std::nullopt;
+  return out;
+}
 
 bool nonzero_positions_cpu_supports(at::ScalarType dtype) {
   // the types of the dispatch below

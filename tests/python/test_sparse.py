@@ -374,6 +374,24 @@ def test_to_sparse_matches_torch_for_every_dtype(dtype, shape):
         assert _same_values(actual._values(), expected._values()), sparse_dim
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.complex128, torch.bool,
+                                   torch.int8, torch.int64])
+def test_sparse_mask_reads_dense_at_the_indices_for_any_dtype_and_layout(dtype):
+    # the CPU reads each entry's block of dense values in place at dense's strides (a transposed matrix, a
+    # hybrid whose dense dims are one block) or, when those dims are not one block, through the key route
+    indices, _, _ = random_triplet((6, 5), (), 20, torch.float64, seed=21)
+    full = (torch.randn(6, 5, 3, 2) * 10).to(dtype)
+    cases = [(full[..., 0, 0], indices), (full[..., 0, 0].t().contiguous().t(), indices), (full, indices),
+             (full, indices[:1]), (full.transpose(2, 3), indices), (full[:, :, 1], indices)]
+    for dense, idx in cases:
+        expected = dense[tuple(idx)]
+        assert torch.equal(torch.ops.torch_ragged.sparse_mask(dense, idx, True), expected)
+        mask = torch.sparse_coo_tensor(idx, torch.ones(idx.shape[1]), dense.shape[:idx.shape[0]]).coalesce()
+        masked = torch_ragged.sparse.sparse_mask(dense, torch.sparse_coo_tensor(
+            mask._indices(), torch.zeros(mask._nnz(), *dense.shape[idx.shape[0]:]), dense.shape))
+        assert torch.equal(masked._values(), dense[tuple(mask._indices())])
+
+
 def test_to_sparse_of_a_large_strided_tensor_matches_torch():
     # several parallel chunks (the kernel counts, then writes, chunk by chunk), a non-contiguous input
     g = torch.Generator().manual_seed(12)
