@@ -729,10 +729,6 @@ void for_each_set_position(const scalar_t* x, int64_t begin, int64_t end, int64_
   }
 }
 
-}  // namespace
-
-namespace {
-
 // Copies `bytes` bytes (an element size, or a block of them) without a call for the common sizes.
 inline void copy_element(char* to, const char* from, int64_t bytes) {
   switch (bytes) {
@@ -771,7 +767,7 @@ std::optional<at::Tensor> values_at_indices_cpu(const at::Tensor& dense,
   std::vector<int64_t> shape{nnz};
   shape.insert(shape.end(), dense.sizes().begin() + sparse_dim, dense.sizes().end());
   at::Tensor out = at::empty(shape, dense.options());
-  if (nnz == 0 || block == 0) return out;
+  if (nnz == 0) return out;
   const at::Tensor src = with_contiguous_rows(indices);
   const int64_t* idx = src.const_data_ptr<int64_t>();
   const int64_t row_stride = src.stride(0);
@@ -785,18 +781,18 @@ std::optional<at::Tensor> values_at_indices_cpu(const at::Tensor& dense,
   std::atomic<bool> out_of_range{false};
   at::parallel_for(0, nnz, kGrainElems / 4, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
-      int64_t offset = 0;
+      uint64_t offset = 0;  // unsigned: an index out of range wraps, it does not overflow
       bool in_range = true;
       for (int64_t d = 0; d < sparse_dim; ++d) {
-        const int64_t index = idx[d * row_stride + i];
-        in_range &= static_cast<uint64_t>(index) < static_cast<uint64_t>(size[d]);
-        offset += index * byte_stride[d];
+        const auto index = static_cast<uint64_t>(idx[d * row_stride + i]);
+        in_range &= index < static_cast<uint64_t>(size[d]);
+        offset += index * static_cast<uint64_t>(byte_stride[d]);
       }
       if (!in_range) {  // no read outside dense; the caller's checked route names the entry
         out_of_range.store(true, std::memory_order_relaxed);
         return;
       }
-      copy_element(to + i * block, base + offset, block);
+      if (block != 0) copy_element(to + i * block, base + offset, block);
     }
   });
   if (out_of_range.load()) return std::nullopt;

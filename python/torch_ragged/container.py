@@ -606,7 +606,8 @@ class RaggedTensor:
             key: what to take: an int, a slice, a list / 1-D integer or bool tensor of members, or a tuple indexing
                 members then rows / features.
         """
-        if type(key) is tuple and len(key) == 2 and type(key[1]) is int and key[0] == _EVERY_MEMBER \
+        if type(key) is tuple and len(key) == 2 and type(key[1]) is int and type(key[0]) is slice \
+                and key[0] == _EVERY_MEMBER \
                 and self._shape_per_tensor.shape[1] == 1:  # r[:, i], the common case, without the dispatch below
             values = self.values
             return _ops.segment_row(values, self._first_idx, key[1])

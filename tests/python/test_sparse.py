@@ -392,6 +392,14 @@ def test_sparse_mask_reads_dense_at_the_indices_for_any_dtype_and_layout(dtype):
         assert torch.equal(masked._values(), dense[tuple(mask._indices())])
 
 
+def test_sparse_mask_refuses_an_index_out_of_range_even_with_empty_dense_dims():
+    # the in-place read checks every index first (a huge one wraps in unsigned arithmetic, it is never read)
+    for dense in (torch.randn(5, 3), torch.randn(5, 0)):
+        with pytest.raises(IndexError, match=r"sparse_mask: indices\[0\]\[1\] = 4611686018427387904 is out of range"):
+            torch.ops.torch_ragged.sparse_mask(dense, torch.tensor([[0, 2**62]]), True)
+    assert torch.ops.torch_ragged.sparse_mask(torch.randn(5, 0), torch.tensor([[4, 1]]), True).shape == (2, 0)
+
+
 def test_to_sparse_of_a_large_strided_tensor_matches_torch():
     # several parallel chunks (the kernel counts, then writes, chunk by chunk), a non-contiguous input
     g = torch.Generator().manual_seed(12)
