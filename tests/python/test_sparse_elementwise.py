@@ -75,6 +75,41 @@ def test_mul_of_matrices_on_one_pattern_and_on_overlapping_ones_matches_torch():
             S.mul(x, y)
 
 
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.complex64, torch.int64])  # torch adds no half
+@pytest.mark.parametrize("dense", [(), (3,)])
+def test_add_of_small_coalesced_matrices_merges_them_as_torch_adds(dtype, dense):
+    """Small coalesced matrices are added by one merge of their (row, col) pairs (each position 0 + a + b), for every
+    index layout: torch.add's entries and values exactly, the -0.0 of a lone entry included (torch's +0.0); a
+    tensor flagged coalesced whose entries do not rise, or lie out of range, goes through the coalesce route
+    (sorted; the index named). Gradients: test_gradients_reach_both_values."""
+    a = random_sparse((9, 7, *dense), 2, 25, seed=41, coalesced=True)
+    b = random_sparse((9, 7, *dense), 2, 20, seed=42, coalesced=True)
+    a = torch.sparse_coo_tensor(a._indices(), (a._values() * 1e4).to(dtype), a.shape, is_coalesced=True)
+    b = torch.sparse_coo_tensor(b._indices(), (b._values() * 3).to(dtype), b.shape, is_coalesced=True)
+    if dtype.is_floating_point:
+        a._values()[0] = -0.0
+    empty = torch.sparse_coo_tensor(torch.zeros(2, 0, dtype=torch.long), torch.zeros(0, *dense, dtype=dtype), a.shape)
+    for x in index_layouts(a):
+        for y in index_layouts(b):
+            same_as_torch(S.add(x, y), torch.add(x, y))
+            same_as_torch(S.sub(x, y, alpha=2), torch.sub(x, y, alpha=2))
+    same_as_torch(S.add(a, empty.coalesce()), torch.add(a, empty.coalesce()))
+    same_as_torch(S.add(empty.coalesce(), b), torch.add(empty.coalesce(), b))
+    falling = torch.sparse_coo_tensor(torch.tensor([[1, 0], [0, 0]]), torch.ones(2), (2, 2), is_coalesced=True)
+    rising = torch.sparse_coo_tensor(torch.tensor([[0, 1], [0, 1]]), torch.ones(2), (2, 2), is_coalesced=True)
+    unflagged = torch.sparse_coo_tensor(falling._indices(), falling._values(), falling.shape)
+    same_sparse(S.add(falling, rising), torch.add(unflagged.coalesce(), rising))
+    outside = torch.sparse_coo_tensor(torch.tensor([[0, 1], [0, 5]]), torch.ones(2), (2, 2), is_coalesced=True)
+    with pytest.raises(IndexError, match="out of range"):
+        S.add(outside, rising)
+
+
+def test_add_of_large_coalesced_matrices_matches_torch_exactly():
+    a = random_sparse((3000, 2000), 2, 60_000, seed=45, coalesced=True)
+    b = random_sparse((3000, 2000), 2, 50_000, seed=46, coalesced=True)
+    same_as_torch(S.add(a, b, alpha=0.5), torch.add(a, b, alpha=0.5))
+
+
 def test_dtypes_promote_as_torch():
     a = random_sparse((5, 4), 2, 8, seed=3, dtype=torch.float32)
     b = random_sparse((5, 4), 2, 8, seed=4, dtype=torch.float64)
