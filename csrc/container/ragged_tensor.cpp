@@ -20,6 +20,13 @@ at::Tensor first_idx_of(const at::Tensor& shape_per_tensor) {
   return get_first_idx(shape_per_tensor.prod(1));
 }
 
+// (-1, 1, ..., 1) of `dims` dims: a 1-D tensor viewed to broadcast along the feature dims.
+std::vector<int64_t> column_shape(int64_t dims) {
+  std::vector<int64_t> shape(dims, 1);
+  shape[0] = -1;
+  return shape;
+}
+
 int64_t product(at::IntArrayRef sizes) {
   return std::accumulate(sizes.begin(), sizes.end(), int64_t{1}, std::multiplies<>());
 }
@@ -263,9 +270,8 @@ RaggedTensor RaggedTensor::amin(at::IntArrayRef dim, bool keepdim) const {
 std::tuple<at::Tensor, at::Tensor> RaggedTensor::member_extremum(bool is_max) const {
   auto [values, packed_row] =
       is_max ? segment_max(values_, first_idx_) : segment_min(values_, first_idx_);
-  std::vector<int64_t> shape(packed_row.dim(), 1);
-  shape[0] = -1;
-  const at::Tensor starts = first_idx_.slice(0, 0, -1).to(packed_row.device()).view(shape);
+  const at::Tensor starts =
+      first_idx_.slice(0, 0, -1).to(packed_row.device()).view(column_shape(packed_row.dim()));
   return {values, at::where(packed_row >= 0, packed_row - starts, packed_row)};  // -1: empty
 }
 std::tuple<at::Tensor, at::Tensor> RaggedTensor::max() const { return member_extremum(true); }
@@ -340,10 +346,9 @@ std::tuple<RaggedTensor, RaggedTensor> RaggedTensor::cum_extremum(std::string_vi
   auto [values, packed_row] =
       is_max ? segment_cummax(values_, first_idx_) : segment_cummin(values_, first_idx_);
   const at::Tensor offsets = first_idx_.to(packed_row.device());
-  std::vector<int64_t> shape(packed_row.dim(), 1);
-  shape[0] = -1;
   const at::Tensor member_start =  // each row's member's first row
-      segment_expand(offsets.slice(0, 0, -1), offsets, values_.size(0)).view(shape);
+      segment_expand(offsets.slice(0, 0, -1), offsets, values_.size(0))
+          .view(column_shape(packed_row.dim()));
   return {with_values(values), with_values(packed_row - member_start)};
 }
 std::tuple<RaggedTensor, RaggedTensor> RaggedTensor::cummax(int64_t dim) const {

@@ -260,6 +260,14 @@ bool plain_matrix_indices(const at::Tensor& i) {
          i.scalar_type() == at::kLong;
 }
 
+// Whether two matrices' entries of a sparse matrix s can be merged by their keys row * cols + col:
+// concrete 2-D CPU int64 indices and a key space within int64 (the merges' shared preconditions).
+bool mergeable_matrices(const at::Tensor& s, const at::Tensor& a, const at::Tensor& b) {
+  int64_t key_space = 0;
+  return !is_symbolic(s) && s.sparse_dim() == 2 && plain_matrix_indices(a) &&
+         plain_matrix_indices(b) && !c10::mul_overflows(s.size(0), s.size(1), &key_space);
+}
+
 // Whether the (2, n) index tensors a and b (plain_matrix_indices) hold the same values, by
 // comparing memory (which stops at the first difference) where their layouts allow; false where
 // they do not.
@@ -285,14 +293,8 @@ bool same_index_memory(const at::Tensor& a, const at::Tensor& b) {
 std::optional<std::pair<at::Tensor, at::Tensor>> shared_entries_2d(const at::Tensor& s,
                                                                    const at::Tensor& a,
                                                                    const at::Tensor& b) {
-  if (is_symbolic(s) || s.sparse_dim() != 2 || !plain_matrix_indices(a) ||
-      !plain_matrix_indices(b)) {
-    return std::nullopt;
-  }
-  const at::IntArrayRef size = s.sizes();
-  int64_t key_space = 0;
-  if (c10::mul_overflows(size[0], size[1], &key_space)) return std::nullopt;
-  const int64_t n = a.size(1), m = b.size(1), cols = size[1];
+  if (!mergeable_matrices(s, a, b)) return std::nullopt;
+  const int64_t n = a.size(1), m = b.size(1), cols = s.size(1);
   const int64_t a_step = a.stride(1), b_step = b.stride(1);
   const int64_t *a_row = a.const_data_ptr<int64_t>(), *a_col = a_row + a.stride(0);
   const int64_t *b_row = b.const_data_ptr<int64_t>(), *b_col = b_row + b.stride(0);
@@ -323,12 +325,7 @@ struct EntryUnion {
 };
 std::optional<EntryUnion> union_entries_2d(const at::Tensor& s, const at::Tensor& a,
                                            const at::Tensor& b) {
-  if (is_symbolic(s) || s.sparse_dim() != 2 || !plain_matrix_indices(a) ||
-      !plain_matrix_indices(b)) {
-    return std::nullopt;
-  }
-  int64_t key_space = 0;
-  if (c10::mul_overflows(s.size(0), s.size(1), &key_space)) return std::nullopt;
+  if (!mergeable_matrices(s, a, b)) return std::nullopt;
   const int64_t n = a.size(1), m = b.size(1), cols = s.size(1);
   const int64_t a_step = a.stride(1), b_step = b.stride(1);
   const int64_t *a_row = a.const_data_ptr<int64_t>(), *a_col = a_row + a.stride(0);
